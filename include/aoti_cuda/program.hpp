@@ -1,0 +1,175 @@
+// aoti_cuda — Program: a validated, read-only view of an ExecuTorch program.
+//
+// Program opens a .pte and its .ptd data file(s) (memory-mapped read-only, or
+// borrowed from caller memory), verifies both FlatBuffers, runs the semantic
+// checks of an untrusted-input reader (bounds, overflow, indices, enum ranges,
+// union types, ranks, sizes) and describes every method: its inputs and
+// outputs, its instruction plan, and the CUDA delegate blobs (.so and weights)
+// it needs, for every exporter generation. Nothing is executed: Program is
+// safe to use on any file, on machines without a GPU.
+//
+// All ByteView results point into the mapped files and stay valid as long as
+// the Program (or a Module created from it) lives.
+//
+// Thread-compatibility: a Program is immutable after construction; const
+// methods may be called concurrently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "aoti_cuda/dtype.hpp"
+#include "aoti_cuda/export.h"
+
+namespace aoti_cuda {
+
+/// A read-only byte range.
+struct ByteView {
+  const std::uint8_t* data = nullptr;
+  std::size_t size = 0;
+  bool empty() const noexcept { return size == 0; }
+};
+
+/// How the exporter laid out the CUDA delegate's blobs.
+enum class ExporterGeneration {
+  kSeed,        ///< pre-1.1 main: "so_blob" in the .ptd, weights embedded in the .so
+  kMethodKeys,  ///< ExecuTorch 1.1-1.3: "<method>_so_blob" (.pte) + "<method>_weights_blob" (.ptd)
+  kHashKeys,    ///< ExecuTorch 1.4+: "<so_key>\n<weights_key>" in the delegate payload (sha256 keys)
+};
+AOTI_CUDA_API const char* to_string(ExporterGeneration g) noexcept;
+
+enum class ValueKind { kNone, kTensor, kInt, kDouble, kBool, kString, kList };
+
+/// Shape and type of a tensor value as stored in the program.
+struct TensorSpec {
+  DType dtype = DType::kFloat32;
+  /// Static shape; for dynamic tensors the per-dimension upper bound.
+  std::vector<int64_t> sizes;
+  /// Memory order, outermost first ({0,1,..} = contiguous).
+  std::vector<std::uint8_t> dim_order;
+  /// True when the program marks the tensor DYNAMIC_BOUND: any dimension may
+  /// be smaller than `sizes` at run time (the file does not say which).
+  bool dynamic = false;
+};
+
+/// One entry of a method's value table.
+struct ValueSpec {
+  ValueKind kind = ValueKind::kNone;
+  int32_t value_index = -1;  ///< index in the method's value table
+  TensorSpec tensor;         ///< meaningful when kind == kTensor
+};
+
+/// A CudaBackend partition of a method and the blobs it needs.
+struct DelegateSpec {
+  int32_t delegate_index = -1;        ///< index in the method's delegate table
+  std::string backend_id;             ///< always "CudaBackend" for runnable methods
+  std::string method_name_spec;       ///< the "method_name" compile spec (may differ from the method)
+  ExporterGeneration generation = ExporterGeneration::kMethodKeys;
+  std::string so_key;                 ///< named-data key of the .so
+  std::string weights_key;            ///< named-data key of the weights blob ("" for kSeed)
+  ByteView so;                        ///< the .so bytes (zero-copy)
+  ByteView weights;                   ///< the weights blob; empty when absent/embedded in the .so
+  std::string so_file;                ///< file holding the .so (pte or ptd path)
+  std::string weights_file;           ///< file holding the weights ("" when absent)
+  std::vector<int32_t> args;          ///< DelegateCall value indices: delegate inputs, then outputs
+};
+
+/// One step of a method's instruction chain, as this SDK executes it.
+struct PlanStep {
+  enum class Kind {
+    kDelegate,      ///< run delegates[delegate] with args
+    kMove,          ///< values[args[1]] = values[args[0]]
+    kHostToDevice,  ///< et_copy::_h2d_copy.out: args = {src, out}
+    kDeviceToHost,  ///< et_copy::_d2h_copy.out: args = {src, out}
+  };
+  Kind kind = Kind::kDelegate;
+  int32_t delegate = -1;  ///< index into MethodSpec::delegates for kDelegate
+  std::vector<int32_t> args;
+};
+
+/// Everything the SDK knows about a method before loading it.
+struct MethodSpec {
+  std::string name;
+  std::vector<ValueSpec> inputs;   ///< in call order
+  std::vector<ValueSpec> outputs;  ///< in return order
+  std::vector<ValueSpec> values;   ///< the whole value table (index = value_index)
+  std::vector<PlanStep> plan;
+  std::vector<DelegateSpec> delegates;  ///< CudaBackend delegates referenced by the plan
+  /// True when the plan holds only CudaBackend delegate calls, moves and
+  /// et_copy host/device copies, and every blob it needs was found.
+  bool runnable = false;
+  /// Why not runnable (other backend ids, kernel operator names, missing blobs...).
+  std::string not_runnable_reason;
+};
+
+/// One named-data entry (.pte or .ptd).
+struct NamedDataInfo {
+  std::string key;
+  std::size_t size = 0;
+  std::string file;
+};
+
+/// Facts read from an ELF shared object without loading it.
+struct ElfInfo {
+  int elf_class = 0;               ///< 32 or 64
+  std::uint16_t machine = 0;       ///< e_machine (62 = x86-64, 183 = AArch64)
+  std::string machine_name;        ///< "x86-64", "aarch64", ...
+  std::uint16_t type = 0;          ///< e_type (3 = ET_DYN)
+  bool is_shared_object = false;
+  std::string soname;
+  std::vector<std::string> needed;              ///< DT_NEEDED entries
+  std::vector<std::string> undefined_symbols;   ///< undefined dynamic symbols (sorted, unique)
+  std::vector<std::string> defined_symbols;     ///< exported AOTInductor* entry points (sorted)
+};
+
+/// Reads ELF facts from bytes. Throws Error(kInvalidProgram) naming the
+/// failed check when the bytes are not a well-formed ELF file.
+AOTI_CUDA_API ElfInfo inspect_elf(ByteView bytes);
+
+struct ProgramOptions {
+  /// Explicit .ptd files. Empty: use "aoti_cuda_blob.ptd" beside the .pte when it exists.
+  std::vector<std::string> data_files;
+  /// When false, missing blobs do not throw at open(); the methods that need
+  /// them are reported not runnable instead (used by `aoti_cuda inspect`).
+  bool require_data = true;
+};
+
+class AOTI_CUDA_API Program {
+ public:
+  /// Maps and validates `pte_path` and its data files. Throws Error on any
+  /// failed check (kInvalidProgram / kNotFound / kIo) with file, offset and field.
+  static Program open(const std::string& pte_path, const ProgramOptions& options = {});
+
+  /// Validates caller-owned bytes (borrowed: they must outlive the Program and
+  /// every Module created from it). `label` names the program in messages.
+  static Program from_memory(ByteView pte, const std::vector<ByteView>& data_files,
+                             const std::string& label = "<memory>", bool require_data = true);
+
+  Program(Program&&) noexcept;
+  Program& operator=(Program&&) noexcept;
+  ~Program();
+
+  const std::vector<MethodSpec>& methods() const noexcept;
+  std::vector<std::string> method_names() const;
+  /// Throws Error(kNotFound) listing the valid names.
+  const MethodSpec& method(std::string_view name) const;
+
+  /// Named-data lookup across the .pte and the .ptd file(s) (keys are unique across them).
+  std::optional<ByteView> named_data(std::string_view key) const;
+  std::vector<NamedDataInfo> named_data_entries() const;
+
+  const std::string& pte_path() const noexcept;
+  const std::vector<std::string>& data_paths() const noexcept;
+
+ private:
+  Program();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace aoti_cuda

@@ -1,0 +1,235 @@
+/* aoti_cuda — the AOTInductor shim C ABI provided by libaoti_cuda.so.
+ *
+ * An AOTInductor model library compiled with aot_inductor.link_libtorch=False
+ * leaves every aoti_torch_* function undefined and resolves them from the
+ * process's global symbol scope when it is dlopen'ed. libaoti_cuda.so defines
+ * them here, over its own tensor objects (no libtorch):
+ *
+ *   - A handle (AtenTensorHandle) is a heap tensor object: shared refcounted
+ *     storage + sizes, strides (in elements), storage offset (in elements),
+ *     dtype and device. Views and aliases share storage; deleting a handle
+ *     drops one reference. Borrowed memory (create_tensor_from_blob*) is never
+ *     freed by the shim.
+ *   - CUDA memory is allocated stream-ordered (cudaMallocAsync/cudaFreeAsync)
+ *     on the calling thread's current stream for the device; the stream guard
+ *     created by the model's Run installs that stream.
+ *   - Every function returning AOTITorchError returns 0 on success and 1 on
+ *     failure and never throws or aborts; the reason of the last failure on
+ *     this thread is available from aoti_cuda_shim_last_error().
+ *
+ * Enum codes are PyTorch's c10 values (device cpu=0, cuda=1; dtype float32=6,
+ * ...; layout strided=0), matching aoti_cuda/dtype.hpp.
+ *
+ * Thread-compatibility: every function may be called from any thread; a handle
+ * must not be mutated (assign_tensors, copy_ into it, delete) concurrently with
+ * other use of the same handle. Grad mode and current streams are per thread.
+ *
+ * Declarations only; this header is C-compatible. */
+#ifndef AOTI_CUDA_SHIM_H_
+#define AOTI_CUDA_SHIM_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aoti_cuda/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Types -------------------------------------------------------------- */
+struct AtenTensorOpaque;
+typedef struct AtenTensorOpaque* AtenTensorHandle;
+struct AtenGeneratorOpaque;
+typedef struct AtenGeneratorOpaque* AtenGeneratorHandle;
+struct AOTIProxyExecutorOpaque;
+typedef struct AOTIProxyExecutorOpaque* AOTIProxyExecutorHandle;
+struct CUDAGuardOpaque;
+typedef struct CUDAGuardOpaque* CUDAGuardHandle;
+struct CUDAStreamGuardOpaque;
+typedef struct CUDAStreamGuardOpaque* CUDAStreamGuardHandle;
+
+typedef int32_t AOTITorchError;
+#define AOTI_TORCH_SUCCESS 0
+#define AOTI_TORCH_FAILURE 1
+
+/* ---- Version -------------------------------------------------------------- */
+/* The PyTorch ABI this shim implements: 2.11.0 = 0x020B000000000000. */
+AOTI_CUDA_SHIM_API uint64_t aoti_torch_abi_version(void);
+
+/* ---- Enum getters (c10 codes) -------------------------------------------- */
+AOTI_CUDA_SHIM_API int32_t aoti_torch_device_type_cpu(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_device_type_cuda(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_device_type_xpu(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_device_type_mps(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_device_type_meta(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_device_type_privateuse1(void);
+
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_uint8(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_int8(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_int16(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_int32(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_int64(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float16(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float32(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float64(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_complex32(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_complex64(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_complex128(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_bool(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_bfloat16(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float8_e5m2(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float8_e4m3fn(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float8_e5m2fnuz(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float8_e4m3fnuz(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_uint16(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_uint32(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_uint64(void);
+
+AOTI_CUDA_SHIM_API int32_t aoti_torch_layout_strided(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_layout_sparse_coo(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_layout_sparse_csr(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_layout__mkldnn(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_layout_sparse_csc(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_layout_sparse_bsr(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_layout_sparse_bsc(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_layout_jagged(void);
+
+AOTI_CUDA_SHIM_API int32_t aoti_torch_memory_format_contiguous_format(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_memory_format_preserve_format(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_memory_format_channels_last(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_memory_format_channels_last_3d(void);
+
+/* Bytes per element of a dtype code; 0 for an unknown code. */
+AOTI_CUDA_SHIM_API size_t aoti_torch_dtype_element_size(int32_t dtype);
+
+/* ---- Tensor accessors (handle borrowed; returned arrays live as long as the handle) */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret_size);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_storage_numel(AtenTensorHandle tensor, int64_t* ret_numel);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret_dim);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret_numel);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret_sizes);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret_size);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret_strides);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret_stride);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret_dtype);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret_device_type);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret_device_index);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_layout(AtenTensorHandle tensor, int32_t* ret_layout);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret_storage_offset);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret_is_contiguous);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, bool* ret_is_defined);
+
+/* ---- Creation and lifetime (every ret is a new owning handle) ------------ */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle, AtenTensorHandle* new_handle);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_new_uninitialized_tensor(AtenTensorHandle* ret);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                                                           int32_t dtype, int32_t device_type, int32_t device_index,
+                                                           AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, const int64_t* sizes_ptr,
+                                                                  const int64_t* strides_ptr, int32_t dtype,
+                                                                  int32_t device_type, int32_t device_index,
+                                                                  AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim, const int64_t* sizes_ptr,
+                                                                     const int64_t* strides_ptr, int64_t storage_offset,
+                                                                     int32_t dtype, int32_t device_type,
+                                                                     int32_t device_index, AtenTensorHandle* ret);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_create_tensor_from_blob_v2(
+    void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
+    int32_t dtype, int32_t device_type, int32_t device_index, AtenTensorHandle* ret, int32_t layout,
+    const uint8_t* opaque_metadata, int64_t opaque_metadata_size);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset_bytes, int32_t dtype,
+                                                              int64_t ndim, const int64_t* sizes_ptr,
+                                                              const int64_t* strides_ptr, AtenTensorHandle* ret_new_tensor);
+/* storage_offset is an increment on self's offset (libtorch semantics). */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
+                                                                 const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                                                                 int64_t storage_offset, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes_ptr,
+                                                        const int64_t* strides_ptr, AtenTensorHandle* ret);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src, AtenTensorHandle dst);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src, AtenTensorHandle* ret_dst);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTensorHandle* ret);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_tensor_copy_(AtenTensorHandle src, AtenTensorHandle dst);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_zero_(AtenTensorHandle self);
+
+/* ---- Scalars -------------------------------------------------------------- */
+/* float16/bfloat16 values are passed as their 16-bit patterns (c10::Half / c10::BFloat16 layout). */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_float16(AtenTensorHandle tensor, uint16_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_bfloat16(AtenTensorHandle tensor, uint16_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_float32(AtenTensorHandle tensor, float* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_float64(AtenTensorHandle tensor, double* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_uint8(AtenTensorHandle tensor, uint8_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_uint16(AtenTensorHandle tensor, uint16_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_uint32(AtenTensorHandle tensor, uint32_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_uint64(AtenTensorHandle tensor, uint64_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_int8(AtenTensorHandle tensor, int8_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_int16(AtenTensorHandle tensor, int16_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_int32(AtenTensorHandle tensor, int32_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_int64(AtenTensorHandle tensor, int64_t* ret_value);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_bool(AtenTensorHandle tensor, bool* ret_value);
+/* complex64 as two floats {real, imag}. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_complex64(AtenTensorHandle tensor, float* ret_value);
+
+/* New 0-d CPU tensors. complex values are passed as {real, imag} pairs by value (two floats / two doubles). */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_float32(float value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_float64(double value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_uint8(uint8_t value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_uint16(uint16_t value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_uint32(uint32_t value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_uint64(uint64_t value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_int8(int8_t value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_int16(int16_t value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_int32(int32_t value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_int64(int64_t value, AtenTensorHandle* ret_new_tensor);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_bool(bool value, AtenTensorHandle* ret_new_tensor);
+
+/* ---- Grad mode, diagnostics ---------------------------------------------- */
+AOTI_CUDA_SHIM_API bool aoti_torch_grad_mode_is_enabled(void);
+AOTI_CUDA_SHIM_API void aoti_torch_grad_mode_set_enabled(bool enabled);
+/* Logs a warning (to stderr unless AOTI_CUDA_QUIET is set) and records it. */
+AOTI_CUDA_SHIM_API void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg);
+/* On a false condition: records the message and throws std::runtime_error,
+ * which the model library catches and turns into a failed Run. */
+AOTI_CUDA_SHIM_API void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line, const char* msg);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_check_inf_and_nan(const char* tensor_name, AtenTensorHandle tensor);
+AOTI_CUDA_SHIM_API void aoti_torch_print_tensor_handle(AtenTensorHandle self, const char* msg);
+
+/* ---- CUDA: device and stream guards, current stream ---------------------- */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandle* ret_guard);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_guard_set_index(CUDAGuardHandle guard, int32_t device_index);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_create_cuda_stream_guard(void* stream, int32_t device_index,
+                                                                      CUDAStreamGuardHandle* ret_guard);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard);
+/* Writes the calling thread's current cudaStream_t for the device (-1 = current device). */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint64_t nbytes, void** ret_ptr);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
+
+/* ---- Ops without a C shim ------------------------------------------------- */
+/* Always fails: there is no libtorch dispatcher to replay the op. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_proxy_executor_call_function(AOTIProxyExecutorHandle proxy_executor,
+                                                                          int extern_node_index, int num_ints,
+                                                                          int64_t* flatten_int_args, int num_tensors,
+                                                                          AtenTensorHandle* flatten_tensor_args);
+
+/* ---- aoti_cuda extensions (not part of PyTorch's shim) ------------------- */
+/* Message of the last failed shim call on this thread ("" if none). Valid until the next shim call on this thread. */
+AOTI_CUDA_SHIM_API const char* aoti_cuda_shim_last_error(void);
+AOTI_CUDA_SHIM_API void aoti_cuda_shim_clear_error(void);
+/* Number of live tensor handles in the process (for leak checks). */
+AOTI_CUDA_SHIM_API int64_t aoti_cuda_shim_live_handles(void);
+/* Sets the calling thread's current stream for a device without a guard; returns the previous one. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_cuda_shim_set_current_stream(int32_t device_index, void* stream, void** ret_previous);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* AOTI_CUDA_SHIM_H_ */
