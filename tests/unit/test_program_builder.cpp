@@ -278,3 +278,17 @@ TEST_CASE("builder: a misaligned from_memory buffer is copied, not rejected") {
   CHECK(p.method("forward").runnable);
   CHECK(bytes_str(p.method("forward").delegates.at(0).so) == bytes_str(view(kSo)));
 }
+
+TEST_CASE("builder: constants in the constant segment are accepted when in bounds") {
+  PteBuilder b;
+  auto blobs = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", kSo, kWeights);
+  b.set_constant_segment(Bytes(64, 1), {0, 0, 48});
+  MethodDesc m = cuda_method("forward", {f32({2})}, {f32({2})}, blobs);
+  m.values.push_back(ValueDesc::of(f32({4})));
+  m.values.back().tensor.data_buffer_idx = 2;  // [48, 64): exactly fits
+  b.add_method(m);
+  BuiltProgram keep = b.build();
+  Program p = open_built(keep);
+  CHECK(p.method("forward").values.size() == 3);
+  CHECK(p.method("forward").runnable);
+}
