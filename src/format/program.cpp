@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -600,7 +601,8 @@ void Program::Impl::build_methods(const et::Program* prog) {
         invalid(F, "S3 (value type)", vw + ": union tag " + std::to_string(tag) +
                                           (tag == 0 ? " (NONE)" : " (unknown)") + " at offset " + u64s(pte.fb_offset_of(ev)));
       }
-      if (ev->val() == nullptr) {
+      // A Null value needs no payload table (the runtime accepts it without one).
+      if (ev->val() == nullptr && ev->val_type() != et::KernelTypes::Null) {
         invalid(F, "S3 (value type)", vw + ": union tag " + std::to_string(tag) + " has no value at offset " + u64s(pte.fb_offset_of(ev)));
       }
       ValueSpec vs;

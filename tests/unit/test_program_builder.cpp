@@ -292,3 +292,17 @@ TEST_CASE("builder: constants in the constant segment are accepted when in bound
   CHECK(p.method("forward").values.size() == 3);
   CHECK(p.method("forward").runnable);
 }
+
+TEST_CASE("builder: a Null value without a payload table is accepted") {
+  PteBuilder b;
+  auto blobs = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", kSo, kWeights);
+  MethodDesc m = cuda_method("forward", {f32({2})}, {f32({2})}, blobs);
+  ValueDesc none;
+  none.kind = ValueDesc::Kind::kNull;
+  none.omit_payload = true;
+  m.values.push_back(none);
+  b.add_method(m);
+  BuiltProgram keep = b.build();
+  Program p = open_built(keep);
+  CHECK(p.method("forward").values.at(2).kind == aoti_cuda::ValueKind::kNone);
+}
