@@ -11,6 +11,8 @@
 #include <mutex>
 #include <new>
 
+#include <unistd.h>
+
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/memory.hpp"
 #include "shim/error_state.hpp"
@@ -63,14 +65,16 @@ ErrorCode classify(cudaError_t err) {
   }
 }
 
-// Sets the release threshold of the device's default pool once, so memory
+// Sets the release threshold of the device's current pool once, so memory
 // freed with cudaFreeAsync stays cached instead of going back to the driver at
 // every synchronization. Caller holds the state mutex and has made `device` current.
 void configure_pool_locked(DeviceState& dev, int device) {
   if (dev.pool_configured) return;
   cudaMemPool_t pool = nullptr;
-  cudaError_t err = cudaDeviceGetDefaultMemPool(&pool, device);
-  if (err != cudaSuccess) throw_cuda_error(err, "cudaDeviceGetDefaultMemPool(cuda:" + std::to_string(device) + ")");
+  // The device's current pool: the one cudaMallocAsync draws from (the default
+  // pool unless the application installed another with cudaDeviceSetMemPool).
+  cudaError_t err = cudaDeviceGetMemPool(&pool, device);
+  if (err != cudaSuccess) throw_cuda_error(err, "cudaDeviceGetMemPool(cuda:" + std::to_string(device) + ")");
   uint64_t threshold = std::numeric_limits<uint64_t>::max();
   err = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
   if (err != cudaSuccess) throw_cuda_error(err, "cudaMemPoolSetAttribute(ReleaseThreshold, cuda:" + std::to_string(device) + ")");
@@ -199,8 +203,18 @@ int cuda_free(void* ptr, std::size_t nbytes, int device, void* stream) noexcept 
 
 void* host_allocate(std::size_t nbytes) {
   if (nbytes == 0) return nullptr;
-  if (nbytes > std::numeric_limits<std::size_t>::max() - kHostAlignment) {
-    throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + std::to_string(nbytes) + " bytes on cpu");
+  // Requests beyond physical memory cannot be backed; refuse them up front
+  // rather than relying on overcommit (or a sanitizer's allocator) to fail.
+  static const std::size_t physical = [] {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return std::numeric_limits<std::size_t>::max() / 2;
+    return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
+  }();
+  if (nbytes > physical) {
+    throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + std::to_string(nbytes) +
+                                             " bytes on cpu (more than the " + std::to_string(physical) +
+                                             " bytes of physical memory)");
   }
   // aligned_alloc requires a size that is a multiple of the alignment.
   std::size_t rounded = (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
@@ -290,8 +304,8 @@ void trim_device_memory(int device, std::size_t keep_bytes) {
     cudaError_t err = cudaDeviceSynchronize();
     if (err != cudaSuccess) shim::throw_cuda_error(err, "cudaDeviceSynchronize(cuda:" + std::to_string(device) + ")");
     cudaMemPool_t pool = nullptr;
-    err = cudaDeviceGetDefaultMemPool(&pool, device);
-    if (err != cudaSuccess) shim::throw_cuda_error(err, "cudaDeviceGetDefaultMemPool(cuda:" + std::to_string(device) + ")");
+    err = cudaDeviceGetMemPool(&pool, device);
+    if (err != cudaSuccess) shim::throw_cuda_error(err, "cudaDeviceGetMemPool(cuda:" + std::to_string(device) + ")");
     err = cudaMemPoolTrimTo(pool, keep_bytes);
     if (err != cudaSuccess) shim::throw_cuda_error(err, "cudaMemPoolTrimTo(cuda:" + std::to_string(device) + ")");
   } catch (const Error& e) {

@@ -233,6 +233,16 @@ std::size_t span_bytes(const View& v) {
   return required_bytes(0, span_elements(v.sizes, v.strides), element_size(v.dtype));
 }
 
+// True when the byte ranges covered by two views in the same memory space intersect.
+bool views_overlap(const View& a, const View& b) {
+  if (a.cuda != b.cuda || (a.cuda && a.device != b.device)) return false;
+  const auto a0 = reinterpret_cast<uintptr_t>(a.data);
+  const auto b0 = reinterpret_cast<uintptr_t>(b.data);
+  const std::size_t as = span_bytes(a);
+  const std::size_t bs = span_bytes(b);
+  return as != 0 && bs != 0 && a0 < b0 + bs && b0 < a0 + as;
+}
+
 // Host staging for copies that touch CUDA and cannot be expressed as 2-D memcpys.
 void staged_copy(const View& dst, const View& src, cudaStream_t stream) {
   const char* src_host = src.data;
@@ -431,7 +441,35 @@ void copy_views(const View& dst, const View& src_in, bool non_blocking) {
     src.sizes = dst.sizes;
     src.strides = std::move(strides);
   }
-  if (checked_numel(dst.sizes) == 0) return;
+  const int64_t numel = checked_numel(dst.sizes);
+  if (numel == 0) return;
+  if (views_overlap(dst, src)) {
+    // Reading and writing the same bytes in one pass is undefined for memcpy and
+    // cudaMemcpy: materialize the source in a temporary contiguous buffer first.
+    const std::size_t bytes = static_cast<std::size_t>(numel) * element_size(src.dtype);
+    View tmp = src;
+    tmp.strides = contiguous_strides(src.sizes);
+    tmp.pinned = false;
+    if (!src.cuda) {
+      HostBuffer buffer(bytes);
+      tmp.data = buffer.get();
+      host_copy(tmp.data, tmp.strides, tmp.dtype, src.data, src.strides, src.dtype, src.sizes);
+      copy_views(dst, tmp, non_blocking);
+      return;
+    }
+    void* stream = current_stream(src.device);
+    tmp.data = static_cast<char*>(cuda_allocate(bytes, src.device, stream));
+    struct FreeOnExit {
+      void* ptr;
+      std::size_t bytes;
+      int device;
+      void* stream;
+      ~FreeOnExit() { (void)cuda_free(ptr, bytes, device, stream); }  // stream-ordered after the copies
+    } release{tmp.data, bytes, src.device, stream};
+    copy_views(tmp, src, false);
+    copy_views(dst, tmp, non_blocking);
+    return;
+  }
   if (!dst.cuda && !src.cuda) {
     host_copy(dst.data, dst.strides, dst.dtype, src.data, src.strides, src.dtype, dst.sizes);
     return;

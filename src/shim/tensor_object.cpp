@@ -154,9 +154,14 @@ int64_t span_elements(const std::vector<int64_t>& sizes, const std::vector<int64
 }
 
 std::size_t required_bytes(int64_t storage_offset, int64_t span, std::size_t itemsize) {
-  if (span == 0) return 0;
   int64_t elements = 0;
   int64_t bytes = 0;
+  // The offset alone must stay representable in bytes even for an empty view:
+  // data_ptr() adds storage_offset * itemsize to the base pointer.
+  if (__builtin_mul_overflow(storage_offset, static_cast<int64_t>(itemsize), &bytes)) {
+    throw_invalid("storage offset " + std::to_string(storage_offset) + " overflows int64 when converted to bytes");
+  }
+  if (span == 0) return 0;
   if (__builtin_add_overflow(storage_offset, span, &elements) ||
       __builtin_mul_overflow(elements, static_cast<int64_t>(itemsize), &bytes)) {
     throw_invalid("storage size of " + std::to_string(span) + " elements at offset " + std::to_string(storage_offset) +

@@ -196,6 +196,14 @@ TEST_CASE("cuda shim: strided copies in every direction" * AOTI_CUDA_GPU_CASE) {
         for (int b = 0; b < 2; ++b)
           REQUIRE(got[static_cast<std::size_t>(n * 4 + a * 2 + b)] == static_cast<float>(n * 4 + b * 2 + a));
   }
+  SUBCASE("overlapping device views are copied through a temporary") {
+    OwnedTensor line_host = iota_f32({10});
+    OwnedTensor line = to_device(line_host);
+    OwnedTensor dst = view(line, {8}, {1}, 1);
+    OwnedTensor src = view(line, {8}, {1}, 0);
+    REQUIRE(aoti_torch_copy_(dst.get(), src.get(), 0) == 0);
+    CHECK(storage_to_host<float>(line) == std::vector<float>{0, 0, 1, 2, 3, 4, 5, 6, 7, 9});
+  }
   SUBCASE("broadcast and dtype conversion with a CUDA side") {
     OwnedTensor row = iota_f32({3});
     OwnedTensor dev = cuda_empty({2, 3});

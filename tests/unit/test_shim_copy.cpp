@@ -435,3 +435,30 @@ TEST_CASE("shim item: error paths") {
   REQUIRE(aoti_torch_item_float32(v.get(), &f) == 0);
   CHECK(f == 4.0f);
 }
+
+TEST_CASE("shim copy_: overlapping source and destination in one storage") {
+  OwnedTensor base = iota_f32({10});
+  int64_t sizes[] = {8};
+  int64_t strides[] = {1};
+  OwnedTensor dst;
+  OwnedTensor src;
+  REQUIRE(aoti_torch__reinterpret_tensor(base.get(), 1, sizes, strides, 1, dst.out()) == 0);
+  REQUIRE(aoti_torch__reinterpret_tensor(base.get(), 1, sizes, strides, 0, src.out()) == 0);
+  REQUIRE(aoti_torch_copy_(dst.get(), src.get(), 0) == 0);  // shift right by one element
+  const float expected[] = {0, 0, 1, 2, 3, 4, 5, 6, 7, 9};
+  for (int k = 0; k < 10; ++k) CHECK(base.data_as<float>()[k] == expected[k]);
+  REQUIRE(aoti_torch_copy_(base.get(), base.get(), 0) == 0);  // self copy is a no-op
+  for (int k = 0; k < 10; ++k) CHECK(base.data_as<float>()[k] == expected[k]);
+}
+
+TEST_CASE("shim: huge storage offsets are rejected, not wrapped") {
+  OwnedTensor base = iota_f32({4});
+  int64_t zero[] = {0};
+  OwnedTensor v;
+  CHECK(aoti_torch__reinterpret_tensor(base.get(), 1, zero, nullptr, int64_t{1} << 62, v.out()) ==
+        AOTI_TORCH_FAILURE);
+  CHECK(last_error_contains("overflows int64"));
+  float x = 0;
+  CHECK(aoti_torch_create_tensor_from_blob(&x, 1, zero, nullptr, int64_t{1} << 62, kF32, 0, 0, v.out()) ==
+        AOTI_TORCH_FAILURE);
+}
