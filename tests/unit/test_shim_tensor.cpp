@@ -1,8 +1,10 @@
 // Shim C ABI on CPU tensors: enum getters, accessors, creation, views, aliasing, lifetime, validation.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "aoti_cuda/shim.h"
@@ -504,5 +506,34 @@ TEST_CASE("shim: CUDA allocation fails cleanly without a GPU" * doctest::skip(ao
   // device index -1 = current device: cudaGetDevice fails first
   CHECK(aoti_torch_empty_strided(1, sizes, nullptr, kF32, kCUDA, -1, &h) == AOTI_TORCH_FAILURE);
   CHECK(last_error_contains("cudaGetDevice"));
+  CHECK(aoti_cuda_shim_live_handles() == live_before);
+}
+
+TEST_CASE("shim: aliases created and deleted concurrently keep the count and the storage right") {
+  const int64_t live_before = aoti_cuda_shim_live_handles();
+  OwnedTensor shared = iota_f32({64});
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) {
+        AtenTensorHandle alias = nullptr;
+        if (aoti_torch_new_tensor_handle(shared.get(), &alias) != 0) ++failures;
+        int64_t sizes[] = {8};
+        AtenTensorHandle view = nullptr;
+        if (aoti_torch__reinterpret_tensor(alias, 1, sizes, nullptr, i % 56, &view) != 0) ++failures;
+        if (aoti_torch_delete_tensor_object(alias) != 0) ++failures;
+        void* data = nullptr;
+        if (aoti_torch_get_data_ptr(view, &data) != 0 || *static_cast<float*>(data) != static_cast<float>(i % 56)) {
+          ++failures;
+        }
+        if (aoti_torch_delete_tensor_object(view) != 0) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failures.load() == 0);
+  CHECK(aoti_cuda_shim_live_handles() == live_before + 1);
+  shared.reset();
   CHECK(aoti_cuda_shim_live_handles() == live_before);
 }
