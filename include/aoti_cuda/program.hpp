@@ -130,7 +130,7 @@ struct ElfInfo {
 /// GPU code embedded in a model library (AOTInductor embeds each Triton
 /// kernel as a CUDA fat binary holding SASS for one or more architectures and
 /// optionally PTX).
-struct CudaKernelInfo {
+struct AOTI_CUDA_API CudaKernelInfo {
   std::size_t fatbins = 0;        ///< fat binaries found
   std::vector<int> sass_archs;    ///< SM versions with machine code, e.g. {90} for sm_90 (sorted, unique)
   std::vector<int> ptx_archs;     ///< SM versions with PTX (JIT-compilable for newer GPUs unless arch-specific)
