@@ -1090,11 +1090,17 @@ def _run_parallel(
                 except (ProcessLookupError, PermissionError):
                     pass
             status = "TIMEOUT" if out_of_time and proc.returncode < 0 else "FAILED"
-            result = (name, status, secs, f"child exited with {proc.returncode}; see {log.name}")
-            with open(log.name) as f:
+            last_line = ""
+            found = None
+            with open(log.name, errors="replace") as f:
                 for line in f:
                     if line.startswith("@@RESULT "):
-                        result = tuple(json.loads(line[len("@@RESULT "):]))  # type: ignore[assignment]
+                        found = tuple(json.loads(line[len("@@RESULT "):]))
+                    elif line.strip():
+                        last_line = line.strip()
+            result = found or (
+                name, status, secs, f"child exited with {proc.returncode} ({last_line[:120]}); see {log.name}"
+            )
             results[name] = result
             print(f"[{done}/{len(names)}] {name}: {result[1]} in {result[2]:.1f}s  {result[3]}", flush=True)
     return [results[n] for n in names]

@@ -14,8 +14,9 @@
 #
 # Writes to OUT_DIR (at most 8 files, each < 16 MiB, as the device tool returns):
 #   export.log                  the exporter's progress and summary table
-#   models.tar.xz.part-aa ...   the model folders, xz-compressed and split at 15 MiB;
-#                               unpack with: cat models.tar.xz.part-* | tar -xJ -C DEST
+#   models.tar.xz.part-aa ...   the model folders, xz-compressed (gzip: .tar.gz.part-*, if the
+#                               machine has no xz) and split at 15 MiB; unpack with
+#                               cat models.tar.xz.part-* | tar -xJ -C DEST   (gzip: tar -xz)
 set -uo pipefail
 
 OUT_DIR=${1:?usage: run_on_device.sh OUT_DIR [MODELS] [JOBS] [BUDGET_S]}
@@ -63,14 +64,16 @@ python3 "$REPO/tools/export/export_models.py" --out "$WORK/models" --models "$MO
     --jobs "$JOBS" --time-budget "$BUDGET" $EXTRA_ARGS
 rc=$?
 
-# Pack every finished model, the per-model logs and any failed attempt.
-( cd "$WORK" && tar -cf - models | xz -T0 -6 > "$WORK/models.tar.xz" )
-size=$(stat -c %s "$WORK/models.tar.xz")
+# Pack every finished model, the per-model logs and any failed attempt (xz if present, else gzip).
+if command -v xz >/dev/null 2>&1; then ext=xz; compress="xz -T0 -6"; else ext=gz; compress="gzip -6"; fi
+PACK="$WORK/models.tar.$ext"
+( cd "$WORK" && tar -cf - models | $compress > "$PACK" )
+size=$(stat -c %s "$PACK")
 echo "packed $(du -sh "$WORK/models" | cut -f1) into $((size / 1024 / 1024)) MiB"
 if [ "$size" -gt $((60 * 1024 * 1024)) ]; then
     echo "warning: more than 60 MiB packed; the device tool returns at most 64 MiB: export fewer models per call"
 fi
-split -b 15m -a 2 "$WORK/models.tar.xz" "$OUT_DIR/models.tar.xz.part-"
+split -b 15m -a 2 "$PACK" "$OUT_DIR/models.tar.$ext.part-"
 ls -l "$OUT_DIR"
 date -u
 echo "exporter exit code: $rc"
