@@ -1,0 +1,301 @@
+#include "tensor_io.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <sstream>
+
+namespace aoti_cuda_cli {
+namespace {
+
+using aoti_cuda::DType;
+using aoti_cuda::Error;
+using aoti_cuda::ErrorCode;
+using aoti_cuda::Tensor;
+using aoti_cuda::TensorSpec;
+
+std::vector<char> read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kNotFound, "cannot open input file '" + path + "'");
+  return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1u, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  float v;
+  if (exp == 0) {
+    v = std::ldexp(static_cast<float>(mant), -24);
+  } else if (exp == 31) {
+    v = mant ? NAN : INFINITY;
+  } else {
+    v = std::ldexp(static_cast<float>(mant | 0x400u), static_cast<int>(exp) - 25);
+  }
+  return sign ? -v : v;
+}
+
+float bf16_to_float(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+uint16_t float_to_half(float f) {
+  // Simple conversion; values from random_tensor are in [-1,1), normal range.
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint32_t sign = (bits >> 16) & 0x8000u;
+  const int exp = static_cast<int>((bits >> 23) & 0xffu) - 127 + 15;
+  const uint32_t mant = bits & 0x7fffffu;
+  if (exp <= 0) return static_cast<uint16_t>(sign);
+  if (exp >= 31) return static_cast<uint16_t>(sign | 0x7c00u);
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13));
+}
+
+std::string npy_descr(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "<f4";
+    case DType::kFloat64: return "<f8";
+    case DType::kFloat16: return "<f2";
+    case DType::kInt64: return "<i8";
+    case DType::kInt32: return "<i4";
+    case DType::kInt16: return "<i2";
+    case DType::kInt8: return "|i1";
+    case DType::kUInt8: return "|u1";
+    case DType::kBool: return "|b1";
+    case DType::kBFloat16: return "<V2";  // NumPy has no bfloat16; stored as raw 2-byte values
+    default: return "";
+  }
+}
+
+bool dtype_from_descr(const std::string& d, DType* out) {
+  static const std::pair<const char*, DType> table[] = {
+      {"<f4", DType::kFloat32}, {"<f8", DType::kFloat64}, {"<f2", DType::kFloat16}, {"<i8", DType::kInt64},
+      {"<i4", DType::kInt32},   {"<i2", DType::kInt16},   {"|i1", DType::kInt8},    {"|u1", DType::kUInt8},
+      {"|b1", DType::kBool},    {"<V2", DType::kBFloat16}, {"|V2", DType::kBFloat16}};
+  for (const auto& [name, t] : table) {
+    if (d == name) {
+      *out = t;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string join_shape(const std::vector<int64_t>& s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
+  return r;
+}
+
+void check_against_spec(const std::string& path, const std::vector<int64_t>& shape, DType dtype,
+                        const TensorSpec& spec) {
+  if (dtype != spec.dtype) {
+    throw Error(ErrorCode::kInvalidArgument, "input file '" + path + "' holds " + aoti_cuda::dtype_name(dtype) +
+                                                 " but the method expects " + aoti_cuda::dtype_name(spec.dtype));
+  }
+  bool ok = shape.size() == spec.sizes.size();
+  for (size_t i = 0; ok && i < shape.size(); ++i) {
+    ok = spec.dynamic ? (shape[i] >= 0 && shape[i] <= spec.sizes[i]) : shape[i] == spec.sizes[i];
+  }
+  if (!ok) {
+    throw Error(ErrorCode::kInvalidArgument, "input file '" + path + "' has shape [" + join_shape(shape) +
+                                                 "] but the method expects " + describe(spec));
+  }
+}
+
+Tensor load_npy(const std::string& path, const std::vector<char>& bytes, const TensorSpec& spec) {
+  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) {
+    throw Error(ErrorCode::kInvalidArgument, "'" + path + "' is not a .npy file (bad magic)");
+  }
+  const int major = static_cast<unsigned char>(bytes[6]);
+  size_t header_len, header_start;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+    header_start = 10;
+  } else {
+    if (bytes.size() < 12) throw Error(ErrorCode::kInvalidArgument, "'" + path + "': truncated .npy header");
+    header_len = 0;
+    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    header_start = 12;
+  }
+  if (header_start + header_len > bytes.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "'" + path + "': .npy header runs past the end of the file");
+  }
+  const std::string header(bytes.data() + header_start, header_len);
+  auto field = [&](const std::string& key) -> std::string {
+    const size_t k = header.find("'" + key + "'");
+    if (k == std::string::npos) throw Error(ErrorCode::kInvalidArgument, "'" + path + "': .npy header lacks " + key);
+    return header.substr(header.find(':', k) + 1);
+  };
+  std::string descr = field("descr");
+  descr = descr.substr(descr.find('\'') + 1);
+  descr = descr.substr(0, descr.find('\''));
+  if (field("fortran_order").find("True") < field("fortran_order").find(',')) {
+    throw Error(ErrorCode::kUnsupported, "'" + path + "': Fortran-ordered .npy arrays are not supported");
+  }
+  std::string shape_text = field("shape");
+  shape_text = shape_text.substr(shape_text.find('(') + 1);
+  shape_text = shape_text.substr(0, shape_text.find(')'));
+  std::vector<int64_t> shape;
+  std::stringstream ss(shape_text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.find_first_not_of(" ") == std::string::npos) continue;
+    shape.push_back(std::stoll(item));
+  }
+  DType dtype;
+  if (!dtype_from_descr(descr, &dtype)) {
+    throw Error(ErrorCode::kUnsupported, "'" + path + "': unsupported .npy dtype '" + descr + "'");
+  }
+  check_against_spec(path, shape, dtype, spec);
+  Tensor t = Tensor::empty(shape, dtype);
+  const size_t data_start = header_start + header_len;
+  if (bytes.size() - data_start != t.nbytes()) {
+    throw Error(ErrorCode::kInvalidArgument, "'" + path + "': .npy data is " + std::to_string(bytes.size() - data_start) +
+                                                 " bytes, expected " + std::to_string(t.nbytes()));
+  }
+  std::memcpy(t.data(), bytes.data() + data_start, t.nbytes());
+  return t;
+}
+
+}  // namespace
+
+std::string describe(const TensorSpec& s) {
+  std::string r = std::string(aoti_cuda::dtype_name(s.dtype)) + "[";
+  for (size_t i = 0; i < s.sizes.size(); ++i) r += (i ? "," : "") + std::string(s.dynamic ? "<=" : "") + std::to_string(s.sizes[i]);
+  return r + "]";
+}
+
+std::string describe(const Tensor& t) {
+  return std::string(aoti_cuda::dtype_name(t.dtype())) + "[" + join_shape(t.shape()) + "]";
+}
+
+Tensor load_tensor(const std::string& path, const TensorSpec& spec) {
+  const std::vector<char> bytes = read_file(path);
+  if (ends_with(path, ".npy")) return load_npy(path, bytes, spec);
+  std::vector<int64_t> shape = spec.sizes;
+  const size_t elem = aoti_cuda::element_size(spec.dtype);
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (bytes.size() != static_cast<size_t>(numel) * elem && spec.dynamic && !shape.empty()) {
+    int64_t inner = 1;
+    for (size_t i = 1; i < shape.size(); ++i) inner *= shape[i];
+    if (inner > 0 && bytes.size() % (inner * elem) == 0) {
+      shape[0] = static_cast<int64_t>(bytes.size() / (inner * elem));
+      numel = shape[0] * inner;
+    }
+  }
+  if (bytes.size() != static_cast<size_t>(numel) * elem) {
+    throw Error(ErrorCode::kInvalidArgument, "input file '" + path + "' is " + std::to_string(bytes.size()) +
+                                                 " bytes but " + describe(spec) + " needs " +
+                                                 std::to_string(static_cast<size_t>(numel) * elem));
+  }
+  check_against_spec(path, shape, spec.dtype, spec);
+  Tensor t = Tensor::empty(shape, spec.dtype);
+  if (!bytes.empty()) std::memcpy(t.data(), bytes.data(), bytes.size());
+  return t;
+}
+
+Tensor random_tensor(const TensorSpec& spec, uint32_t seed) {
+  Tensor t = Tensor::empty(spec.sizes, spec.dtype);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uni(-1.f, 1.f);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (spec.dtype) {
+      case DType::kFloat32: t.data_ptr<float>()[i] = uni(rng); break;
+      case DType::kFloat64: t.data_ptr<double>()[i] = uni(rng); break;
+      case DType::kBFloat16: t.data_ptr<uint16_t>()[i] = float_to_bf16(uni(rng)); break;
+      case DType::kFloat16: t.data_ptr<uint16_t>()[i] = float_to_half(uni(rng)); break;
+      case DType::kInt64: t.data_ptr<int64_t>()[i] = static_cast<int64_t>(rng() % 8); break;
+      case DType::kInt32: t.data_ptr<int32_t>()[i] = static_cast<int32_t>(rng() % 8); break;
+      case DType::kBool: t.data_ptr<bool>()[i] = (i % 2) == 0; break;
+      default: std::memset(static_cast<char*>(t.data()) + i * aoti_cuda::element_size(spec.dtype), static_cast<int>(rng() % 8),
+                           aoti_cuda::element_size(spec.dtype));
+    }
+  }
+  return t;
+}
+
+double element_as_double(const Tensor& t, int64_t i) {
+  const void* p = static_cast<const char*>(t.data()) + i * static_cast<int64_t>(aoti_cuda::element_size(t.dtype()));
+  switch (t.dtype()) {
+    case DType::kFloat32: return *static_cast<const float*>(p);
+    case DType::kFloat64: return *static_cast<const double*>(p);
+    case DType::kBFloat16: return bf16_to_float(*static_cast<const uint16_t*>(p));
+    case DType::kFloat16: return half_to_float(*static_cast<const uint16_t*>(p));
+    case DType::kInt64: return static_cast<double>(*static_cast<const int64_t*>(p));
+    case DType::kInt32: return *static_cast<const int32_t*>(p);
+    case DType::kInt16: return *static_cast<const int16_t*>(p);
+    case DType::kInt8: return *static_cast<const int8_t*>(p);
+    case DType::kUInt8: return *static_cast<const uint8_t*>(p);
+    case DType::kBool: return *static_cast<const bool*>(p) ? 1.0 : 0.0;
+    default: return NAN;
+  }
+}
+
+void save_tensor(const Tensor& t, const std::string& path) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error(ErrorCode::kIo, "cannot write '" + path + "'");
+  if (ends_with(path, ".npy")) {
+    const std::string descr = npy_descr(t.dtype());
+    if (descr.empty()) throw Error(ErrorCode::kUnsupported, std::string("cannot save ") + aoti_cuda::dtype_name(t.dtype()) + " as .npy");
+    std::string shape = "(";
+    for (int64_t d : t.shape()) shape += std::to_string(d) + ",";
+    shape += ")";
+    std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    const size_t total = 10 + header.size() + 1;
+    header.append((64 - total % 64) % 64, ' ');
+    header += '\n';
+    const uint16_t len = static_cast<uint16_t>(header.size());
+    f.write("\x93NUMPY\x01\x00", 8);
+    const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
+    f.write(len_bytes, 2);
+    f.write(header.data(), static_cast<std::streamsize>(header.size()));
+  }
+  f.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
+  if (!f) throw Error(ErrorCode::kIo, "short write to '" + path + "'");
+}
+
+Comparison compare_to_file(const Tensor& got, const std::string& expected_path, double atol, double rtol) {
+  Comparison c;
+  const std::vector<char> bytes = read_file(expected_path);
+  if (bytes.size() != got.nbytes()) {
+    c.ok = false;
+    c.message = "expected file '" + expected_path + "' is " + std::to_string(bytes.size()) + " bytes, output " +
+                describe(got) + " is " + std::to_string(got.nbytes());
+    return c;
+  }
+  Tensor want = Tensor::from_blob(const_cast<char*>(bytes.data()), got.shape(), got.dtype());
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = element_as_double(got, i), w = element_as_double(want, i);
+    const double err = std::fabs(g - w);
+    if (std::isnan(g) != std::isnan(w) || err > atol + rtol * std::fabs(w)) {
+      if (c.first_bad < 0) c.first_bad = i;
+      c.ok = false;
+    }
+    if (!std::isnan(err) && err > c.max_abs_err) c.max_abs_err = err;
+  }
+  std::ostringstream m;
+  m << (c.ok ? "match" : "MISMATCH") << " (max |err| = " << c.max_abs_err << ", atol " << atol << ", rtol " << rtol;
+  if (c.first_bad >= 0) m << ", first bad element " << c.first_bad;
+  m << ")";
+  c.message = m.str();
+  return c;
+}
+
+}  // namespace aoti_cuda_cli
