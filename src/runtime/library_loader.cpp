@@ -286,6 +286,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   bind(lib->handle_, "AOTInductorModelContainerGetInputName", a.get_input_name);
   bind(lib->handle_, "AOTInductorModelContainerGetOutputName", a.get_output_name);
   bind(lib->handle_, "AOTInductorModelContainerGetNumConstants", a.get_num_constants);
+  bind(lib->handle_, "AOTInductorModelContainerGetConstantsBlobSize", a.get_constants_blob_size);
   bind(lib->handle_, "AOTInductorGetLastError", a.get_last_error);
   std::string absent;
   if (!a.create_with_device) absent += " AOTInductorModelContainerCreateWithDevice";

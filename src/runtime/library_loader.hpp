@@ -39,6 +39,8 @@ struct ContainerApi {
   AOTIRuntimeError (*get_input_name)(ContainerHandle, std::size_t, const char**) = nullptr;
   AOTIRuntimeError (*get_output_name)(ContainerHandle, std::size_t, const char**) = nullptr;
   AOTIRuntimeError (*get_num_constants)(ContainerHandle, std::size_t*) = nullptr;
+  /// Bytes the model reads from the UpdateConstantsFromBlob pointer (binary_blob builds; fails otherwise).
+  AOTIRuntimeError (*get_constants_blob_size)(ContainerHandle, std::uint64_t*) = nullptr;
   /// AOTInductorGetLastError (PyTorch > 2.11): thread-local message of the last failure.
   AOTIRuntimeError (*get_last_error)(const char**) = nullptr;
 };

@@ -376,9 +376,18 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
                                             " bytes) but the model library does not export "
                                             "AOTInductorModelUpdateConstantsFromBlob");
         }
+        // The model reads as many bytes as its compiled-in constant table says;
+        // a short blob (truncated or mismatched .ptd) must not be read past its end.
+        std::uint64_t expected = 0;
+        if (api.get_constants_blob_size != nullptr && api.get_constants_blob_size(d->container, &expected) == 0 &&
+            expected > ds.weights.size) {
+          throw Error(ErrorCode::kInvalidProgram, d->label + ": the weights blob '" + ds.weights_key + "' in " +
+                                                      ds.weights_file + " has " + std::to_string(ds.weights.size) +
+                                                      " bytes but the model library reads " + std::to_string(expected));
+        }
+        aoti_cuda_shim_clear_error();
         std::unique_ptr<runtime::DeviceGuard> guard;
         if (device.is_cuda()) guard = std::make_unique<runtime::DeviceGuard>(device.index);
-        aoti_cuda_shim_clear_error();
         if (api.update_constants_from_blob(d->container, ds.weights.data) != 0) {
           throw Error(ErrorCode::kModel, d->label + ": installing the weights ('" + ds.weights_key + "' from " +
                                              ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +

@@ -1,7 +1,7 @@
 // A fake AOTInductor model library for CPU-only tests of the loader and Module.
 //
 // Built like a real link_libtorch=False model: -fvisibility=hidden, exporting
-// only the AOTInductorModelContainer* entry points (+ UpdateConstantsFromBlob),
+// only AOTInductor* entry points (the container API + UpdateConstantsFromBlob),
 // NOT linked against libaoti_cuda — every aoti_torch_* it calls is left
 // undefined and resolved from the global scope when the runtime dlopens it.
 // It computes on CPU tensors through those shims, steals its inputs and hands
@@ -179,6 +179,12 @@ FAKE_API int32_t AOTInductorModelContainerGetNumInputs(void* container, std::siz
 FAKE_API int32_t AOTInductorModelContainerGetNumOutputs(void* container, std::size_t* n) {
   if (container == nullptr || n == nullptr) return 1;
   *n = kNumOutputs;
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetConstantsBlobSize(void* container, std::uint64_t* size) {
+  if (container == nullptr || size == nullptr) return 1;
+  *size = sizeof(float) * kWeightFloats;
   return 0;
 }
 

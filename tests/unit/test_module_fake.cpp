@@ -362,6 +362,20 @@ TEST_CASE("module(fake): missing .ptd fails the load") {
   CHECK((contains(e.what(), "ptd") || contains(e.what(), "weights_blob")));
 }
 
+TEST_CASE("module(fake): a weights blob shorter than the model reads is refused") {
+  PteBuilder b;
+  auto fw = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", read_file(AOTI_CUDA_FAKE_MODEL_AFFINE),
+                             float_bytes({1.0f, 2.0f, 3.0f}));  // 12 bytes, the model reads 16
+  b.add_method(cuda_method("forward", {f32({1, 4}), f32({1, 4})}, {f32({1, 4}), f32({1, 4})}, fw));
+  BuiltProgram built = b.build();
+  auto program = aoti_cuda::Program::from_memory({built.pte.data(), built.pte.size()},
+                                                 {{built.ptd.data(), built.ptd.size()}}, "short.pte");
+  Error e = expect_error([&] { Module m(std::move(program), cpu_options()); });
+  CHECK(e.code() == ErrorCode::kInvalidProgram);
+  CHECK(contains(e.what(), "forward_weights_blob"));
+  CHECK(contains(e.what(), "has 12 bytes but the model library reads 16"));
+}
+
 TEST_CASE("module(fake): SHA-256 trust pin") {
   TempDir dir;
   const std::string pte = build_program(AOTI_CUDA_FAKE_MODEL_AFFINE, false).write(dir.path, "fake");
