@@ -20,9 +20,7 @@ echo "== [2/2] build + CPU tests under ASan + UBSan"
 ASAN_BUILD="$ROOT/build-asan"
 BUILD_TYPE=Debug configure "$ASAN_BUILD" -DAOTI_CUDA_SANITIZE=ON -DAOTI_CUDA_BUILD_BENCH=OFF
 cmake --build "$ASAN_BUILD" -j "$JOBS" --target aoti_cuda_unit_tests
-# cudart keeps process-lifetime allocations; leaks inside our code are still reported
-# by the shim's own live-handle checks in the tests.
-(cd "$ASAN_BUILD" && ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+(cd "$ASAN_BUILD" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -R '^unit$') || status=1
 
 exit $status

@@ -127,6 +127,24 @@ struct ElfInfo {
   std::vector<std::string> defined_symbols;     ///< exported AOTInductor* entry points (sorted)
 };
 
+/// GPU code embedded in a model library (AOTInductor embeds each Triton
+/// kernel as a CUDA fat binary holding SASS for one or more architectures and
+/// optionally PTX).
+struct AOTI_CUDA_API CudaKernelInfo {
+  std::size_t fatbins = 0;        ///< fat binaries found
+  std::vector<int> sass_archs;    ///< SM versions with machine code, e.g. {90} for sm_90 (sorted, unique)
+  std::vector<int> ptx_archs;     ///< SM versions with PTX (JIT-compilable for newer GPUs unless arch-specific)
+  /// True when `sm` (e.g. 90 for compute capability 9.0) can run every kernel
+  /// found: SASS for exactly that SM, or PTX for an SM not above it.
+  bool runs_on(int sm) const noexcept;
+  /// "sm_90 (SASS), compute_90 (PTX)"; "none found" when empty.
+  std::string describe() const;
+};
+
+/// Scans a model library's bytes for embedded CUDA fat binaries. Never throws
+/// on malformed content: damaged fat binaries are skipped.
+AOTI_CUDA_API CudaKernelInfo inspect_cuda_kernels(ByteView so_bytes);
+
 /// Reads ELF facts from bytes. Throws Error(kInvalidProgram) naming the
 /// failed check when the bytes are not a well-formed ELF file.
 AOTI_CUDA_API ElfInfo inspect_elf(ByteView bytes);

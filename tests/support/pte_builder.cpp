@@ -263,6 +263,7 @@ BuiltProgram PteBuilder::build() const {
   for (const auto& r : raw_segments_) pte_segs.add(r);
 
   FlatBufferBuilder fbb;
+  fbb.ForceDefaults(true);  // every scalar present: corruption tests can patch any field in place
   std::vector<Offset<et::ExecutionPlan>> plans;
   for (std::size_t mi = 0; mi < methods_.size(); ++mi) {
     const MethodDesc& m = methods_[mi];
@@ -323,7 +324,7 @@ BuiltProgram PteBuilder::build() const {
   std::vector<Offset<et::DataSegment>> segs;
   for (const auto& s : pte_segs.entries) segs.push_back(et::CreateDataSegment(fbb, s.first, s.second));
   std::vector<Offset<et::NamedData>> nd;
-  for (const auto& n : pte_named) nd.push_back(et::CreateNamedDataDirect(fbb, n.first.c_str(), n.second));
+  for (const auto& n : pte_named) nd.push_back(et::CreateNamedData(fbb, fbb.CreateString(n.first), n.second));
   auto plans_vec = fbb.CreateVector(plans);
   auto inline_vec = fbb.CreateVector(inline_data);
   auto segs_vec = fbb.CreateVector(segs);
@@ -364,10 +365,11 @@ BuiltProgram PteBuilder::build() const {
   out.has_ptd = !ptd_named.empty() || force_ptd_;
   if (out.has_ptd) {
     FlatBufferBuilder tb;
+    tb.ForceDefaults(true);
     std::vector<Offset<ft::DataSegment>> fsegs;
     for (const auto& s : ptd_segs.entries) fsegs.push_back(ft::CreateDataSegment(tb, s.first, s.second));
     std::vector<Offset<ft::NamedData>> fnd;
-    for (const auto& n : ptd_named) fnd.push_back(ft::CreateNamedDataDirect(tb, n.first.c_str(), n.second));
+    for (const auto& n : ptd_named) fnd.push_back(ft::CreateNamedData(tb, tb.CreateString(n.first), n.second));
     auto root = ft::CreateFlatTensorDirect(tb, 0, &fsegs, &fnd);
     tb.Finish(root, ft::FlatTensorIdentifier());
     const std::uint64_t fb_size = tb.GetSize();
@@ -382,6 +384,34 @@ BuiltProgram PteBuilder::build() const {
     put_u64(header, 32, ptd_segs.end);
     out.ptd = splice_header(tb.GetBufferPointer(), tb.GetSize(), header);
     append_segments(out.ptd, base, ptd_segs);
+  }
+  return out;
+}
+
+Bytes pack_ptd(const std::uint8_t* flatbuffer, std::size_t size, const std::vector<Bytes>& segments) {
+  SegmentPlan plan;
+  for (const auto& b : segments) plan.add(b);
+  const std::uint64_t padded = 48;
+  const std::uint64_t base = align_up(size + padded, kSegmentAlignment);
+  Bytes header(padded, 0);
+  std::memcpy(header.data(), "FH01", 4);
+  put_u32(header, 4, 40);
+  put_u64(header, 8, padded);
+  put_u64(header, 16, size);
+  put_u64(header, 24, base);
+  put_u64(header, 32, plan.end);
+  Bytes out = splice_header(flatbuffer, size, header);
+  append_segments(out, base, plan);
+  return out;
+}
+
+std::vector<std::uint64_t> segment_offsets(const std::vector<std::size_t>& sizes) {
+  std::vector<std::uint64_t> out;
+  std::uint64_t end = 0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::uint64_t off = i == 0 ? 0 : align_up(end, kSegmentAlignment);
+    out.push_back(off);
+    end = off + sizes[i];
   }
   return out;
 }

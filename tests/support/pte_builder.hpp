@@ -165,6 +165,13 @@ class PteBuilder {
 std::uint64_t pte_segment_base(const Bytes& pte);
 std::uint64_t ptd_segment_base(const Bytes& ptd);
 
+/// Wraps a finished FlatTensor flatbuffer (identifier FT01) into a .ptd: FH01
+/// header spliced at byte 8 (padded to 48), segments at 128-byte alignment in
+/// the order given (their relative offsets are segment_offsets(sizes)).
+Bytes pack_ptd(const std::uint8_t* flatbuffer, std::size_t size, const std::vector<Bytes>& segments);
+/// Relative offsets the packers give to segments of these sizes.
+std::vector<std::uint64_t> segment_offsets(const std::vector<std::size_t>& sizes);
+
 /// Little-endian patch helpers for corruption tests.
 void put_u32(Bytes& b, std::size_t off, std::uint32_t v);
 void put_u64(Bytes& b, std::size_t off, std::uint64_t v);

@@ -1,0 +1,80 @@
+// `aoti_cuda`: subcommand dispatcher. Each subcommand lives in tools/cmd_<name>.cpp.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "aoti_cuda/error.hpp"
+#include "aoti_cuda/version.hpp"
+#include "cli.hpp"
+
+namespace {
+
+const char* kUsage =
+    "usage: aoti_cuda <command> [args]\n"
+    "\n"
+    "commands:\n"
+    "  inspect MODEL.pte [--data F.ptd ...] [--json]   describe a program without running it\n"
+    "  run MODEL.pte [options]                         run one method (see `aoti_cuda run --help`)\n"
+    "  bench MODEL.pte [options]                       load and latency benchmark\n"
+    "  devices                                         list CUDA devices, or say why none is usable\n"
+    "  --help, --version\n";
+
+#ifndef AOTI_CUDA_CLI_HAVE_RUNTIME
+int not_built(const char* name) {
+  std::fprintf(stderr, "aoti_cuda %s: not yet implemented in this build (the runtime is not part of it)\n", name);
+  return 1;
+}
+#endif
+
+}  // namespace
+
+#ifndef AOTI_CUDA_CLI_HAVE_RUNTIME
+int cmd_run(int, char**) { return not_built("run"); }
+int cmd_bench(int, char**) { return not_built("bench"); }
+#endif
+
+namespace aoti_cuda_cli {
+
+void terminal_progress(const aoti_cuda::LoadProgress& p) {
+  std::fprintf(stderr, "\r\033[K%s%s%s %zu/%zu", p.phase.c_str(), p.method.empty() ? "" : " ", p.method.c_str(), p.done,
+               p.total);
+  if (p.done >= p.total) std::fprintf(stderr, "\r\033[K");
+  std::fflush(stderr);
+}
+
+}  // namespace aoti_cuda_cli
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "--version") {
+    std::printf("aoti_cuda %s\n", aoti_cuda::version());
+    return 0;
+  }
+  int (*fn)(int, char**) = nullptr;
+  if (cmd == "inspect") fn = cmd_inspect;
+  if (cmd == "run") fn = cmd_run;
+  if (cmd == "bench") fn = cmd_bench;
+  if (cmd == "devices") fn = cmd_devices;
+  if (fn == nullptr) {
+    std::fprintf(stderr, "aoti_cuda: unknown command \"%s\"\n\n%s", cmd.c_str(), kUsage);
+    return 2;
+  }
+  try {
+    return fn(argc - 1, argv + 1);
+  } catch (const aoti_cuda::Error& e) {
+    std::fprintf(stderr, "aoti_cuda %s: error (%s): %s\n", cmd.c_str(), aoti_cuda::to_string(e.code()), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aoti_cuda %s: error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}
