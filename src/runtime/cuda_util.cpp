@@ -44,14 +44,14 @@ DeviceGuard::~DeviceGuard() {
   if (changed_) (void)cudaSetDevice(previous_);
 }
 
-std::string sm_name(int device) {
+int sm_version(int device) {
   int major = 0, minor = 0;
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
     (void)cudaGetLastError();
-    return "";
+    return 0;
   }
-  return "sm_" + std::to_string(major) + std::to_string(minor);
+  return major * 10 + minor;
 }
 
 }  // namespace aoti_cuda::runtime

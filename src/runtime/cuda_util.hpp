@@ -39,7 +39,7 @@ class DeviceGuard {
   bool changed_ = false;
 };
 
-/// Compute capability of `device` as "sm_XY", or "" when it cannot be queried.
-std::string sm_name(int device);
+/// Compute capability of `device` as major*10+minor (90 for sm_90), 0 when it cannot be queried.
+int sm_version(int device);
 
 }  // namespace aoti_cuda::runtime

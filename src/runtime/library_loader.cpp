@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <set>
 
 #include "aoti_cuda/error.hpp"
 #include "runtime/sha256.hpp"
@@ -63,39 +62,6 @@ bool patch_unique_bindings(int fd, const std::vector<std::size_t>& offsets, cons
     if (::pwrite(fd, &info, 1, static_cast<off_t>(off)) != 1) return false;
   }
   return true;
-}
-
-// Scans for embedded CUDA ELF images (cubins) and PTX ".target" lines.
-std::vector<std::string> find_kernel_archs(ByteView so) {
-  std::set<std::string> archs;
-  static const std::uint8_t kMagic[4] = {0x7f, 'E', 'L', 'F'};
-  const std::uint8_t* p = so.data + 1;  // skip the host ELF header itself
-  const std::uint8_t* end = so.data + so.size;
-  while (so.size > 64 && p + 64 <= end) {
-    p = static_cast<const std::uint8_t*>(std::search(p, end, kMagic, kMagic + 4));
-    if (p + 64 > end) break;
-    std::uint16_t machine = 0;
-    std::uint32_t flags = 0;
-    std::memcpy(&machine, p + 18, 2);
-    std::memcpy(&flags, p + 48, 4);
-    if (p[4] == 2 && machine == 190) {  // ELFCLASS64, EM_CUDA
-      const unsigned sm = p[8] >= 8 ? (flags >> 8) & 0xff : flags & 0xff;
-      if (sm >= 10 && sm < 250) archs.insert("sm_" + std::to_string(sm) + " (cubin)");
-    }
-    p += 4;
-  }
-  static const char kTarget[] = ".target sm_";
-  const std::uint8_t* q = so.data;
-  while (so.size > 0 && q < end) {
-    q = std::search(q, end, kTarget, kTarget + sizeof(kTarget) - 1);
-    if (q == end) break;
-    const std::uint8_t* r = q + sizeof(kTarget) - 1;
-    std::string arch = "sm_";
-    while (r < end && std::isalnum(*r) && arch.size() < 12) arch.push_back(static_cast<char>(*r++));
-    archs.insert(arch + " (PTX)");
-    q = r;
-  }
-  return {archs.begin(), archs.end()};
 }
 
 template <typename Fn>
@@ -259,7 +225,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
                                       " in the global symbol scope)");
   }
-  lib->kernel_archs_ = find_kernel_archs(so);
+  lib->kernels_ = inspect_cuda_kernels(so);
   // 4. Load from an anonymous file.
   std::vector<std::size_t> unique_offsets;
   const char* keep_unique = std::getenv("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS");

@@ -73,8 +73,8 @@ class ModelLibrary {
   const ContainerApi& api() const noexcept { return api_; }
   const std::string& label() const noexcept { return label_; }
   const std::string& sha256() const noexcept { return sha256_; }
-  /// Embedded CUDA kernel architectures found in the bytes ("sm_90", ...), best effort.
-  const std::vector<std::string>& kernel_archs() const noexcept { return kernel_archs_; }
+  /// Embedded CUDA kernels found in the bytes (best effort; for error messages).
+  const CudaKernelInfo& kernels() const noexcept { return kernels_; }
 
  private:
   ModelLibrary() = default;
@@ -82,7 +82,7 @@ class ModelLibrary {
   ContainerApi api_;
   std::string label_;
   std::string sha256_;
-  std::vector<std::string> kernel_archs_;
+  CudaKernelInfo kernels_;
 };
 
 }  // namespace aoti_cuda::runtime

@@ -221,7 +221,7 @@ struct Module::Impl {
   Program program;
   LoadOptions options;
   Device device;
-  std::string gpu_sm;  // "sm_90" for CUDA modules
+  int gpu_sm = 0;  // e.g. 90 for compute capability 9.0 (CUDA modules)
   LoadTimings timings;
   std::vector<std::unique_ptr<Method>> methods;
 
@@ -287,7 +287,7 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
       throw Error(ErrorCode::kNoDevice, "loading " + label + " on " + device.str() + ": this machine has " +
                                             std::to_string(count) + " CUDA device(s)");
     }
-    gpu_sm = runtime::sm_name(device.index);
+    gpu_sm = runtime::sm_version(device.index);
   }
   const std::string device_str = device.is_cuda() ? "cuda:" + std::to_string(device.index) : "cpu";
 
@@ -546,17 +546,15 @@ Value Module::Impl::wrap_output(AtenTensorHandle h, const std::string& what) con
 }
 
 std::string Module::Impl::run_failure_hint(const Delegate& d) const {
-  if (!device.is_cuda() || gpu_sm.empty()) return "";
+  if (!device.is_cuda() || gpu_sm <= 0) return "";
   const cudaError_t err = cudaGetLastError();
   const bool image_error = err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidPtx ||
                            err == cudaErrorUnsupportedPtxVersion || err == cudaErrorInvalidKernelImage;
-  bool arch_listed = d.library->kernel_archs().empty();
-  for (const std::string& a : d.library->kernel_archs()) {
-    if (a.compare(0, gpu_sm.size(), gpu_sm) == 0) arch_listed = true;
-  }
-  if (!image_error && arch_listed) return "";
-  return "; the embedded kernels were built for another GPU architecture (this GPU is " + gpu_sm +
-         (d.library->kernel_archs().empty() ? std::string("") : "; the library holds " + join(d.library->kernel_archs())) + ")";
+  const CudaKernelInfo& k = d.library->kernels();
+  const bool mismatch = k.fatbins > 0 && !k.runs_on(gpu_sm);
+  if (!image_error && !mismatch) return "";
+  return "; the embedded kernels were built for another GPU architecture (this GPU is sm_" + std::to_string(gpu_sm) +
+         ", the library holds " + k.describe() + ")";
 }
 
 void Module::Impl::run_delegate(Method& m, const PlanStep& step, std::vector<Value>& values, Slot& slot, void* stream,
