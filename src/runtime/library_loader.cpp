@@ -100,7 +100,10 @@ bool choose_fresh_fd_path(SoFile& f) {
 
 void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& unique_offsets, const std::string& label) {
   // Preferred: an anonymous memory file, nothing touches the file system.
-  f.fd = static_cast<int>(::memfd_create("aoti_cuda_model", MFD_CLOEXEC));
+  // AOTI_CUDA_DISABLE_MEMFD=1 forces the temp-file path (tests, odd sandboxes).
+  const char* no_memfd = std::getenv("AOTI_CUDA_DISABLE_MEMFD");
+  const bool memfd_allowed = no_memfd == nullptr || *no_memfd == '\0' || *no_memfd == '0';
+  f.fd = memfd_allowed ? static_cast<int>(::memfd_create("aoti_cuda_model", MFD_CLOEXEC)) : -1;
   if (f.fd >= 0) {
     if (!write_all(f.fd, so.data, so.size) || !patch_unique_bindings(f.fd, unique_offsets, so)) {
       const int err = errno;

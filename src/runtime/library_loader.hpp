@@ -7,6 +7,10 @@
 // then written to an anonymous memfd (or an unlinked temp file when memfd is
 // unavailable) and dlopen'ed RTLD_NOW|RTLD_LOCAL. File names never contain
 // anything derived from the program.
+//
+// Environment switches (diagnostics): AOTI_CUDA_DISABLE_MEMFD=1 uses the temp
+// file path; AOTI_CUDA_KEEP_UNIQUE_SYMBOLS=1 loads the bytes unmodified (the
+// library then stays mapped until exit if it defines STB_GNU_UNIQUE symbols).
 #pragma once
 
 #include <cstddef>

@@ -35,6 +35,18 @@
 extern "C" AOTITorchError aoti_torch_fake_op(AtenTensorHandle self, AtenTensorHandle* ret);
 #endif
 
+// A default-visibility template static data member becomes an STB_GNU_UNIQUE
+// symbol, like the ~120 a statically linked libstdc++ leaves in real model
+// libraries. glibc never unloads a library defining one, unless the loader
+// rewrites the binding (see library_loader.hpp).
+template <typename T>
+struct __attribute__((visibility("default"))) FakeRunCounter {
+  static int value;
+};
+template <typename T>
+int FakeRunCounter<T>::value = 0;
+template struct FakeRunCounter<float>;
+
 namespace {
 
 constexpr int64_t kWidth = 4;
@@ -215,6 +227,7 @@ FAKE_API int32_t AOTInductorModelContainerRun(void* container, AtenTensorHandle*
                                               void* /*proxy_executor*/) {
   auto* c = static_cast<Container*>(container);
   if (c == nullptr || num_inputs != kNumInputs || num_outputs != kNumOutputs || !c->weights_loaded) return 1;
+  ++FakeRunCounter<float>::value;
   try {
 #if FAKE_MODEL_KIND == 2
     return run_kv(c, inputs, outputs);

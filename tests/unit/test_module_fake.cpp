@@ -345,12 +345,13 @@ TEST_CASE("module(fake): a missing shim symbol is named before dlopen") {
   TempDir dir;
   const std::string pte = build_program(AOTI_CUDA_FAKE_MODEL_BAD_IMPORT, false).write(dir.path, "bad");
   const int fds = count_fds();
+  const int maps = count_memfd_maps();
   Error e = expect_error([&] { Module m(pte, cpu_options()); });
   CHECK(e.code() == ErrorCode::kLoad);
   CHECK(contains(e.what(), "aoti_torch_fake_op"));
   CHECK(contains(e.what(), "method 'forward' delegate 0"));
   CHECK(count_fds() == fds);
-  CHECK(count_memfd_maps() == 0);
+  CHECK(count_memfd_maps() == maps);
 }
 
 TEST_CASE("module(fake): missing .ptd fails the load") {
@@ -482,4 +483,71 @@ TEST_CASE("module(fake): outputs outlive the module") {
     out = m.forward({host_f32({1, 4}, {4, 4, 4, 4}), host_f32({1, 4}, {1, 1, 1, 1})});
   }
   CHECK(floats(out[0]) == std::vector<float>{3, 5, 9, -3});
+}
+
+namespace {
+// Sets an environment variable for the scope.
+struct ScopedEnv {
+  std::string name;
+  ScopedEnv(const char* n, const char* v) : name(n) { setenv(n, v, 1); }
+  ~ScopedEnv() { unsetenv(name.c_str()); }
+};
+int count_entries(const std::string& dir) {
+  int n = 0;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+  }
+  return n;
+}
+}  // namespace
+
+TEST_CASE("module(fake): temp-file fallback when memfd is unavailable leaves no file behind") {
+  TempDir dir;
+  const std::string pte = build_program().write(dir.path, "fake");
+  TempDir tmp;
+  ScopedEnv no_memfd("AOTI_CUDA_DISABLE_MEMFD", "1");
+  ScopedEnv tmpdir("TMPDIR", tmp.path.c_str());
+  const int fds = count_fds();
+  {
+    Module m(pte, cpu_options());
+    CHECK(count_entries(tmp.path) == 0);  // unlinked right after dlopen
+    auto out = m.forward({host_f32({1, 4}, {1, 1, 1, 1}), host_f32({1, 4}, {0, 0, 0, 0})});
+    CHECK(floats(out[0]) == std::vector<float>{0.5f, 1, 2, -1});
+  }
+  CHECK(count_fds() == fds);
+  // An unusable TMPDIR is reported, naming the directory.
+  ScopedEnv bad_tmp("TMPDIR", "/nonexistent/aoti_cuda_no_such_dir");
+  Error e = expect_error([&] { Module m(pte, cpu_options()); });
+  CHECK(e.code() == ErrorCode::kIo);
+  CHECK(contains(e.what(), "/nonexistent/aoti_cuda_no_such_dir"));
+}
+
+TEST_CASE("module(fake): GNU_UNIQUE symbols: rewritten so libraries unload; kept, the library stays and a reused fd path is not confused") {
+  Bytes so = read_file(AOTI_CUDA_FAKE_MODEL_KV);
+  CHECK_FALSE(aoti_cuda::runtime::gnu_unique_symbol_offsets({so.data(), so.size()}).empty());
+  TempDir dir;
+  const std::string pte = build_program().write(dir.path, "fake");
+  LoadOptions o = cpu_options();
+  o.methods = {"accumulate"};
+  const int maps = count_memfd_maps();
+  { Module m(pte, o); }
+  CHECK(count_memfd_maps() == maps);  // default: unloaded
+  {
+    ScopedEnv keep("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS", "1");
+    Module m(pte, o);
+    m.execute("accumulate", {host_f32({1, 4}, {100, 100, 100, 100}), host_i64({1}, {0})});
+  }
+  // glibc keeps a library defining a GNU_UNIQUE symbol it bound (nodelete).
+  const int stale = count_memfd_maps();
+  CHECK(stale > maps);
+  // The next load may get the same fd number; it must still be a fresh library
+  // (fresh container state), not the stale one glibc knows by that path.
+  Module fresh(pte, o);
+  auto out = fresh.execute("accumulate", {host_f32({1, 4}, {0, 0, 0, 0}), host_i64({1}, {0})});
+  auto init = kv_init();
+  std::vector<float> want(4, 0.0f);
+  for (int r = 1; r < 4; ++r)
+    for (int k = 0; k < 4; ++k) want[k] += init[r * 4 + k];
+  CHECK(floats(out[0]) == want);
 }
