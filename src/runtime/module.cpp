@@ -13,6 +13,7 @@
 
 #include "aoti_cuda/shim.h"
 #include "runtime/cuda_util.hpp"
+#include "runtime/driver_modules.hpp"
 #include "runtime/library_loader.hpp"
 #include "runtime/tensor_util.hpp"
 
@@ -89,6 +90,8 @@ struct Delegate {
   runtime::ContainerHandle container = nullptr;
   std::size_t n_in = 0;
   std::size_t n_out = 0;
+  int cuda_device = -1;               // -1 for CPU modules
+  runtime::ModuleTracker kernel_modules;  // CUDA modules the model's runtime loaded
 
   Delegate() = default;
   Delegate(const Delegate&) = delete;
@@ -96,6 +99,17 @@ struct Delegate {
   ~Delegate() {
     // The container's code lives in the library: delete it before dlclose.
     if (container != nullptr && library) (void)library->api().destroy(container);
+    container = nullptr;
+    if (cuda_device >= 0 && kernel_modules.size() > 0) {
+      // The AOTI runtime never unloads its kernel modules; do it for it, in
+      // the device's primary context.
+      int prev = -1;
+      const bool got = cudaGetDevice(&prev) == cudaSuccess;
+      if (got && prev != cuda_device) (void)cudaSetDevice(cuda_device);
+      kernel_modules.unload_all();
+      if (got && prev != cuda_device) (void)cudaSetDevice(prev);
+      (void)cudaGetLastError();
+    }
   }
 };
 
@@ -328,6 +342,7 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
       const DelegateSpec& ds = ms->delegates[di];
       auto d = std::make_unique<Delegate>();
       d->spec = &ds;
+      d->cuda_device = device.is_cuda() ? device.index : -1;
       d->label = "method '" + ms->name + "' delegate " + std::to_string(di) + " (.so '" + ds.so_key + "' in " + ds.so_file + ")";
       for (int32_t a : ds.args) {
         if (a < 0 || static_cast<std::size_t>(a) >= ms->values.size() || ms->values[a].kind != ValueKind::kTensor) {
@@ -347,6 +362,7 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
         std::unique_ptr<runtime::DeviceGuard> guard;  // CreateWithDevice("cuda:N") calls cudaSetDevice(N)
         if (device.is_cuda()) guard = std::make_unique<runtime::DeviceGuard>(device.index);
         aoti_cuda_shim_clear_error();
+        runtime::TrackModulesScope track(&d->kernel_modules);
         if (api.create_with_device(&d->container, opts.num_models, device_str.c_str(), nullptr) != 0 ||
             d->container == nullptr) {
           d->container = nullptr;
@@ -388,6 +404,7 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
         aoti_cuda_shim_clear_error();
         std::unique_ptr<runtime::DeviceGuard> guard;
         if (device.is_cuda()) guard = std::make_unique<runtime::DeviceGuard>(device.index);
+        runtime::TrackModulesScope track(&d->kernel_modules);
         if (api.update_constants_from_blob(d->container, ds.weights.data) != 0) {
           throw Error(ErrorCode::kModel, d->label + ": installing the weights ('" + ds.weights_key + "' from " +
                                              ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
@@ -584,7 +601,11 @@ void Module::Impl::run_delegate(Method& m, const PlanStep& step, std::vector<Val
   }
   aoti_cuda_shim_clear_error();
   const auto& api = d.library->api();
-  const int32_t rc = api.run(d.container, ins.data(), ins.size(), outs.data(), outs.size(), stream, nullptr);
+  int32_t rc = 0;
+  {
+    runtime::TrackModulesScope track(&d.kernel_modules);  // kernels load on their first launch
+    rc = api.run(d.container, ins.data(), ins.size(), outs.data(), outs.size(), stream, nullptr);
+  }
   if (rc != 0) {
     const std::string detail = model_failure_detail(api);
     release_inputs();  // those not stolen before the failure

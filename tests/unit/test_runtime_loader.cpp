@@ -106,3 +106,19 @@ TEST_CASE("loader: loads the fake library from a memfd and binds the entry point
   CHECK(n == 2);
   CHECK(api.destroy(c) == 0);
 }
+
+#include <dlfcn.h>
+
+
+TEST_CASE("driver modules: models bind cuModuleLoadData to libaoti_cuda's pass-through, which fails cleanly without a driver") {
+  // The definition the global scope offers must be libaoti_cuda's (models resolve it from there).
+  void* sym = dlsym(RTLD_DEFAULT, "cuModuleLoadData");
+  REQUIRE(sym != nullptr);
+  Dl_info info{};
+  REQUIRE(dladdr(sym, &info) != 0);
+  CHECK(std::string(info.dli_fname).find("libaoti_cuda") != std::string::npos);
+  using Fn = int (*)(void**, const void*);
+  void* module = nullptr;
+  const int rc = reinterpret_cast<Fn>(sym)(&module, "not an image");
+  CHECK(rc != 0);  // no driver here (or, with one, an invalid image): an error code, no crash
+}
