@@ -97,19 +97,19 @@ struct Delegate {
   Delegate(const Delegate&) = delete;
   Delegate& operator=(const Delegate&) = delete;
   ~Delegate() {
+    int prev = -1;
+    bool switched = false;
+    if (cuda_device >= 0 && cudaGetDevice(&prev) == cudaSuccess && prev != cuda_device) {
+      switched = cudaSetDevice(cuda_device) == cudaSuccess;
+    }
     // The container's code lives in the library: delete it before dlclose.
     if (container != nullptr && library) (void)library->api().destroy(container);
     container = nullptr;
-    if (cuda_device >= 0 && kernel_modules.size() > 0) {
-      // The AOTI runtime never unloads its kernel modules; do it for it, in
-      // the device's primary context.
-      int prev = -1;
-      const bool got = cudaGetDevice(&prev) == cudaSuccess;
-      if (got && prev != cuda_device) (void)cudaSetDevice(cuda_device);
-      kernel_modules.unload_all();
-      if (got && prev != cuda_device) (void)cudaSetDevice(prev);
-      (void)cudaGetLastError();
-    }
+    // The AOTI runtime never unloads its kernel modules; do it for it, in the
+    // device's primary context.
+    if (cuda_device >= 0) kernel_modules.unload_all();
+    if (switched) (void)cudaSetDevice(prev);
+    if (cuda_device >= 0) (void)cudaGetLastError();
   }
 };
 
@@ -385,6 +385,14 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
       progress("container", ms->name, done + 1, total);
 
       t0 = Clock::now();
+      std::uint64_t blob_bytes = 0;
+      if (ds.weights.empty() && api.get_constants_blob_size != nullptr &&
+          api.get_constants_blob_size(d->container, &blob_bytes) == 0 && blob_bytes > 0) {
+        throw Error(ErrorCode::kInvalidProgram, d->label + ": the model library reads " + std::to_string(blob_bytes) +
+                                                    " bytes of weights but the program has no weights blob" +
+                                                    (ds.weights_key.empty() ? std::string("")
+                                                                            : " ('" + ds.weights_key + "' is empty)"));
+      }
       if (!ds.weights.empty()) {
         if (api.update_constants_from_blob == nullptr) {
           throw Error(ErrorCode::kLoad, d->label + ": the program has a weights blob ('" + ds.weights_key + "', " +

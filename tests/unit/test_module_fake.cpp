@@ -377,6 +377,18 @@ TEST_CASE("module(fake): a weights blob shorter than the model reads is refused"
   CHECK(contains(e.what(), "has 12 bytes but the model library reads 16"));
 }
 
+TEST_CASE("module(fake): an empty weights blob for a model that reads weights is refused") {
+  PteBuilder b;
+  auto fw = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", read_file(AOTI_CUDA_FAKE_MODEL_AFFINE), {});
+  b.add_method(cuda_method("forward", {f32({1, 4}), f32({1, 4})}, {f32({1, 4}), f32({1, 4})}, fw));
+  BuiltProgram built = b.build();
+  auto program = aoti_cuda::Program::from_memory({built.pte.data(), built.pte.size()},
+                                                 {{built.ptd.data(), built.ptd.size()}}, "empty.pte");
+  Error e = expect_error([&] { Module m(std::move(program), cpu_options()); });
+  CHECK(e.code() == ErrorCode::kInvalidProgram);
+  CHECK(contains(e.what(), "reads 16 bytes of weights but the program has no weights blob"));
+}
+
 TEST_CASE("module(fake): SHA-256 trust pin") {
   TempDir dir;
   const std::string pte = build_program(AOTI_CUDA_FAKE_MODEL_AFFINE, false).write(dir.path, "fake");
