@@ -267,6 +267,8 @@ int cmd_inspect(int argc, char** argv) {
         std::printf("    weights: none (embedded in the .so by this exporter)\n");
       } else if (!d.weights_file.empty()) {
         std::printf("    weights: \"%s\" %zu bytes in %s\n", d.weights_key.c_str(), d.weights.size, d.weights_file.c_str());
+      } else if (program.data_paths().empty()) {
+        std::printf("    weights: MISSING (\"%s\" belongs in a .ptd data file and none was found)\n", d.weights_key.c_str());
       } else {
         std::printf("    weights: none (\"%s\" is not in the data files; the .so may embed them)\n", d.weights_key.c_str());
       }

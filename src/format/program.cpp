@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -337,6 +338,57 @@ std::uint64_t check_shape(const std::string& file, const std::string& where, int
   return n;
 }
 
+/// S5/S6: a tensor with data_buffer_idx > 0 has initial data in the .pte:
+/// constants in the constant segment (or the deprecated constant_buffer),
+/// memory-planned tensors in mutable_data_segments[0]. Both must be in bounds.
+void check_tensor_data(const et::Program* prog, const std::string& F, const std::string& vw, const et::Tensor* t,
+                       std::uint64_t nbytes) {
+  const std::uint32_t idx = t->data_buffer_idx();
+  const auto* segs = prog->segments();
+  auto in_segment = [&](const char* check, std::uint32_t seg_index, std::uint64_t off, const std::string& what) {
+    if (segs == nullptr || seg_index >= segs->size()) {
+      invalid(F, check, vw + ": " + what + " segment_index " + std::to_string(seg_index) + " is out of range");
+    }
+    std::uint64_t end = 0;
+    const std::uint64_t seg_size = segs->Get(seg_index)->size();
+    if (!format::add_u64(off, nbytes, &end) || end > seg_size) {
+      invalid(F, check, vw + ": data_buffer_idx " + std::to_string(idx) + " data [" + u64s(off) + ", +" + u64s(nbytes) +
+                            ") exceeds its " + what + " segment of " + u64s(seg_size) + " bytes");
+    }
+  };
+  if (t->allocation_info() == nullptr) {
+    const et::SubsegmentOffsets* cs = prog->constant_segment();
+    const auto* offs = cs ? cs->offsets() : nullptr;
+    if (offs != nullptr && offs->size() > 1) {
+      if (idx >= offs->size()) {
+        invalid(F, "S5 (constants)", vw + ": data_buffer_idx " + std::to_string(idx) + " is out of range (" +
+                                         std::to_string(offs->size()) + " constant offsets)");
+      }
+      in_segment("S5 (constants)", cs->segment_index(), offs->Get(idx), "constant");
+      return;
+    }
+    const auto* cb = prog->constant_buffer();
+    if (cb != nullptr && idx < cb->size()) {
+      const auto* storage = cb->Get(idx)->storage();
+      if (storage == nullptr || storage->size() < nbytes) {
+        invalid(F, "S5 (constants)", vw + ": constant_buffer[" + std::to_string(idx) + "] holds fewer than " + u64s(nbytes) + " bytes");
+      }
+      return;
+    }
+    invalid(F, "S5 (constants)", vw + ": data_buffer_idx " + std::to_string(idx) + " refers to constant data the program does not have");
+  }
+  const auto* mds = prog->mutable_data_segments();
+  if (mds == nullptr || mds->size() == 0 || mds->Get(0)->offsets() == nullptr) {
+    invalid(F, "S6 (mutable data)", vw + ": data_buffer_idx " + std::to_string(idx) + " needs mutable_data_segments[0], which is missing");
+  }
+  const et::SubsegmentOffsets* md = mds->Get(0);
+  if (idx >= md->offsets()->size()) {
+    invalid(F, "S6 (mutable data)", vw + ": data_buffer_idx " + std::to_string(idx) + " is out of range (" +
+                                        std::to_string(md->offsets()->size()) + " mutable offsets)");
+  }
+  in_segment("S6 (mutable data)", md->segment_index(), md->offsets()->Get(idx), "mutable data");
+}
+
 ValueKind kind_of(et::KernelTypes t) {
   switch (t) {
     case et::KernelTypes::Null: return ValueKind::kNone;
@@ -549,7 +601,8 @@ void Program::Impl::build_methods(const et::Program* prog) {
         invalid(F, "S3 (value type)", vw + ": union tag " + std::to_string(tag) +
                                           (tag == 0 ? " (NONE)" : " (unknown)") + " at offset " + u64s(pte.fb_offset_of(ev)));
       }
-      if (ev->val() == nullptr) {
+      // A Null value needs no payload table (the runtime accepts it without one).
+      if (ev->val() == nullptr && ev->val_type() != et::KernelTypes::Null) {
         invalid(F, "S3 (value type)", vw + ": union tag " + std::to_string(tag) + " has no value at offset " + u64s(pte.fb_offset_of(ev)));
       }
       ValueSpec vs;
@@ -587,6 +640,7 @@ void Program::Impl::build_methods(const et::Program* prog) {
                                           u64s(mid) + " of " + std::to_string(nbs->Get(static_cast<flatbuffers::uoffset_t>(mid))) + " bytes");
           }
         }
+        if (t->data_buffer_idx() > 0) check_tensor_data(prog, F, vw, t, nbytes);
         vs.tensor.dtype = static_cast<DType>(t->scalar_type());
         for (auto s : *t->sizes()) vs.tensor.sizes.push_back(s);
         for (auto d : *t->dim_order()) vs.tensor.dim_order.push_back(d);

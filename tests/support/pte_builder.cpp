@@ -92,6 +92,7 @@ Offset<et::Tensor> build_tensor(FlatBufferBuilder& fbb, const TensorDesc& t) {
   if (!t.omit_dim_order) tb.add_dim_order(dim_order);
   if (t.allocation) tb.add_allocation_info(alloc);
   tb.add_shape_dynamism(static_cast<et::TensorShapeDynamism>(t.shape_dynamism));
+  tb.add_data_buffer_idx(t.data_buffer_idx);
   return tb.Finish();
 }
 
@@ -244,6 +245,8 @@ BuiltProgram PteBuilder::build() const {
   BuiltProgram out;
   // ---- .pte segments: delegate payloads, then named data, then raw segments.
   SegmentPlan pte_segs;
+  const bool has_constants = !constant_offsets_.empty();
+  const std::uint32_t constant_segment = has_constants ? pte_segs.add(constant_data_) : 0;
   std::vector<std::vector<std::uint32_t>> delegate_index(methods_.size());
   std::vector<Bytes> inline_blobs;
   for (std::size_t mi = 0; mi < methods_.size(); ++mi) {
@@ -329,7 +332,7 @@ BuiltProgram PteBuilder::build() const {
   auto inline_vec = fbb.CreateVector(inline_data);
   auto segs_vec = fbb.CreateVector(segs);
   auto nd_vec = fbb.CreateVector(nd);
-  auto cseg = et::CreateSubsegmentOffsetsDirect(fbb, 0, nullptr);
+  auto cseg = et::CreateSubsegmentOffsetsDirect(fbb, constant_segment, has_constants ? &constant_offsets_ : nullptr);
   et::ProgramBuilder prb(fbb);
   prb.add_version(0);
   if (!omit_plans_) prb.add_execution_plan(plans_vec);

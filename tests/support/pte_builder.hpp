@@ -41,6 +41,8 @@ struct TensorDesc {
   bool omit_dim_order = false;
   /// Memory plan: {memory_id, offset}; absent = not planned.
   std::optional<std::pair<std::uint32_t, std::uint64_t>> allocation;
+  /// > 0: initial data in the .pte (constant segment, or mutable data when planned).
+  std::uint32_t data_buffer_idx = 0;
 };
 TensorDesc f32(std::vector<std::int32_t> sizes);
 TensorDesc i64(std::vector<std::int32_t> sizes);
@@ -143,6 +145,13 @@ class PteBuilder {
   PteBuilder& force_ptd(bool on = true) { force_ptd_ = on; return *this; }
   /// Leave Program.execution_plan out (hostile files).
   PteBuilder& omit_execution_plan(bool on = true) { omit_plans_ = on; return *this; }
+  /// The constant segment: `data` becomes a .pte segment and Tensor.data_buffer_idx k
+  /// reads at offsets[k] (offsets[0] is the placeholder for non-constants).
+  PteBuilder& set_constant_segment(Bytes data, std::vector<std::uint64_t> offsets) {
+    constant_data_ = std::move(data);
+    constant_offsets_ = std::move(offsets);
+    return *this;
+  }
   /// Extra raw segment in the .pte with no referrer (returns its index).
   std::uint32_t add_raw_pte_segment(Bytes bytes);
 
@@ -157,6 +166,8 @@ class PteBuilder {
   std::vector<MethodDesc> methods_;
   std::vector<Named> named_;
   std::vector<Bytes> raw_segments_;
+  Bytes constant_data_;
+  std::vector<std::uint64_t> constant_offsets_;
   bool force_header_ = false, force_ptd_ = false, omit_plans_ = false;
 };
 

@@ -61,7 +61,8 @@ TEST_CASE("builder: seed generation (so_blob in the .ptd, no weights)") {
   PteBuilder b;
   auto blobs = b.add_cuda_blobs(ExporterGeneration::kSeed, "forward", kSo, {});
   b.add_method(cuda_method("forward", {f32({4})}, {f32({4})}, blobs));
-  Program p = open_built(b.build());
+  BuiltProgram keep = b.build();  // from_memory borrows the bytes
+  Program p = open_built(keep);
   const auto& d = p.method("forward").delegates.at(0);
   CHECK(d.generation == ExporterGeneration::kSeed);
   CHECK(d.so_key == "so_blob");
@@ -78,7 +79,8 @@ TEST_CASE("builder: 1.4+ hash keys, payload in a SEGMENT and INLINE") {
     PteBuilder b;
     auto blobs = b.add_cuda_blobs(ExporterGeneration::kHashKeys, "forward", kSo, kWeights, in_segment);
     b.add_method(cuda_method("forward", {f32({4})}, {f32({4})}, blobs));
-    Program p = open_built(b.build());
+    BuiltProgram keep = b.build();  // from_memory borrows the bytes
+    Program p = open_built(keep);
     const auto& d = p.method("forward").delegates.at(0);
     CHECK(d.generation == ExporterGeneration::kHashKeys);
     CHECK(d.so_key == blobs.so_key);
@@ -108,7 +110,8 @@ TEST_CASE("builder: two CUDA partitions in one method with et_copy kernels") {
   InstrDesc d2h{InstrDesc::Kind::kKernel, 1, 0, {3, 4}};
   m.instructions = {h2d, call1, call2, d2h};
   b.add_method(m);
-  Program p = open_built(b.build());
+  BuiltProgram keep = b.build();  // from_memory borrows the bytes
+  Program p = open_built(keep);
   const auto& ms = p.method("forward");
   CHECK(ms.runnable);
   CHECK(ms.not_runnable_reason == "");
@@ -135,7 +138,8 @@ TEST_CASE("builder: a MoveCall is part of the plan") {
   m.instructions.push_back(InstrDesc{InstrDesc::Kind::kMove, 1, 2, {}});
   m.outputs = {2};
   b.add_method(m);
-  Program p = open_built(b.build());
+  BuiltProgram keep = b.build();  // from_memory borrows the bytes
+  Program p = open_built(keep);
   const auto& ms = p.method("forward");
   CHECK(ms.runnable);
   REQUIRE(ms.plan.size() == 2);
@@ -165,7 +169,8 @@ TEST_CASE("builder: other backends, kernel ops, control flow and constant method
   constant.values = {ValueDesc::integer(128)};
   constant.outputs = {0};
   b.add_method(constant);
-  Program p = open_built(b.build());
+  BuiltProgram keep = b.build();  // from_memory borrows the bytes
+  Program p = open_built(keep);
 
   const auto& x = p.method("xnn");
   CHECK_FALSE(x.runnable);
@@ -211,7 +216,8 @@ TEST_CASE("builder: missing blobs") {
     CudaBlobs blobs;
     blobs.method_name = "forward";
     b.add_method(cuda_method("forward", {f32({4})}, {f32({4})}, blobs));
-    Program p = open_built(b.build());
+    BuiltProgram keep = b.build();  // from_memory borrows the bytes
+    Program p = open_built(keep);
     const auto& d = p.method("forward").delegates.at(0);
     CHECK(p.method("forward").runnable);
     CHECK(d.weights.empty());
@@ -240,7 +246,8 @@ TEST_CASE("builder: missing blobs") {
     PteBuilder b;
     auto blobs = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "my_model", kSo, kWeights);
     b.add_method(cuda_method("forward", {f32({4})}, {f32({4})}, blobs));
-    Program p = open_built(b.build());
+    BuiltProgram keep = b.build();  // from_memory borrows the bytes
+    Program p = open_built(keep);
     CHECK(p.method("forward").delegates.at(0).so_key == "my_model_so_blob");
     CHECK(p.method("forward").delegates.at(0).method_name_spec == "my_model");
   }
@@ -251,7 +258,8 @@ TEST_CASE("builder: named data lookup across files") {
   auto blobs = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", kSo, kWeights);
   b.add_method(cuda_method("forward", {f32({4})}, {f32({4})}, blobs));
   b.add_named_data("extra", to_bytes("abc"), PteBuilder::Where::kPtd);
-  Program p = open_built(b.build());
+  BuiltProgram keep = b.build();  // from_memory borrows the bytes
+  Program p = open_built(keep);
   auto e = p.named_data("extra");
   REQUIRE(e.has_value());
   CHECK(bytes_str(*e) == "abc");
@@ -269,4 +277,32 @@ TEST_CASE("builder: a misaligned from_memory buffer is copied, not rejected") {
   Program p = Program::from_memory(ByteView{shifted.data() + 1, built.pte.size()}, {view(built.ptd)}, "shifted.pte");
   CHECK(p.method("forward").runnable);
   CHECK(bytes_str(p.method("forward").delegates.at(0).so) == bytes_str(view(kSo)));
+}
+
+TEST_CASE("builder: constants in the constant segment are accepted when in bounds") {
+  PteBuilder b;
+  auto blobs = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", kSo, kWeights);
+  b.set_constant_segment(Bytes(64, 1), {0, 0, 48});
+  MethodDesc m = cuda_method("forward", {f32({2})}, {f32({2})}, blobs);
+  m.values.push_back(ValueDesc::of(f32({4})));
+  m.values.back().tensor.data_buffer_idx = 2;  // [48, 64): exactly fits
+  b.add_method(m);
+  BuiltProgram keep = b.build();
+  Program p = open_built(keep);
+  CHECK(p.method("forward").values.size() == 3);
+  CHECK(p.method("forward").runnable);
+}
+
+TEST_CASE("builder: a Null value without a payload table is accepted") {
+  PteBuilder b;
+  auto blobs = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", kSo, kWeights);
+  MethodDesc m = cuda_method("forward", {f32({2})}, {f32({2})}, blobs);
+  ValueDesc none;
+  none.kind = ValueDesc::Kind::kNull;
+  none.omit_payload = true;
+  m.values.push_back(none);
+  b.add_method(m);
+  BuiltProgram keep = b.build();
+  Program p = open_built(keep);
+  CHECK(p.method("forward").values.at(2).kind == aoti_cuda::ValueKind::kNone);
 }

@@ -314,6 +314,26 @@ TEST_CASE("corpus: synthesized programs with semantic errors") {
     m.non_const_buffer_sizes = {0, 16};
     m.values[0].tensor.allocation = std::make_pair(1u, ~0ull);
   }, {"S4 (tensor)", "exceeds buffer"}));
+  // S5/S6 initial data
+  cases.push_back(tensor_case("constant without constant data", [](TensorDesc& t) { t.data_buffer_idx = 3; },
+                              {"S5 (constants)", "data_buffer_idx 3"}));
+  cases.push_back(method_case("mutable data without segments", [](MethodDesc& m) {
+    m.non_const_buffer_sizes = {0, 64};
+    m.values[0].tensor.data_buffer_idx = 2;
+    m.values[0].tensor.allocation = std::make_pair(1u, 0ull);
+  }, {"S6 (mutable data)", "mutable_data_segments[0]"}));
+  for (int variant = 0; variant < 2; ++variant) {
+    PteBuilder b;
+    auto blobs = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", kSo, kWeights);
+    b.set_constant_segment(Bytes(64, 1), {0, 0, variant == 0 ? 56u : 0u});
+    MethodDesc m = cuda_method("forward", {f32({2, 3})}, {f32({2, 3})}, blobs);
+    m.values.push_back(ValueDesc::of(f32({4})));  // 16 bytes of constant data
+    m.values.back().tensor.data_buffer_idx = variant == 0 ? 2 : 5;
+    b.add_method(m);
+    auto p = b.build();
+    cases.push_back({"constant data past its segment / index", p.pte, {p.ptd}, ErrorCode::kInvalidProgram,
+                     {"S5 (constants)", variant == 0 ? "exceeds its constant segment of 64 bytes" : "data_buffer_idx 5 is out of range"}});
+  }
   // S8 delegates
   cases.push_back(method_case("empty backend id", [](MethodDesc& m) { m.delegates[0].id = ""; }, {"S8 (delegate)", "id is missing or empty"}));
   cases.push_back(method_case("no processed", [](MethodDesc& m) { m.delegates[0].omit_processed = true; }, {"S8 (delegate)", "processed is missing"}));
