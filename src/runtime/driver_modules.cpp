@@ -1,0 +1,100 @@
+#include "runtime/driver_modules.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+
+#include "aoti_cuda/export.h"
+
+namespace aoti_cuda::runtime {
+namespace {
+
+// Driver types, declared here so that no driver header or library is needed.
+using CUresult = int;
+using CUmodule = void*;
+constexpr CUresult kCudaErrorNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED
+
+thread_local ModuleTracker* t_tracker = nullptr;
+
+bool tracking_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("AOTI_CUDA_NO_MODULE_TRACKING");
+    return v == nullptr || *v == '\0' || *v == '0';
+  }();
+  return enabled;
+}
+
+// The real driver entry point `name` (libcuda.so.1, opened once, never closed).
+void* driver_symbol(const char* name) {
+  static void* driver = [] {
+    void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (h == nullptr) h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    return h;
+  }();
+  return driver != nullptr ? ::dlsym(driver, name) : nullptr;
+}
+
+template <typename Fn>
+Fn real(const char* name) {
+  return reinterpret_cast<Fn>(driver_symbol(name));
+}
+
+}  // namespace
+
+void ModuleTracker::record(void* module) {
+  std::lock_guard<std::mutex> lock(mu_);
+  modules_.push_back(module);
+}
+
+std::size_t ModuleTracker::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return modules_.size();
+}
+
+void ModuleTracker::unload_all() noexcept {
+  std::vector<void*> modules;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    modules.swap(modules_);
+  }
+  if (modules.empty()) return;
+  using UnloadFn = CUresult (*)(CUmodule);
+  static const UnloadFn unload = real<UnloadFn>("cuModuleUnload");
+  if (unload == nullptr) return;
+  for (void* m : modules) (void)unload(m);
+}
+
+TrackModulesScope::TrackModulesScope(ModuleTracker* tracker) noexcept : previous_(t_tracker) {
+  t_tracker = tracking_enabled() ? tracker : nullptr;
+}
+
+TrackModulesScope::~TrackModulesScope() { t_tracker = previous_; }
+
+}  // namespace aoti_cuda::runtime
+
+// Pass-through definitions the model libraries bind to (see the header).
+extern "C" {
+
+AOTI_CUDA_SHIM_API int cuModuleLoadData(void** module, const void* image) {
+  using Fn = int (*)(void**, const void*);
+  static const Fn fn = aoti_cuda::runtime::real<Fn>("cuModuleLoadData");
+  if (fn == nullptr) return aoti_cuda::runtime::kCudaErrorNotInitialized;
+  const int rc = fn(module, image);
+  if (rc == 0 && module != nullptr && aoti_cuda::runtime::t_tracker != nullptr) {
+    aoti_cuda::runtime::t_tracker->record(*module);
+  }
+  return rc;
+}
+
+AOTI_CUDA_SHIM_API int cuModuleLoad(void** module, const char* fname) {
+  using Fn = int (*)(void**, const char*);
+  static const Fn fn = aoti_cuda::runtime::real<Fn>("cuModuleLoad");
+  if (fn == nullptr) return aoti_cuda::runtime::kCudaErrorNotInitialized;
+  const int rc = fn(module, fname);
+  if (rc == 0 && module != nullptr && aoti_cuda::runtime::t_tracker != nullptr) {
+    aoti_cuda::runtime::t_tracker->record(*module);
+  }
+  return rc;
+}
+
+}  // extern "C"

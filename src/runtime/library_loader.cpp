@@ -1,0 +1,277 @@
+#include "runtime/library_loader.hpp"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "aoti_cuda/error.hpp"
+#include "runtime/sha256.hpp"
+
+namespace aoti_cuda::runtime {
+namespace {
+
+#if defined(__x86_64__)
+constexpr std::uint16_t kHostMachine = 62;
+constexpr const char* kHostMachineName = "x86-64";
+#elif defined(__aarch64__)
+constexpr std::uint16_t kHostMachine = 183;
+constexpr const char* kHostMachineName = "aarch64";
+#else
+#error "aoti_cuda supports x86-64 and aarch64 Linux"
+#endif
+
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.compare(0, std::strlen(prefix), prefix) == 0;
+}
+
+template <typename T>
+bool read_le(ByteView b, std::size_t off, T& out) {
+  if (off > b.size || b.size - off < sizeof(T)) return false;
+  std::memcpy(&out, b.data + off, sizeof(T));
+  return true;
+}
+
+std::string errno_text(int err) { return std::string(std::strerror(err)); }
+
+// Writes all of [data, data+size) to fd; false (errno set) on failure.
+bool write_all(int fd, const std::uint8_t* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool patch_unique_bindings(int fd, const std::vector<std::size_t>& offsets, const ByteView& so) {
+  for (std::size_t off : offsets) {
+    const std::uint8_t info = static_cast<std::uint8_t>((1u << 4) | (so.data[off] & 0x0f));  // STB_GLOBAL
+    if (::pwrite(fd, &info, 1, static_cast<off_t>(off)) != 1) return false;
+  }
+  return true;
+}
+
+template <typename Fn>
+void bind(void* handle, const char* name, Fn& fn) {
+  fn = reinterpret_cast<Fn>(::dlsym(handle, name));
+}
+
+// A file holding the .so bytes that dlopen can read; closed/unlinked by the destructor.
+struct SoFile {
+  int fd = -1;
+  std::string path;
+  bool unlink_path = false;
+  ~SoFile() {
+    if (fd >= 0) ::close(fd);
+    if (unlink_path) ::unlink(path.c_str());
+  }
+};
+
+// The path "/proc/self/fd/N" must not name a library glibc still has loaded
+// (glibc matches dlopen names as strings, and a library whose earlier memfd
+// had the same number could still be mapped). Move the fd to a higher number
+// until its path is unused.
+bool choose_fresh_fd_path(SoFile& f) {
+  for (int attempt = 0; attempt < 256; ++attempt) {
+    f.path = "/proc/self/fd/" + std::to_string(f.fd);
+    void* stale = ::dlopen(f.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (stale == nullptr) return true;
+    ::dlclose(stale);
+    const int moved = ::fcntl(f.fd, F_DUPFD_CLOEXEC, f.fd + 1);
+    if (moved < 0) return false;
+    ::close(f.fd);
+    f.fd = moved;
+  }
+  return false;
+}
+
+void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& unique_offsets, const std::string& label) {
+  // Preferred: an anonymous memory file, nothing touches the file system.
+  // AOTI_CUDA_DISABLE_MEMFD=1 forces the temp-file path (tests, odd sandboxes).
+  const char* no_memfd = std::getenv("AOTI_CUDA_DISABLE_MEMFD");
+  const bool memfd_allowed = no_memfd == nullptr || *no_memfd == '\0' || *no_memfd == '0';
+  f.fd = memfd_allowed ? static_cast<int>(::memfd_create("aoti_cuda_model", MFD_CLOEXEC)) : -1;
+  if (f.fd >= 0) {
+    if (!write_all(f.fd, so.data, so.size) || !patch_unique_bindings(f.fd, unique_offsets, so)) {
+      const int err = errno;
+      throw Error(ErrorCode::kIo, "writing the model library of " + label + " to a memfd failed: " + errno_text(err));
+    }
+    if (choose_fresh_fd_path(f) && ::access(f.path.c_str(), R_OK) == 0) return;
+    ::close(f.fd);  // no usable /proc: fall back to a temp file
+    f.fd = -1;
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
+  std::string templ = dir + "/aoti_cuda_model_XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  f.fd = ::mkstemp(buf.data());
+  if (f.fd < 0) {
+    const int err = errno;
+    throw Error(ErrorCode::kIo, "creating a temporary file in " + dir + " for the model library of " + label +
+                                    " failed (memfd_create unavailable too): " + errno_text(err));
+  }
+  f.path = buf.data();
+  f.unlink_path = true;
+  (void)::fcntl(f.fd, F_SETFD, FD_CLOEXEC);
+  if (!write_all(f.fd, so.data, so.size) || !patch_unique_bindings(f.fd, unique_offsets, so)) {
+    const int err = errno;
+    throw Error(ErrorCode::kIo, "writing the model library of " + label + " to " + f.path + " failed: " + errno_text(err));
+  }
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> missing_imports(const ElfInfo& elf) {
+  std::vector<std::string> missing;
+  for (const std::string& name : elf.undefined_symbols) {
+    std::string base = name.substr(0, name.find('@'));  // tolerate "sym@VERSION" spellings
+    if (!(starts_with(base, "aoti_torch_") || starts_with(base, "aoti_cuda_") || starts_with(base, "cuda"))) continue;
+    if (::dlsym(RTLD_DEFAULT, base.c_str()) == nullptr) missing.push_back(base);
+  }
+  std::sort(missing.begin(), missing.end());
+  missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+  return missing;
+}
+
+void promote_self_to_global() noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<void*>(&promote_self_to_global), &info) == 0 || info.dli_fname == nullptr) return;
+    void* self = ::dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    // The RTLD_GLOBAL promotion sticks to the already-loaded object; drop the
+    // extra reference NOLOAD took.
+    if (self != nullptr) ::dlclose(self);
+    (void)::dlerror();
+  });
+}
+
+std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView b) {
+  std::vector<std::size_t> out;
+  if (b.size < 64 || b.data[4] != 2 || b.data[5] != 1) return out;  // ELF64 little-endian only
+  std::uint64_t shoff = 0;
+  std::uint16_t shentsize = 0, shnum = 0;
+  if (!read_le(b, 0x28, shoff) || !read_le(b, 0x3A, shentsize) || !read_le(b, 0x3C, shnum)) return out;
+  if (shentsize < 64 || shoff == 0) return out;
+  for (std::uint16_t i = 0; i < shnum; ++i) {
+    if (shoff > b.size) return {};
+    const std::size_t sh = static_cast<std::size_t>(shoff) + static_cast<std::size_t>(i) * shentsize;
+    std::uint32_t type = 0;
+    std::uint64_t off = 0, size = 0, entsize = 0;
+    if (!read_le(b, sh + 4, type) || !read_le(b, sh + 0x18, off) || !read_le(b, sh + 0x20, size) ||
+        !read_le(b, sh + 0x38, entsize)) {
+      return {};
+    }
+    if (type != 11 /* SHT_DYNSYM */) continue;
+    if (entsize < 24 || off > b.size || size > b.size - off) return {};
+    for (std::uint64_t s = 0; s + entsize <= size; s += entsize) {
+      const std::size_t info_off = static_cast<std::size_t>(off + s + 4);
+      if ((b.data[info_off] >> 4) == 10 /* STB_GNU_UNIQUE */) out.push_back(info_off);
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string& label,
+                                                 const std::vector<std::string>& allowed_sha256) {
+  if (so.data == nullptr || so.size == 0) {
+    throw Error(ErrorCode::kInvalidProgram, "the model library of " + label + " is empty");
+  }
+  // 1. What is it? (parsing only; throws kInvalidProgram naming the failed check)
+  ElfInfo elf = inspect_elf(so);
+  if (elf.elf_class != 64 || elf.machine != kHostMachine || !elf.is_shared_object) {
+    throw Error(ErrorCode::kLoad, "the model library of " + label + " is not a " + kHostMachineName +
+                                      " shared object (ELF class " + std::to_string(elf.elf_class) + ", machine " +
+                                      (elf.machine_name.empty() ? std::to_string(elf.machine) : elf.machine_name) +
+                                      ", type " + std::to_string(elf.type) + ")");
+  }
+  auto lib = std::unique_ptr<ModelLibrary>(new ModelLibrary());
+  lib->label_ = label;
+  lib->sha256_ = sha256_hex(so.data, so.size);
+  // 2. Trust pin, before any of its code can run.
+  if (!allowed_sha256.empty()) {
+    bool allowed = false;
+    for (const std::string& pin : allowed_sha256) allowed = allowed || lower(pin) == lib->sha256_;
+    if (!allowed) {
+      throw Error(ErrorCode::kLoad, "the model library of " + label + " has SHA-256 " + lib->sha256_ +
+                                        ", which is not in LoadOptions::allowed_so_sha256");
+    }
+  }
+  // 3. Every shim/cudart import must resolve, or dlopen(RTLD_NOW) would fail
+  // with only the first name; report all of them.
+  promote_self_to_global();
+  const std::vector<std::string> missing = missing_imports(elf);
+  if (!missing.empty()) {
+    std::string names;
+    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+    throw Error(ErrorCode::kLoad, "the model library of " + label + " imports " + std::to_string(missing.size()) +
+                                      " symbol(s) this process does not provide: " + names +
+                                      " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
+                                      " in the global symbol scope)");
+  }
+  lib->kernels_ = inspect_cuda_kernels(so);
+  // 4. Load from an anonymous file.
+  std::vector<std::size_t> unique_offsets;
+  const char* keep_unique = std::getenv("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS");
+  if (keep_unique == nullptr || *keep_unique == '\0' || *keep_unique == '0') unique_offsets = gnu_unique_symbol_offsets(so);
+  {
+    SoFile file;
+    write_so_file(file, so, unique_offsets, label);
+    (void)::dlerror();
+    lib->handle_ = ::dlopen(file.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib->handle_ == nullptr) {
+      const char* why = ::dlerror();
+      throw Error(ErrorCode::kLoad, "dlopen of the model library of " + label + " failed: " +
+                                        (why != nullptr ? why : "unknown error"));
+    }
+  }  // fd closed / temp file unlinked: the mapping keeps the code alive
+  // 5. Entry points.
+  ContainerApi& a = lib->api_;
+  bind(lib->handle_, "AOTInductorModelContainerCreateWithDevice", a.create_with_device);
+  bind(lib->handle_, "AOTInductorModelContainerDelete", a.destroy);
+  bind(lib->handle_, "AOTInductorModelContainerGetNumInputs", a.get_num_inputs);
+  bind(lib->handle_, "AOTInductorModelContainerGetNumOutputs", a.get_num_outputs);
+  bind(lib->handle_, "AOTInductorModelContainerRun", a.run);
+  bind(lib->handle_, "AOTInductorModelUpdateConstantsFromBlob", a.update_constants_from_blob);
+  bind(lib->handle_, "AOTInductorModelContainerGetInputName", a.get_input_name);
+  bind(lib->handle_, "AOTInductorModelContainerGetOutputName", a.get_output_name);
+  bind(lib->handle_, "AOTInductorModelContainerGetNumConstants", a.get_num_constants);
+  bind(lib->handle_, "AOTInductorModelContainerGetConstantsBlobSize", a.get_constants_blob_size);
+  bind(lib->handle_, "AOTInductorGetLastError", a.get_last_error);
+  std::string absent;
+  if (!a.create_with_device) absent += " AOTInductorModelContainerCreateWithDevice";
+  if (!a.destroy) absent += " AOTInductorModelContainerDelete";
+  if (!a.get_num_inputs) absent += " AOTInductorModelContainerGetNumInputs";
+  if (!a.get_num_outputs) absent += " AOTInductorModelContainerGetNumOutputs";
+  if (!a.run) absent += " AOTInductorModelContainerRun";
+  if (!absent.empty()) {
+    throw Error(ErrorCode::kLoad, "the model library of " + label +
+                                      " lacks required AOTInductor entry point(s):" + absent);
+  }  // ~ModelLibrary dlcloses
+  return lib;
+}
+
+ModelLibrary::~ModelLibrary() {
+  if (handle_ != nullptr) ::dlclose(handle_);
+}
+
+}  // namespace aoti_cuda::runtime

@@ -1,0 +1,92 @@
+// Private: loading an AOTInductor model library from memory.
+//
+// The .so bytes come from a Program (mapped file). Before anything is executed
+// the loader checks that they are a shared object for this machine, that every
+// shim/cudart symbol they import resolves in the global scope (naming each one
+// that does not), and optionally that their SHA-256 is pinned. The bytes are
+// then written to an anonymous memfd (or an unlinked temp file when memfd is
+// unavailable) and dlopen'ed RTLD_NOW|RTLD_LOCAL. File names never contain
+// anything derived from the program.
+//
+// Environment switches (diagnostics): AOTI_CUDA_DISABLE_MEMFD=1 uses the temp
+// file path; AOTI_CUDA_KEEP_UNIQUE_SYMBOLS=1 loads the bytes unmodified (the
+// library then stays mapped until exit if it defines STB_GNU_UNIQUE symbols).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/program.hpp"
+#include "aoti_cuda/shim.h"
+
+namespace aoti_cuda::runtime {
+
+// The AOTInductor container C ABI (aoti-abi.md §3), as function pointer types.
+using AOTIRuntimeError = int32_t;
+struct AOTInductorModelContainerOpaque;
+using ContainerHandle = AOTInductorModelContainerOpaque*;
+
+struct ContainerApi {
+  // required
+  AOTIRuntimeError (*create_with_device)(ContainerHandle*, std::size_t num_models, const char* device,
+                                         const char* cubin_dir) = nullptr;
+  AOTIRuntimeError (*destroy)(ContainerHandle) = nullptr;
+  AOTIRuntimeError (*get_num_inputs)(ContainerHandle, std::size_t*) = nullptr;
+  AOTIRuntimeError (*get_num_outputs)(ContainerHandle, std::size_t*) = nullptr;
+  AOTIRuntimeError (*run)(ContainerHandle, AtenTensorHandle* inputs, std::size_t n_in, AtenTensorHandle* outputs,
+                          std::size_t n_out, void* stream, void* proxy_executor) = nullptr;
+  // optional
+  AOTIRuntimeError (*update_constants_from_blob)(ContainerHandle, const std::uint8_t* blob) = nullptr;
+  AOTIRuntimeError (*get_input_name)(ContainerHandle, std::size_t, const char**) = nullptr;
+  AOTIRuntimeError (*get_output_name)(ContainerHandle, std::size_t, const char**) = nullptr;
+  AOTIRuntimeError (*get_num_constants)(ContainerHandle, std::size_t*) = nullptr;
+  /// Bytes the model reads from the UpdateConstantsFromBlob pointer (binary_blob builds; fails otherwise).
+  AOTIRuntimeError (*get_constants_blob_size)(ContainerHandle, std::uint64_t*) = nullptr;
+  /// AOTInductorGetLastError (PyTorch > 2.11): thread-local message of the last failure.
+  AOTIRuntimeError (*get_last_error)(const char**) = nullptr;
+};
+
+/// Imported symbols of `elf` that this process must provide (aoti_torch_*,
+/// aoti_cuda_* and cudart cuda*) but whose dlsym(RTLD_DEFAULT) lookup fails.
+/// Driver symbols (cu*) are left to the library's own DT_NEEDED libcuda.so.1.
+std::vector<std::string> missing_imports(const ElfInfo& elf);
+
+/// Makes libaoti_cuda's own symbols (the shim) global, in case the application
+/// loaded it RTLD_LOCAL. Idempotent and best effort.
+void promote_self_to_global() noexcept;
+
+/// Offsets (in the file) of the st_info bytes of STB_GNU_UNIQUE dynamic
+/// symbols. glibc marks a library that defines such a symbol "nodelete", so it
+/// would never be unmapped; the loader rewrites these bindings to STB_GLOBAL
+/// in its private copy. Empty for malformed input.
+std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView elf);
+
+class ModelLibrary {
+ public:
+  /// Checks and loads `so`. `label` names the library in messages (method,
+  /// delegate, file). Throws Error(kLoad / kInvalidProgram / kIo).
+  static std::unique_ptr<ModelLibrary> load(ByteView so, const std::string& label,
+                                            const std::vector<std::string>& allowed_sha256);
+  ~ModelLibrary();
+  ModelLibrary(const ModelLibrary&) = delete;
+  ModelLibrary& operator=(const ModelLibrary&) = delete;
+
+  const ContainerApi& api() const noexcept { return api_; }
+  const std::string& label() const noexcept { return label_; }
+  const std::string& sha256() const noexcept { return sha256_; }
+  /// Embedded CUDA kernels found in the bytes (best effort; for error messages).
+  const CudaKernelInfo& kernels() const noexcept { return kernels_; }
+
+ private:
+  ModelLibrary() = default;
+  void* handle_ = nullptr;
+  ContainerApi api_;
+  std::string label_;
+  std::string sha256_;
+  CudaKernelInfo kernels_;
+};
+
+}  // namespace aoti_cuda::runtime

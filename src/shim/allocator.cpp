@@ -1,0 +1,316 @@
+// Host and device allocation, per-device statistics, current-stream table.
+#include "shim/allocator.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <new>
+
+#include <unistd.h>
+
+#include "aoti_cuda/error.hpp"
+#include "aoti_cuda/memory.hpp"
+#include "shim/error_state.hpp"
+#include "shim/tensor_object.hpp"
+
+namespace aoti_cuda {
+namespace shim {
+namespace {
+
+struct DeviceState {
+  std::size_t bytes_in_use = 0;
+  std::size_t peak_bytes_in_use = 0;
+  std::size_t live_allocations = 0;
+  std::size_t total_allocations = 0;
+  bool pool_configured = false;
+  cudaMemPool_t pool = nullptr;
+};
+
+struct AllocatorState {
+  std::mutex mutex;
+  std::array<DeviceState, kMaxCudaDevices> devices;
+};
+
+AllocatorState& state() {
+  // Leaked on purpose: storages may be freed from static destructors of other
+  // translation units (or the application) after this one would be destroyed.
+  static AllocatorState* s = new AllocatorState();
+  return *s;
+}
+
+std::string cuda_error_text(cudaError_t err) {
+  const char* name = cudaGetErrorName(err);
+  const char* text = cudaGetErrorString(err);
+  return std::string(name ? name : "cudaError?") + " (" + (text ? text : "?") + ")";
+}
+
+ErrorCode classify(cudaError_t err) {
+  switch (err) {
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+    case cudaErrorInvalidDevice:
+    case cudaErrorDevicesUnavailable:
+    case cudaErrorSystemDriverMismatch:
+    case cudaErrorCompatNotSupportedOnDevice:
+      return ErrorCode::kNoDevice;
+    case cudaErrorMemoryAllocation:
+      return ErrorCode::kOutOfMemory;
+    default:
+      return ErrorCode::kCuda;
+  }
+}
+
+// Sets the release threshold of the device's current pool once, so memory
+// freed with cudaFreeAsync stays cached instead of going back to the driver at
+// every synchronization. Caller holds the state mutex and has made `device` current.
+void configure_pool_locked(DeviceState& dev, int device) {
+  if (dev.pool_configured) return;
+  cudaMemPool_t pool = nullptr;
+  // The device's current pool: the one cudaMallocAsync draws from (the default
+  // pool unless the application installed another with cudaDeviceSetMemPool).
+  cudaError_t err = cudaDeviceGetMemPool(&pool, device);
+  if (err != cudaSuccess) throw_cuda_error(err, "cudaDeviceGetMemPool(cuda:" + std::to_string(device) + ")");
+  uint64_t threshold = std::numeric_limits<uint64_t>::max();
+  err = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+  if (err != cudaSuccess) throw_cuda_error(err, "cudaMemPoolSetAttribute(ReleaseThreshold, cuda:" + std::to_string(device) + ")");
+  dev.pool = pool;
+  dev.pool_configured = true;
+}
+
+// Thread-local current streams; nullptr (legacy default stream) until set.
+std::array<void*, kMaxCudaDevices>& stream_table() {
+  thread_local std::array<void*, kMaxCudaDevices> table{};
+  return table;
+}
+
+void check_device(int device) {
+  if (device < 0 || device >= kMaxCudaDevices) {
+    throw_invalid("CUDA device index " + std::to_string(device) + " is out of range [0, " +
+                  std::to_string(kMaxCudaDevices) + ")");
+  }
+}
+
+}  // namespace
+
+[[noreturn]] void throw_cuda_error(int cuda_error, const std::string& what) {
+  auto err = static_cast<cudaError_t>(cuda_error);
+  (void)cudaGetLastError();  // do not leave our failure for the model's next cudaGetLastError()
+  throw Error(classify(err), what + " failed: " + cuda_error_text(err));
+}
+
+int resolve_cuda_device(int32_t device_index) {
+  if (device_index == -1) {
+    int current = 0;
+    cudaError_t err = cudaGetDevice(&current);
+    if (err != cudaSuccess) throw_cuda_error(err, "cudaGetDevice (device index -1 = current device)");
+    device_index = current;
+  }
+  check_device(device_index);
+  return device_index;
+}
+
+void* current_stream(int device) {
+  check_device(device);
+  return stream_table()[static_cast<std::size_t>(device)];
+}
+
+void* exchange_current_stream(int device, void* stream) {
+  check_device(device);
+  void*& slot = stream_table()[static_cast<std::size_t>(device)];
+  void* previous = slot;
+  slot = stream;
+  return previous;
+}
+
+DeviceSwitch::DeviceSwitch(int device) {
+  int current = -1;
+  cudaError_t err = cudaGetDevice(&current);
+  if (err != cudaSuccess) throw_cuda_error(err, "cudaGetDevice");
+  if (current != device) {
+    err = cudaSetDevice(device);
+    if (err != cudaSuccess) throw_cuda_error(err, "cudaSetDevice(" + std::to_string(device) + ")");
+    previous_ = current;
+  }
+}
+
+DeviceSwitch::~DeviceSwitch() {
+  if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
+}
+
+void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
+  check_device(device);
+  if (nbytes == 0) return nullptr;
+  const std::string where = std::to_string(nbytes) + " bytes on cuda:" + std::to_string(device);
+  AllocatorState& s = state();
+  DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
+  std::unique_ptr<DeviceSwitch> on_device;
+  try {
+    on_device = std::make_unique<DeviceSwitch>(device);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    configure_pool_locked(dev, device);
+  } catch (const Error& e) {
+    throw Error(e.code(), "CUDA allocation of " + where + ": " + e.what());
+  }
+  void* ptr = nullptr;
+  cudaError_t err = cudaMallocAsync(&ptr, nbytes, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::size_t in_use = 0;
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      in_use = dev.bytes_in_use;
+    }
+    if (err == cudaErrorMemoryAllocation) {
+      throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + where + " (" + cuda_error_text(err) + "; " +
+                                               std::to_string(in_use) + " bytes in use by aoti_cuda on this device)");
+    }
+    throw Error(classify(err), "cudaMallocAsync of " + where + " failed: " + cuda_error_text(err));
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  dev.bytes_in_use += nbytes;
+  if (dev.bytes_in_use > dev.peak_bytes_in_use) dev.peak_bytes_in_use = dev.bytes_in_use;
+  dev.live_allocations += 1;
+  dev.total_allocations += 1;
+  return ptr;
+}
+
+int cuda_free(void* ptr, std::size_t nbytes, int device, void* stream) noexcept {
+  if (ptr == nullptr) return cudaSuccess;
+  if (device < 0 || device >= kMaxCudaDevices) return cudaErrorInvalidDevice;
+  cudaError_t err = cudaSuccess;
+  int current = -1;
+  bool switched = false;
+  if (cudaGetDevice(&current) == cudaSuccess && current != device) {
+    switched = cudaSetDevice(device) == cudaSuccess;
+  }
+  err = cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) (void)cudaGetLastError();
+  if (switched) (void)cudaSetDevice(current);
+  if (err == cudaSuccess) {
+    AllocatorState& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
+    dev.bytes_in_use -= nbytes <= dev.bytes_in_use ? nbytes : dev.bytes_in_use;
+    if (dev.live_allocations > 0) dev.live_allocations -= 1;
+  }
+  return err;
+}
+
+void* host_allocate(std::size_t nbytes) {
+  if (nbytes == 0) return nullptr;
+  // Requests beyond physical memory cannot be backed; refuse them up front
+  // rather than relying on overcommit (or a sanitizer's allocator) to fail.
+  static const std::size_t physical = [] {
+    long pages = sysconf(_SC_PHYS_PAGES);
+    long page_size = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page_size <= 0) return std::numeric_limits<std::size_t>::max() / 2;
+    return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
+  }();
+  if (nbytes > physical) {
+    throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + std::to_string(nbytes) +
+                                             " bytes on cpu (more than the " + std::to_string(physical) +
+                                             " bytes of physical memory)");
+  }
+  // aligned_alloc requires a size that is a multiple of the alignment.
+  std::size_t rounded = (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  void* ptr = std::aligned_alloc(kHostAlignment, rounded);
+  if (ptr == nullptr) {
+    throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + std::to_string(nbytes) + " bytes on cpu");
+  }
+  return ptr;
+}
+
+void host_free(void* ptr) noexcept { std::free(ptr); }
+
+void* pinned_allocate(std::size_t nbytes, bool* pinned) {
+  *pinned = false;
+  if (nbytes == 0) return nullptr;
+  void* ptr = nullptr;
+  cudaError_t err = cudaMallocHost(&ptr, nbytes);
+  if (err == cudaSuccess && ptr != nullptr) {
+    *pinned = true;
+    return ptr;
+  }
+  (void)cudaGetLastError();
+  return host_allocate(nbytes);
+}
+
+void pinned_free(void* ptr) noexcept {
+  if (ptr != nullptr && cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
+AOTITorchError set_storage_free_stream(AtenTensorHandle handle, void* stream) noexcept {
+  return shim_call("set_storage_free_stream", [&] {
+    AtenTensorOpaque* t = checked_defined(handle, "handle");
+    if (t->storage->kind == StorageKind::kCuda) t->storage->free_stream = stream;
+  });
+}
+
+bool is_pinned_host(AtenTensorHandle handle) noexcept {
+  if (handle == nullptr || handle->magic != AtenTensorOpaque::kLiveMagic || !handle->defined()) return false;
+  return handle->storage->kind == StorageKind::kHostPinned;
+}
+
+}  // namespace shim
+
+// ---- public memory API (aoti_cuda/memory.hpp) ----------------------------
+
+MemoryStats device_memory_stats(int device) {
+  MemoryStats stats;
+  if (device < 0 || device >= shim::kMaxCudaDevices) return stats;
+  shim::AllocatorState& s = shim::state();
+  cudaMemPool_t pool = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const shim::DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
+    stats.bytes_in_use = dev.bytes_in_use;
+    stats.peak_bytes_in_use = dev.peak_bytes_in_use;
+    stats.live_allocations = dev.live_allocations;
+    stats.total_allocations = dev.total_allocations;
+    pool = dev.pool_configured ? dev.pool : nullptr;
+  }
+  if (pool != nullptr) {
+    uint64_t reserved = 0;
+    if (cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess) {
+      stats.pool_reserved_bytes = static_cast<std::size_t>(reserved);
+    } else {
+      (void)cudaGetLastError();
+    }
+  }
+  return stats;
+}
+
+void reset_peak_memory(int device) {
+  if (device < 0 || device >= shim::kMaxCudaDevices) return;
+  shim::AllocatorState& s = shim::state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  shim::DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
+  dev.peak_bytes_in_use = dev.bytes_in_use;
+}
+
+void trim_device_memory(int device, std::size_t keep_bytes) {
+  if (device < 0 || device >= shim::kMaxCudaDevices) {
+    throw Error(ErrorCode::kInvalidArgument, "trim_device_memory: CUDA device index " + std::to_string(device) +
+                                                 " is out of range [0, " + std::to_string(shim::kMaxCudaDevices) + ")");
+  }
+  try {
+    shim::DeviceSwitch on_device(device);
+    // Frees enqueued with cudaFreeAsync return to the pool only when they run.
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) shim::throw_cuda_error(err, "cudaDeviceSynchronize(cuda:" + std::to_string(device) + ")");
+    cudaMemPool_t pool = nullptr;
+    err = cudaDeviceGetMemPool(&pool, device);
+    if (err != cudaSuccess) shim::throw_cuda_error(err, "cudaDeviceGetMemPool(cuda:" + std::to_string(device) + ")");
+    err = cudaMemPoolTrimTo(pool, keep_bytes);
+    if (err != cudaSuccess) shim::throw_cuda_error(err, "cudaMemPoolTrimTo(cuda:" + std::to_string(device) + ")");
+  } catch (const Error& e) {
+    throw Error(e.code(), std::string("trim_device_memory: ") + e.what());
+  }
+}
+
+}  // namespace aoti_cuda

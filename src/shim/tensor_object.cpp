@@ -1,0 +1,309 @@
+// Tensor objects, storage lifetime and argument validation.
+#include "shim/tensor_object.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include "shim/allocator.hpp"
+#include "shim/error_state.hpp"
+
+namespace aoti_cuda {
+namespace shim {
+namespace {
+
+std::atomic<int64_t> g_live_handles{0};
+
+bool& storage_free_failed() noexcept {
+  thread_local bool failed = false;
+  return failed;
+}
+
+}  // namespace
+
+Storage::~Storage() {
+  switch (kind) {
+    case StorageKind::kBorrowed:
+      break;
+    case StorageKind::kHost:
+      host_free(data);
+      break;
+    case StorageKind::kHostPinned:
+      pinned_free(data);
+      break;
+    case StorageKind::kCuda: {
+      int err = cuda_free(data, nbytes, device_index, free_stream);
+      if (err != 0) {
+        storage_free_failed() = true;
+        std::string msg = "cudaFreeAsync of " + std::to_string(nbytes) + " bytes on cuda:" +
+                          std::to_string(device_index) + " failed with cudaError " + std::to_string(err) +
+                          " (was the allocation stream destroyed before the tensor?)";
+        set_last_error(ErrorCode::kCuda, "storage release", msg.c_str());
+      }
+      break;
+    }
+  }
+}
+
+bool take_storage_free_failure() noexcept {
+  bool failed = storage_free_failed();
+  storage_free_failed() = false;
+  return failed;
+}
+
+std::shared_ptr<Storage> allocate_storage(DeviceType type, int device_index, std::size_t nbytes, bool pinned) {
+  auto storage = std::make_shared<Storage>();
+  storage->device_type = type;
+  storage->nbytes = nbytes;
+  if (type == DeviceType::kCUDA) {
+    storage->device_index = device_index;
+    void* stream = current_stream(device_index);
+    storage->data = cuda_allocate(nbytes, device_index, stream);
+    storage->free_stream = stream;
+    storage->kind = StorageKind::kCuda;  // set after success: the destructor frees by kind
+  } else if (pinned) {
+    bool is_pinned = false;
+    storage->data = pinned_allocate(nbytes, &is_pinned);
+    storage->kind = is_pinned ? StorageKind::kHostPinned : StorageKind::kHost;
+  } else {
+    storage->data = host_allocate(nbytes);
+    storage->kind = StorageKind::kHost;
+  }
+  return storage;
+}
+
+std::shared_ptr<Storage> borrow_storage(void* data, std::size_t nbytes, DeviceType type, int device_index) {
+  auto storage = std::make_shared<Storage>();
+  storage->data = data;
+  storage->nbytes = nbytes;
+  storage->device_type = type;
+  storage->device_index = type == DeviceType::kCUDA ? device_index : 0;
+  storage->kind = StorageKind::kBorrowed;
+  return storage;
+}
+
+int64_t live_handles() noexcept { return g_live_handles.load(std::memory_order_relaxed); }
+
+AtenTensorOpaque* checked(AtenTensorHandle handle, const char* arg_name) {
+  if (handle == nullptr) throw_invalid(std::string("tensor handle '") + arg_name + "' is null");
+  if (handle->magic != AtenTensorOpaque::kLiveMagic) {
+    throw_invalid(std::string("tensor handle '") + arg_name +
+                  "' is not a live aoti_cuda tensor (garbage pointer or already deleted)");
+  }
+  return handle;
+}
+
+AtenTensorOpaque* checked_defined(AtenTensorHandle handle, const char* arg_name) {
+  AtenTensorOpaque* t = checked(handle, arg_name);
+  if (!t->defined()) {
+    throw_invalid(std::string("tensor handle '") + arg_name +
+                  "' is an undefined tensor (from aoti_torch_new_uninitialized_tensor)");
+  }
+  return t;
+}
+
+std::string format_dims(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(dims[i]);
+  }
+  return out + "]";
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t running = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = running;
+    // Sizes are validated (numel fits in int64) before this is called; max(1)
+    // keeps strides of dims after a 0-size dim meaningful like PyTorch does.
+    int64_t next = 0;
+    if (__builtin_mul_overflow(running, std::max<int64_t>(sizes[i], 1), &next)) {
+      throw_invalid("contiguous strides of sizes " + format_dims(sizes) + " overflow int64");
+    }
+    running = next;
+  }
+  return strides;
+}
+
+int64_t checked_numel(const std::vector<int64_t>& sizes) {
+  int64_t numel = 1;
+  for (int64_t s : sizes) {
+    if (__builtin_mul_overflow(numel, s, &numel)) {
+      throw_invalid("number of elements of sizes " + format_dims(sizes) + " overflows int64");
+    }
+  }
+  return numel;
+}
+
+int64_t span_elements(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t span = 1;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 0) return 0;
+  }
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    int64_t term = 0;
+    if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &term) || __builtin_add_overflow(span, term, &span)) {
+      throw_invalid("storage span of sizes " + format_dims(sizes) + " and strides " + format_dims(strides) +
+                    " overflows int64");
+    }
+  }
+  return span;
+}
+
+std::size_t required_bytes(int64_t storage_offset, int64_t span, std::size_t itemsize) {
+  int64_t elements = 0;
+  int64_t bytes = 0;
+  // The offset alone must stay representable in bytes even for an empty view:
+  // data_ptr() adds storage_offset * itemsize to the base pointer.
+  if (__builtin_mul_overflow(storage_offset, static_cast<int64_t>(itemsize), &bytes)) {
+    throw_invalid("storage offset " + std::to_string(storage_offset) + " overflows int64 when converted to bytes");
+  }
+  if (span == 0) return 0;
+  if (__builtin_add_overflow(storage_offset, span, &elements) ||
+      __builtin_mul_overflow(elements, static_cast<int64_t>(itemsize), &bytes)) {
+    throw_invalid("storage size of " + std::to_string(span) + " elements at offset " + std::to_string(storage_offset) +
+                  " overflows int64");
+  }
+  return static_cast<std::size_t>(bytes);
+}
+
+std::size_t checked_itemsize(int32_t dtype) {
+  std::size_t size = element_size(dtype);
+  if (size == 0) throw_invalid("unknown dtype code " + std::to_string(dtype));
+  return size;
+}
+
+DeviceType checked_device_type(int32_t device_type) {
+  if (device_type == 0) return DeviceType::kCPU;
+  if (device_type == 1) return DeviceType::kCUDA;
+  throw Error(ErrorCode::kUnsupported, "unsupported device type " + std::to_string(device_type) +
+                                           " (aoti_cuda supports cpu=0 and cuda=1)");
+}
+
+void read_shape(const char* what, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
+  if (ndim < 0 || ndim > kMaxDims) {
+    throw_invalid(std::string(what) + ": ndim " + std::to_string(ndim) + " is out of range [0, " +
+                  std::to_string(kMaxDims) + "]");
+  }
+  if (ndim > 0 && sizes_ptr == nullptr) throw_invalid(std::string(what) + ": sizes is null but ndim is " + std::to_string(ndim));
+  sizes.assign(sizes_ptr, sizes_ptr + ndim);
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (sizes[static_cast<std::size_t>(i)] < 0) {
+      throw_invalid(std::string(what) + ": size " + std::to_string(sizes[static_cast<std::size_t>(i)]) +
+                    " of dimension " + std::to_string(i) + " is negative");
+    }
+  }
+  (void)checked_numel(sizes);
+  if (strides_ptr == nullptr) {
+    strides = contiguous_strides(sizes);
+    return;
+  }
+  strides.assign(strides_ptr, strides_ptr + ndim);
+  for (int64_t i = 0; i < ndim; ++i) {
+    if (strides[static_cast<std::size_t>(i)] < 0) {
+      throw_invalid(std::string(what) + ": stride " + std::to_string(strides[static_cast<std::size_t>(i)]) +
+                    " of dimension " + std::to_string(i) + " is negative (not supported)");
+    }
+  }
+}
+
+void check_view_in_bounds(const Storage& storage, int64_t storage_offset, const std::vector<int64_t>& sizes,
+                          const std::vector<int64_t>& strides, std::size_t itemsize, const char* what) {
+  if (storage_offset < 0) {
+    throw_invalid(std::string(what) + ": storage offset " + std::to_string(storage_offset) + " is negative");
+  }
+  int64_t span = span_elements(sizes, strides);
+  std::size_t needed = required_bytes(storage_offset, span, itemsize);
+  if (needed > storage.nbytes) {
+    throw_invalid(std::string(what) + ": view with sizes " + format_dims(sizes) + ", strides " + format_dims(strides) +
+                  ", storage offset " + std::to_string(storage_offset) + " and itemsize " + std::to_string(itemsize) +
+                  " needs " + std::to_string(needed) + " bytes but the storage has " + std::to_string(storage.nbytes));
+  }
+}
+
+bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) noexcept {
+  int64_t expected = 1;
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 0) return true;
+  }
+  for (std::size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+bool is_non_overlapping_and_dense(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  if (is_contiguous(sizes, strides)) return true;
+  std::vector<std::size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return strides[a] < strides[b] || (strides[a] == strides[b] && sizes[a] < sizes[b]);
+  });
+  int64_t expected = 1;
+  for (std::size_t i : order) {
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, std::vector<int64_t> sizes,
+                             std::vector<int64_t> strides, int64_t storage_offset, int32_t dtype) {
+  auto* t = new AtenTensorOpaque();
+  t->storage = std::move(storage);
+  t->sizes = std::move(sizes);
+  t->strides = std::move(strides);
+  t->storage_offset = storage_offset;
+  t->dtype = dtype;
+  return t;
+}
+
+}  // namespace shim
+}  // namespace aoti_cuda
+
+// ---- AtenTensorOpaque ------------------------------------------------------
+
+AtenTensorOpaque::AtenTensorOpaque() { aoti_cuda::shim::g_live_handles.fetch_add(1, std::memory_order_relaxed); }
+
+AtenTensorOpaque::AtenTensorOpaque(const AtenTensorOpaque& other)
+    : magic(kLiveMagic),
+      storage(other.storage),
+      sizes(other.sizes),
+      strides(other.strides),
+      storage_offset(other.storage_offset),
+      dtype(other.dtype) {
+  aoti_cuda::shim::g_live_handles.fetch_add(1, std::memory_order_relaxed);
+}
+
+AtenTensorOpaque::~AtenTensorOpaque() {
+  magic = kDeadMagic;
+  aoti_cuda::shim::g_live_handles.fetch_sub(1, std::memory_order_relaxed);
+}
+
+int64_t AtenTensorOpaque::numel() const noexcept {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+char* AtenTensorOpaque::data_ptr() const noexcept {
+  if (!storage || storage->data == nullptr) return nullptr;
+  return static_cast<char*>(storage->data) + storage_offset * static_cast<int64_t>(itemsize());
+}
+
+std::string AtenTensorOpaque::describe() const {
+  if (!defined()) return "undefined tensor";
+  std::string out = storage->is_cuda() ? "cuda:" + std::to_string(storage->device_index) : std::string("cpu");
+  out += " ";
+  out += aoti_cuda::dtype_name(dtype);
+  out += " " + aoti_cuda::shim::format_dims(sizes) + " strides " + aoti_cuda::shim::format_dims(strides) + " offset " +
+         std::to_string(storage_offset);
+  return out;
+}

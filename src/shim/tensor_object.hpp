@@ -1,0 +1,157 @@
+// aoti_cuda shim — the object behind an AtenTensorHandle (private).
+//
+// A handle is a heap AtenTensorOpaque: a shared, refcounted Storage plus this
+// view's sizes, strides and storage offset (both in elements) and dtype. Views
+// and aliases are new AtenTensorOpaque objects that share the Storage;
+// aoti_torch_delete_tensor_object deletes one object and so drops one
+// reference. Owned storage is freed (stream-ordered for CUDA) when its last
+// reference goes; borrowed storage (create_tensor_from_blob*) never is.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/dtype.hpp"
+#include "aoti_cuda/shim.h"
+#include "shim/error_state.hpp"
+
+namespace aoti_cuda {
+namespace shim {
+
+/// Where storage bytes came from, which decides how (and whether) they are freed.
+enum class StorageKind : uint8_t {
+  kBorrowed,    ///< caller's memory (from_blob): never freed by the shim
+  kHost,        ///< 64-byte aligned pageable host memory from the shim
+  kHostPinned,  ///< page-locked host memory (cudaMallocHost)
+  kCuda,        ///< device memory from the stream-ordered pool (cudaMallocAsync)
+};
+
+/// One allocation shared by every view of it. Immutable after construction
+/// except `free_stream`, which Module code may move to another stream
+/// (see allocator.hpp: set_storage_free_stream).
+struct Storage {
+  void* data = nullptr;                 ///< base address (nullptr for 0 bytes)
+  std::size_t nbytes = 0;               ///< size of the whole allocation
+  DeviceType device_type = DeviceType::kCPU;
+  int device_index = 0;                 ///< 0 for CPU
+  StorageKind kind = StorageKind::kBorrowed;
+  void* free_stream = nullptr;          ///< CUDA: stream the memory was allocated on and is freed on
+
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();  // frees owned memory; failures are recorded (see take_storage_free_failure)
+
+  bool is_cuda() const noexcept { return device_type == DeviceType::kCUDA; }
+};
+
+/// Allocates owned storage of `nbytes` on a device. CUDA: `device_index` must
+/// already be resolved (>= 0); the memory is taken from that device's pool on
+/// the calling thread's current stream for it. `pinned` only applies to CPU.
+std::shared_ptr<Storage> allocate_storage(DeviceType type, int device_index, std::size_t nbytes, bool pinned);
+/// Wraps caller memory without taking ownership.
+std::shared_ptr<Storage> borrow_storage(void* data, std::size_t nbytes, DeviceType type, int device_index);
+
+/// True (once) when a Storage destructor on this thread failed to free its memory.
+bool take_storage_free_failure() noexcept;
+
+/// True when the elements occupy exactly numel consecutive slots in some dimension order.
+bool is_non_overlapping_and_dense(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+/// True for row-major contiguous layouts (size-1 dims ignored; anything with a 0 size counts as contiguous).
+bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) noexcept;
+
+/// Largest ndim the shim accepts (catches garbage ndim before any allocation).
+constexpr int64_t kMaxDims = 64;
+
+/// Number of live handles in the process.
+int64_t live_handles() noexcept;
+
+}  // namespace shim
+}  // namespace aoti_cuda
+
+/// The object an AtenTensorHandle points to. Defined in the global namespace
+/// because shim.h forward-declares it there.
+struct AtenTensorOpaque {
+  static constexpr uint64_t kLiveMagic = 0x6f7469615f74656eULL;  // "net_aito"
+  static constexpr uint64_t kDeadMagic = 0xdeadbeefdeadbeefULL;
+
+  AtenTensorOpaque();
+  AtenTensorOpaque(const AtenTensorOpaque& other);
+  AtenTensorOpaque& operator=(const AtenTensorOpaque& other) = default;
+  ~AtenTensorOpaque();
+
+  uint64_t magic = kLiveMagic;   ///< best-effort detection of garbage / deleted handles
+  std::shared_ptr<aoti_cuda::shim::Storage> storage;  ///< null for an undefined tensor
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;  ///< in elements
+  int64_t storage_offset = 0;    ///< in elements
+  int32_t dtype = static_cast<int32_t>(aoti_cuda::DType::kFloat32);
+
+  bool defined() const noexcept { return storage != nullptr; }
+  int64_t dim() const noexcept { return static_cast<int64_t>(sizes.size()); }
+  int64_t numel() const noexcept;  ///< sizes were overflow-checked at creation
+  std::size_t itemsize() const noexcept { return aoti_cuda::element_size(dtype); }
+  /// storage base + storage_offset * itemsize (nullptr when the storage has no bytes).
+  char* data_ptr() const noexcept;
+  /// Stable pointers for get_sizes/get_strides (non-null even for 0-d tensors).
+  int64_t* sizes_data() noexcept { return sizes.empty() ? &zero_dim_marker_ : sizes.data(); }
+  int64_t* strides_data() noexcept { return strides.empty() ? &zero_dim_marker_ : strides.data(); }
+  bool is_contiguous() const noexcept { return aoti_cuda::shim::is_contiguous(sizes, strides); }
+  bool is_non_overlapping_and_dense() const { return aoti_cuda::shim::is_non_overlapping_and_dense(sizes, strides); }
+  std::string describe() const;  ///< "cuda:0 float32 [2, 3] strides [3, 1] offset 0"
+
+ private:
+  int64_t zero_dim_marker_ = 0;
+};
+
+namespace aoti_cuda {
+namespace shim {
+
+/// The object behind `handle`; throws invalid_argument for nullptr or a handle
+/// whose magic is wrong (garbage or already deleted; best effort only).
+AtenTensorOpaque* checked(AtenTensorHandle handle, const char* arg_name);
+/// Same, and the tensor must be defined (not from new_uninitialized_tensor).
+AtenTensorOpaque* checked_defined(AtenTensorHandle handle, const char* arg_name);
+
+/// Validates (ndim, sizes, strides) from the C ABI and returns them as vectors;
+/// strides == nullptr means contiguous. Throws invalid_argument with `what` in the message.
+void read_shape(const char* what, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                std::vector<int64_t>& sizes, std::vector<int64_t>& strides);
+/// Row-major contiguous strides for `sizes`.
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+/// Number of elements; throws on overflow.
+int64_t checked_numel(const std::vector<int64_t>& sizes);
+/// Elements a strided layout spans: 1 + Σ (size_i - 1) * stride_i, 0 if any size is 0; throws on overflow.
+int64_t span_elements(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+/// Bytes needed for offset + span elements of `itemsize`; throws on overflow.
+std::size_t required_bytes(int64_t storage_offset, int64_t span, std::size_t itemsize);
+/// Validates a dtype code from the C ABI and returns its element size.
+std::size_t checked_itemsize(int32_t dtype);
+/// Validates a device type code (cpu or cuda only).
+DeviceType checked_device_type(int32_t device_type);
+/// Checks that [offset, offset + span) elements of `itemsize` fit in `storage`.
+void check_view_in_bounds(const Storage& storage, int64_t storage_offset, const std::vector<int64_t>& sizes,
+                          const std::vector<int64_t>& strides, std::size_t itemsize, const char* what);
+
+/// Heap-allocates a new handle (counted by live_handles()).
+AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, std::vector<int64_t> sizes,
+                             std::vector<int64_t> strides, int64_t storage_offset, int32_t dtype);
+/// Allocates a new owning tensor (the body of aoti_torch_empty_strided); `what` prefixes error messages.
+AtenTensorHandle new_empty_strided(const char* what, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+                                   int32_t dtype, int32_t device_type, int32_t device_index, bool pinned);
+/// Writes `value` to an out-parameter after checking it is non-null.
+template <class T>
+T& out_param(T* ptr, const char* name) {
+  if (ptr == nullptr) throw_invalid(std::string(name) + " is null");
+  return *ptr;
+}
+
+/// Formats a list of int64 as "[a, b, c]".
+std::string format_dims(const std::vector<int64_t>& dims);
+
+}  // namespace shim
+}  // namespace aoti_cuda

@@ -1,0 +1,25 @@
+# Fake AOTInductor model libraries for CPU-only Module tests (see fake_model.cpp).
+# Deliberately NOT linked against aoti_cuda: like a real model .so they leave
+# aoti_torch_* undefined and resolve them from the global scope at dlopen.
+foreach(kind_name affine kv bad_import)
+  if(kind_name STREQUAL "affine")
+    set(kind 1)
+  elseif(kind_name STREQUAL "kv")
+    set(kind 2)
+  else()
+    set(kind 3)
+  endif()
+  set(target aoti_cuda_fake_model_${kind_name})
+  add_library(${target} MODULE ${CMAKE_CURRENT_LIST_DIR}/fake_model.cpp)
+  target_compile_definitions(${target} PRIVATE FAKE_MODEL_KIND=${kind})
+  target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/include)
+  set_target_properties(${target} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON PREFIX "lib")
+  add_dependencies(aoti_cuda_test_support ${target})
+  string(TOUPPER ${kind_name} upper)
+  target_compile_definitions(aoti_cuda_test_support PUBLIC AOTI_CUDA_FAKE_MODEL_${upper}="$<TARGET_FILE:${target}>")
+endforeach()
+
+# Private runtime pieces unit-tested directly (their symbols are hidden inside
+# libaoti_cuda.so, so the tests compile their own copy).
+target_sources(aoti_cuda_test_support PRIVATE ${CMAKE_SOURCE_DIR}/src/runtime/sha256.cpp
+                                              ${CMAKE_SOURCE_DIR}/src/runtime/library_loader.cpp)

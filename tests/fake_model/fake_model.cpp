@@ -1,0 +1,240 @@
+// A fake AOTInductor model library for CPU-only tests of the loader and Module.
+//
+// Built like a real link_libtorch=False model: -fvisibility=hidden, exporting
+// only AOTInductor* entry points (the container API + UpdateConstantsFromBlob),
+// NOT linked against libaoti_cuda — every aoti_torch_* it calls is left
+// undefined and resolved from the global scope when the runtime dlopens it.
+// It computes on CPU tensors through those shims, steals its inputs and hands
+// out owning output handles, as generated code does.
+//
+// One source, several libraries (FAKE_MODEL_KIND):
+//   1 "affine":  Run(a f32[B,4], b f32[B,4]) -> (y, y)   y = a * w + b, w = 4 floats from the weights blob.
+//                The same handle fills both output slots (callers must deduplicate).
+//                If b[0] == -777 the run fails like a real model: input 0 was
+//                already stolen (slot nulled), input 1 was not, and a failed
+//                shim call (empty_strided with dtype 99) left a message.
+//   2 "kv":      Run(pos i64[1], x f32[1,4]) -> (sum f32[4])   cache[pos] = x; returns cache.sum(0).
+//                The 4x4 cache starts as the weights blob and persists across runs.
+//   3 "bad import": kind 1 that also imports aoti_torch_fake_op (no shim provides it).
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/shim.h"
+
+#ifndef FAKE_MODEL_KIND
+#error "define FAKE_MODEL_KIND"
+#endif
+
+#define FAKE_API extern "C" __attribute__((visibility("default")))
+
+#if FAKE_MODEL_KIND == 3
+extern "C" AOTITorchError aoti_torch_fake_op(AtenTensorHandle self, AtenTensorHandle* ret);
+#endif
+
+// A default-visibility template static data member becomes an STB_GNU_UNIQUE
+// symbol, like the ~120 a statically linked libstdc++ leaves in real model
+// libraries. glibc never unloads a library defining one, unless the loader
+// rewrites the binding (see library_loader.hpp).
+template <typename T>
+struct __attribute__((visibility("default"))) FakeRunCounter {
+  static int value;
+};
+template <typename T>
+int FakeRunCounter<T>::value = 0;
+template struct FakeRunCounter<float>;
+
+namespace {
+
+constexpr int64_t kWidth = 4;
+constexpr int64_t kRows = 4;
+#if FAKE_MODEL_KIND == 2
+constexpr std::size_t kNumInputs = 2, kNumOutputs = 1, kWeightFloats = kRows * kWidth;
+#else
+constexpr std::size_t kNumInputs = 2, kNumOutputs = 2, kWeightFloats = kWidth;
+#endif
+
+struct Container {
+  std::size_t num_models = 1;
+  bool weights_loaded = false;
+  std::vector<float> constants;              // the "device" copy of the weights
+  AtenTensorHandle constant_handle = nullptr;  // from_blob view over `constants`, like the real runtime
+  std::mutex mu;                             // the kv state is shared by all instances
+};
+
+// RAII owner for a stolen handle (like generated code's RAIIAtenTensorHandle).
+struct Owned {
+  AtenTensorHandle h = nullptr;
+  explicit Owned(AtenTensorHandle x = nullptr) : h(x) {}
+  ~Owned() {
+    if (h) aoti_torch_delete_tensor_object(h);
+  }
+  AtenTensorHandle release() {
+    AtenTensorHandle x = h;
+    h = nullptr;
+    return x;
+  }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+};
+
+bool check_f32(AtenTensorHandle t, int64_t rank, int64_t** sizes, float** data) {
+  int32_t dtype = -1, dev = -1;
+  int64_t dim = -1;
+  if (aoti_torch_get_dtype(t, &dtype) || aoti_torch_get_device_type(t, &dev) || aoti_torch_get_dim(t, &dim)) return false;
+  if (dtype != aoti_torch_dtype_float32() || dev != aoti_torch_device_type_cpu() || dim != rank) return false;
+  void* p = nullptr;
+  if (aoti_torch_get_sizes(t, sizes) || aoti_torch_get_data_ptr(t, &p)) return false;
+  *data = static_cast<float*>(p);
+  return true;
+}
+
+#if FAKE_MODEL_KIND != 2
+int run_affine(Container* c, AtenTensorHandle* in, AtenTensorHandle* out) {
+  // Steal the inputs one at a time, as generated code does.
+  Owned a(in[0]);
+  in[0] = nullptr;
+  int64_t* a_sizes = nullptr;
+  float* a_data = nullptr;
+  int64_t* b_sizes = nullptr;
+  float* b_data = nullptr;
+  if (!check_f32(a.h, 2, &a_sizes, &a_data) || !check_f32(in[1], 2, &b_sizes, &b_data)) return 1;
+  if (a_sizes[1] != kWidth || b_sizes[0] != a_sizes[0] || b_sizes[1] != kWidth) return 1;
+  const int64_t rows = a_sizes[0];
+  if (rows > 0 && b_data[0] == -777.0f) {
+    AtenTensorHandle bogus = nullptr;
+    (void)aoti_torch_empty_strided(2, a_sizes, nullptr, /*dtype=*/99, aoti_torch_device_type_cpu(), 0, &bogus);
+    return 1;  // input 1 was never stolen: its slot still holds it
+  }
+#if FAKE_MODEL_KIND == 3
+  if (rows < 0) (void)aoti_torch_fake_op(a.h, nullptr);  // never taken; keeps the import
+#endif
+  Owned b(in[1]);
+  in[1] = nullptr;
+  int64_t sizes[2] = {rows, kWidth};
+  int64_t strides[2] = {kWidth, 1};
+  AtenTensorHandle y = nullptr;
+  if (aoti_torch_empty_strided(2, sizes, strides, aoti_torch_dtype_float32(), aoti_torch_device_type_cpu(), 0, &y)) return 1;
+  Owned y_owner(y);
+  void* yp = nullptr;
+  void* wp = nullptr;
+  if (aoti_torch_get_data_ptr(y, &yp) || aoti_torch_get_data_ptr(c->constant_handle, &wp)) return 1;
+  const float* w = static_cast<const float*>(wp);
+  float* yd = static_cast<float*>(yp);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < kWidth; ++k) yd[r * kWidth + k] = a_data[r * kWidth + k] * w[k] + b_data[r * kWidth + k];
+  out[0] = y_owner.release();
+  out[1] = out[0];  // the same buffer returned twice
+  return 0;
+}
+#else
+int run_kv(Container* c, AtenTensorHandle* in, AtenTensorHandle* out) {
+  Owned pos(in[0]);
+  in[0] = nullptr;
+  Owned x(in[1]);
+  in[1] = nullptr;
+  int32_t dtype = -1;
+  void* pp = nullptr;
+  if (aoti_torch_get_dtype(pos.h, &dtype) || dtype != aoti_torch_dtype_int64() || aoti_torch_get_data_ptr(pos.h, &pp)) return 1;
+  int64_t* x_sizes = nullptr;
+  float* x_data = nullptr;
+  if (!check_f32(x.h, 2, &x_sizes, &x_data) || x_sizes[0] != 1 || x_sizes[1] != kWidth) return 1;
+  const int64_t row = *static_cast<int64_t*>(pp);
+  if (row < 0 || row >= kRows) return 1;
+  int64_t size = kWidth;
+  AtenTensorHandle s = nullptr;
+  if (aoti_torch_empty_strided(1, &size, nullptr, aoti_torch_dtype_float32(), aoti_torch_device_type_cpu(), 0, &s)) return 1;
+  Owned s_owner(s);
+  void* sp = nullptr;
+  if (aoti_torch_get_data_ptr(s, &sp)) return 1;
+  std::lock_guard<std::mutex> lock(c->mu);
+  std::memcpy(&c->constants[row * kWidth], x_data, sizeof(float) * kWidth);
+  float* sd = static_cast<float*>(sp);
+  for (int64_t k = 0; k < kWidth; ++k) {
+    sd[k] = 0;
+    for (int64_t r = 0; r < kRows; ++r) sd[k] += c->constants[r * kWidth + k];
+  }
+  out[0] = s_owner.release();
+  return 0;
+}
+#endif
+
+}  // namespace
+
+FAKE_API int32_t AOTInductorModelContainerCreateWithDevice(void** container, std::size_t num_models,
+                                                           const char* device_str, const char* /*cubin_dir*/) {
+  if (container == nullptr || num_models == 0 || device_str == nullptr || std::strcmp(device_str, "cpu") != 0) return 1;
+  auto* c = new (std::nothrow) Container();
+  if (c == nullptr) return 1;
+  c->num_models = num_models;
+  *container = c;
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerDelete(void* container) {
+  auto* c = static_cast<Container*>(container);
+  if (c == nullptr) return 1;
+  if (c->constant_handle) aoti_torch_delete_tensor_object(c->constant_handle);
+  delete c;
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetNumInputs(void* container, std::size_t* n) {
+  if (container == nullptr || n == nullptr) return 1;
+  *n = kNumInputs;
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetNumOutputs(void* container, std::size_t* n) {
+  if (container == nullptr || n == nullptr) return 1;
+  *n = kNumOutputs;
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetConstantsBlobSize(void* container, std::uint64_t* size) {
+  if (container == nullptr || size == nullptr) return 1;
+  *size = sizeof(float) * kWeightFloats;
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelUpdateConstantsFromBlob(void* container, const std::uint8_t* blob) {
+  auto* c = static_cast<Container*>(container);
+  if (c == nullptr || blob == nullptr) return 1;
+  try {
+    c->constants.assign(kWeightFloats, 0.0f);
+    std::memcpy(c->constants.data(), blob, sizeof(float) * kWeightFloats);
+    if (c->constant_handle) aoti_torch_delete_tensor_object(c->constant_handle);
+    c->constant_handle = nullptr;
+    int64_t size = static_cast<int64_t>(kWeightFloats);
+    int64_t stride = 1;
+    if (aoti_torch_create_tensor_from_blob_v2(c->constants.data(), 1, &size, &stride, 0, aoti_torch_dtype_float32(),
+                                              aoti_torch_device_type_cpu(), 0, &c->constant_handle,
+                                              aoti_torch_layout_strided(), nullptr, 0)) {
+      return 1;
+    }
+    c->weights_loaded = true;
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}
+
+FAKE_API int32_t AOTInductorModelContainerRun(void* container, AtenTensorHandle* inputs, std::size_t num_inputs,
+                                              AtenTensorHandle* outputs, std::size_t num_outputs, void* /*stream*/,
+                                              void* /*proxy_executor*/) {
+  auto* c = static_cast<Container*>(container);
+  if (c == nullptr || num_inputs != kNumInputs || num_outputs != kNumOutputs || !c->weights_loaded) return 1;
+  ++FakeRunCounter<float>::value;
+  try {
+#if FAKE_MODEL_KIND == 2
+    return run_kv(c, inputs, outputs);
+#else
+    return run_affine(c, inputs, outputs);
+#endif
+  } catch (...) {
+    return 1;
+  }
+}
