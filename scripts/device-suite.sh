@@ -50,7 +50,7 @@ rc = 0
 for meth, spec in m["methods"].items():
     cmd = [cli, "run", os.path.join(d, m["pte"]), "--method", meth]
     for i in spec["inputs"]:
-        cmd += ["--input", os.path.join(d, i["file"])]
+        cmd += ["--input", os.path.join(d, i["file"]) + "@" + ",".join(str(x) for x in i["shape"])]
     for o in spec["outputs"]:
         cmd += ["--expect", os.path.join(d, o["file"])]
     tol = spec["outputs"][0]

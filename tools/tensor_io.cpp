@@ -184,25 +184,74 @@ std::string describe(const Tensor& t) {
   return std::string(aoti_cuda::dtype_name(t.dtype())) + "[" + join_shape(t.shape()) + "]";
 }
 
-Tensor load_tensor(const std::string& path, const TensorSpec& spec) {
+namespace {
+
+// Splits "file.bin@1,17,64" into the path and an explicit shape.
+bool split_shape_suffix(const std::string& arg, std::string* path, std::vector<int64_t>* shape) {
+  const size_t at = arg.rfind('@');
+  if (at == std::string::npos || at + 1 >= arg.size() ||
+      arg.find_first_not_of("0123456789,", at + 1) != std::string::npos) {
+    *path = arg;
+    return false;
+  }
+  *path = arg.substr(0, at);
+  std::stringstream ss(arg.substr(at + 1));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) shape->push_back(std::stoll(item));
+  }
+  return true;
+}
+
+// For a raw file of a dynamic tensor: the shape when exactly one dimension can
+// be shrunk to make the byte count fit, else empty.
+std::vector<int64_t> infer_dynamic_shape(const TensorSpec& spec, size_t bytes) {
+  const size_t elem = aoti_cuda::element_size(spec.dtype);
+  std::vector<std::vector<int64_t>> candidates;
+  for (size_t d = 0; d < spec.sizes.size(); ++d) {
+    size_t others = elem;
+    for (size_t i = 0; i < spec.sizes.size(); ++i) {
+      if (i != d) others *= static_cast<size_t>(spec.sizes[i]);
+    }
+    if (others == 0 || bytes % others != 0) continue;
+    const int64_t n = static_cast<int64_t>(bytes / others);
+    if (n > spec.sizes[d]) continue;
+    std::vector<int64_t> shape = spec.sizes;
+    shape[d] = n;
+    candidates.push_back(shape);
+  }
+  return candidates.size() == 1 ? candidates.front() : std::vector<int64_t>{};
+}
+
+}  // namespace
+
+Tensor load_tensor(const std::string& arg, const TensorSpec& spec) {
+  std::string path;
+  std::vector<int64_t> shape;
+  const bool explicit_shape = split_shape_suffix(arg, &path, &shape);
   const std::vector<char> bytes = read_file(path);
   if (ends_with(path, ".npy")) return load_npy(path, bytes, spec);
-  std::vector<int64_t> shape = spec.sizes;
   const size_t elem = aoti_cuda::element_size(spec.dtype);
-  int64_t numel = 1;
-  for (int64_t d : shape) numel *= d;
-  if (bytes.size() != static_cast<size_t>(numel) * elem && spec.dynamic && !shape.empty()) {
-    int64_t inner = 1;
-    for (size_t i = 1; i < shape.size(); ++i) inner *= shape[i];
-    if (inner > 0 && bytes.size() % (inner * elem) == 0) {
-      shape[0] = static_cast<int64_t>(bytes.size() / (inner * elem));
-      numel = shape[0] * inner;
+  auto nbytes_of = [&](const std::vector<int64_t>& s) {
+    size_t n = elem;
+    for (int64_t d : s) n *= static_cast<size_t>(d);
+    return n;
+  };
+  if (!explicit_shape) {
+    shape = spec.sizes;
+    if (bytes.size() != nbytes_of(shape) && spec.dynamic) {
+      shape = infer_dynamic_shape(spec, bytes.size());
+      if (shape.empty()) {
+        throw Error(ErrorCode::kInvalidArgument,
+                    "input file '" + path + "' is " + std::to_string(bytes.size()) + " bytes, which does not tell the shape of " +
+                        describe(spec) + " unambiguously; give it as '" + path + "@d0,d1,...'");
+      }
     }
   }
-  if (bytes.size() != static_cast<size_t>(numel) * elem) {
+  if (bytes.size() != nbytes_of(shape)) {
     throw Error(ErrorCode::kInvalidArgument, "input file '" + path + "' is " + std::to_string(bytes.size()) +
-                                                 " bytes but " + describe(spec) + " needs " +
-                                                 std::to_string(static_cast<size_t>(numel) * elem));
+                                                 " bytes but " + describe(spec) + " with shape [" + join_shape(shape) +
+                                                 "] needs " + std::to_string(nbytes_of(shape)));
   }
   check_against_spec(path, shape, spec.dtype, spec);
   Tensor t = Tensor::empty(shape, spec.dtype);
