@@ -304,7 +304,8 @@ TEST_CASE("gpu: kv_cache state persists across calls (sum of both written rows)"
   Tensor x2 = Tensor::empty({1, 32}, DType::kFloat32);
   for (int i = 0; i < 32; ++i) x2.data_ptr<float>()[i] = 0.25f * static_cast<float>(i) - 3.0f;
   Tensor p2 = Tensor::empty({1}, DType::kInt64);
-  p2.data_ptr<int64_t>()[0] = (p1.data_ptr<int64_t>()[0] + 1) % 4;
+  // The cache has 16 rows (2048 bytes of float32[16,32] in the weights blob).
+  p2.data_ptr<int64_t>()[0] = (p1.data_ptr<int64_t>()[0] + 1) % 16;
   auto out2 = m.forward({x2, p2});
   Tensor want = Tensor::empty({32}, DType::kFloat32);
   for (int i = 0; i < 32; ++i) want.data_ptr<float>()[i] = x1.data_ptr<float>()[i] + x2.data_ptr<float>()[i];
