@@ -23,4 +23,8 @@ cmake --build "$ASAN_BUILD" -j "$JOBS" --target aoti_cuda_unit_tests
 (cd "$ASAN_BUILD" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
    ctest --output-on-failure -R '^unit$') || status=1
 
+echo
+echo "== exporter self-test (fixture manifests and imports re-derived from the programs)"
+python3 "$ROOT/tools/export/export_models.py" --self-test "$ROOT/tests/fixtures" || status=1
+
 exit $status

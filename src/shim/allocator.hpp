@@ -8,11 +8,18 @@
 //     guard the model opens in Run installs the Run's stream, so everything
 //     the model allocates during Run is ordered on that stream.
 //   * CUDA memory: cudaMallocAsync on the current stream of the target device,
-//     from the device's default memory pool, whose release threshold is set to
-//     UINT64_MAX on first use so freed blocks stay cached across Runs. Each
-//     Storage remembers its allocation stream and is freed (cudaFreeAsync) on
-//     it, so that stream must still exist when the last handle goes — or call
-//     set_storage_free_stream() to move the free to another stream first.
+//     from the device's current memory pool (the default pool unless the
+//     application replaced it), whose release threshold is set to UINT64_MAX
+//     on first use so freed blocks stay cached across Runs. Statistics count
+//     an allocation from cudaMallocAsync until its cudaFreeAsync is enqueued.
+//     Each Storage remembers its allocation stream and is freed (cudaFreeAsync)
+//     on it, so that stream must still exist when the last handle goes — or
+//     call set_storage_free_stream() to move the free to another stream first
+//     (after ordering the two streams, e.g. with an event: the free is only
+//     ordered after work on the stream it is enqueued on).
+//   * Copies involving host memory synchronize the stream before returning,
+//     except non_blocking copies whose host side is page-locked memory the
+//     shim allocated (empty_strided_pinned); item_* always synchronizes.
 //   * Host memory: 64-byte aligned pageable memory. "Pinned" requests use
 //     cudaMallocHost and silently fall back to pageable memory when that fails
 //     (e.g. no driver): pinning is a performance property, not a semantic one.

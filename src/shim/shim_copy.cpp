@@ -256,7 +256,8 @@ void aoti_torch_print_tensor_handle(AtenTensorHandle self, const char* msg) {
       line += "<undefined tensor>";
     } else {
       line += self->describe();
-      if (conversion_supported(self->dtype, 7)) {
+      // Values are copied to the host in full, so only for tensors of modest size.
+      if (conversion_supported(self->dtype, 7) && self->numel() <= (int64_t{1} << 24)) {
         std::vector<unsigned char> bytes = host_elements(*self);
         const std::size_t item = self->itemsize();
         const std::size_t count = bytes.size() / item;

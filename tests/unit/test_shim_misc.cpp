@@ -209,6 +209,15 @@ TEST_CASE("shim guards and raw allocator fail cleanly without a GPU" *
   OwnedTensor one;
   REQUIRE(aoti_torch_create_tensor_from_blob(fake, 0, nullptr, nullptr, 0, 6, 1, 0, one.out()) == 0);
   CHECK(aoti_torch_item_float32(one.get(), &value) == AOTI_TORCH_FAILURE);
+  const int64_t live_before = aoti_cuda_shim_live_handles();
+  OwnedTensor clone;
+  CHECK(aoti_torch_clone(dev.get(), clone.out()) == AOTI_TORCH_FAILURE);
+  CHECK(last_error_contains("CUDA allocation of 16 bytes on cuda:0"));
+  CHECK(aoti_torch_clone_preserve_strides(dev.get(), clone.out()) == AOTI_TORCH_FAILURE);
+  CHECK(aoti_cuda_shim_live_handles() == live_before);  // nothing half-built left behind
+  CHECK(aoti_torch_zero_(dev.get()) == AOTI_TORCH_FAILURE);
+  CHECK(aoti_torch_check_inf_and_nan("dev", dev.get()) == AOTI_TORCH_FAILURE);
+  CHECK(fake[0] == 0.0f);  // never touched through the "device" pointer
 }
 
 TEST_CASE("memory API validates the device index") {

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs the GPU work on a GPU machine from a build folder made elsewhere
+# (see scripts/test.sh for the build): GPU test suites, the example program
+# through the CLI, and the benchmarks. Writes logs to OUT_DIR.
+#
+#   scripts/device-suite.sh BUILD_DIR OUT_DIR
+set -uo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="$(cd "$1" && pwd)"
+OUT_DIR="$2"
+mkdir -p "$OUT_DIR"
+# Binaries carry the source path they were configured in; make it resolve here.
+CONFIGURED_ROOT="$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BUILD/CMakeCache.txt")"
+if [[ -n "$CONFIGURED_ROOT" && "$CONFIGURED_ROOT" != "$ROOT" && ! -e "$CONFIGURED_ROOT" ]]; then
+  mkdir -p "$(dirname "$CONFIGURED_ROOT")" && ln -s "$ROOT" "$CONFIGURED_ROOT"
+fi
+CONFIGURED_BUILD="$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$BUILD/CMakeCache.txt")"
+if [[ -n "$CONFIGURED_BUILD" && "$CONFIGURED_BUILD" != "$BUILD" && ! -e "$CONFIGURED_BUILD" ]]; then
+  ln -s "$BUILD" "$CONFIGURED_BUILD"
+fi
+export LD_LIBRARY_PATH="$BUILD:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export AOTI_CUDA_QUIET=1
+
+{
+  date -u
+  nvidia-smi -L
+  "$BUILD/aoti_cuda" devices
+} 2>&1 | tee "$OUT_DIR/env.log"
+
+status=0
+echo "== GPU test suite" | tee "$OUT_DIR/gpu_tests.log"
+"$BUILD/tests/aoti_cuda_gpu_tests" -s=false 2>&1 | tee -a "$OUT_DIR/gpu_tests.log" || status=1
+
+echo "== CPU test suite on the GPU machine" | tee "$OUT_DIR/unit_tests.log"
+"$BUILD/tests/aoti_cuda_unit_tests" 2>&1 | tail -5 | tee -a "$OUT_DIR/unit_tests.log" || status=1
+
+{
+  echo "== aoti_cuda run (every fixture, reference inputs, --expect)"
+  for dir in "$ROOT"/tests/fixtures/*/; do
+    name="$(basename "$dir")"
+    python3 - "$dir" "$BUILD/aoti_cuda" <<'PY' || status=1
+import json, subprocess, sys, os
+d, cli = sys.argv[1], sys.argv[2]
+m = json.load(open(os.path.join(d, "manifest.json")))
+if m.get("expect_not_runnable"):
+    r = subprocess.run([cli, "run", os.path.join(d, m["pte"]), "--random"], capture_output=True, text=True)
+    print(f"{m['name']}: expected refusal -> rc={r.returncode} {r.stderr.strip()[:300]}")
+    sys.exit(0 if r.returncode != 0 else 1)
+rc = 0
+for meth, spec in m["methods"].items():
+    cmd = [cli, "run", os.path.join(d, m["pte"]), "--method", meth]
+    for i in spec["inputs"]:
+        cmd += ["--input", os.path.join(d, i["file"])]
+    for o in spec["outputs"]:
+        cmd += ["--expect", os.path.join(d, o["file"])]
+    tol = spec["outputs"][0]
+    cmd += ["--atol", str(tol.get("atol", 1e-3)), "--rtol", str(tol.get("rtol", 1e-3))]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    print(r.stdout.strip() or r.stderr.strip())
+    if r.returncode != 0:
+        print("  FAILED:", r.stderr.strip()[:500]); rc = 1
+sys.exit(rc)
+PY
+  done
+} 2>&1 | tee "$OUT_DIR/cli_run.log"
+
+echo "== benchmarks" | tee "$OUT_DIR/bench.log"
+"$BUILD/bench/aoti_cuda_bench" --runs 200 --loads 5 --json "$OUT_DIR/bench.json" "$ROOT/tests/fixtures" 2>&1 | tee -a "$OUT_DIR/bench.log"
+"$BUILD/aoti_cuda" bench "$ROOT/tests/fixtures/mlp/mlp.pte" --runs 500 2>&1 | tee -a "$OUT_DIR/bench.log"
+exit $status
