@@ -20,19 +20,7 @@ const char* kUsage =
     "  devices                                         list CUDA devices, or say why none is usable\n"
     "  --help, --version\n";
 
-#ifndef AOTI_CUDA_CLI_HAVE_RUNTIME
-int not_built(const char* name) {
-  std::fprintf(stderr, "aoti_cuda %s: not yet implemented in this build (the runtime is not part of it)\n", name);
-  return 1;
-}
-#endif
-
 }  // namespace
-
-#ifndef AOTI_CUDA_CLI_HAVE_RUNTIME
-int cmd_run(int, char**) { return not_built("run"); }
-int cmd_bench(int, char**) { return not_built("bench"); }
-#endif
 
 namespace aoti_cuda_cli {
 

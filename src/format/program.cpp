@@ -404,6 +404,11 @@ ValueKind kind_of(et::KernelTypes t) {
 struct NamedEntry {
   ByteView bytes;
   std::string file;
+  bool in_ptd = false;
+  bool has_layout = false;  // .ptd entries only: a TensorLayout is present
+  int layout_dtype = 0;
+  std::vector<int64_t> layout_sizes;
+  std::vector<std::uint8_t> layout_dim_order;
 };
 
 }  // namespace
@@ -422,7 +427,9 @@ struct Program::Impl {
 
   void load();
   void load_ptd(FileData& fd);
-  void add_named(const std::string& key, ByteView bytes, const std::string& file, const std::string& check);
+  void add_named(const std::string& key, ByteView bytes, const std::string& file, const std::string& check,
+                 NamedEntry* ptd_entry = nullptr);
+  void check_external(const std::string& vw, const et::Tensor* t, std::vector<std::string>& reasons);
   void build_methods(const et::Program* prog);
   void resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::Program* prog, const et::BackendDelegate* d);
   std::optional<NamedEntry> lookup(std::string_view key) const {
@@ -433,7 +440,7 @@ struct Program::Impl {
 };
 
 void Program::Impl::add_named(const std::string& key, ByteView bytes, const std::string& file,
-                              const std::string& check) {
+                              const std::string& check, NamedEntry* ptd_entry) {
   if (key.empty()) invalid(file, check, "named data key is empty");
   if (key.find('\0') != std::string::npos) invalid(file, check, "named data key " + quoted(key) + " contains a NUL byte");
   auto it = named.find(key);
@@ -444,7 +451,10 @@ void Program::Impl::add_named(const std::string& key, ByteView bytes, const std:
                     "; keys must be unique across the .pte and all .ptd files (a duplicate would make it "
                     "ambiguous which blob the delegate loads)");
   }
-  named.emplace(key, NamedEntry{bytes, file});
+  NamedEntry entry = ptd_entry ? std::move(*ptd_entry) : NamedEntry{};
+  entry.bytes = bytes;
+  entry.file = file;
+  named.emplace(key, std::move(entry));
   named_order.push_back(NamedDataInfo{key, bytes.size, file});
 }
 
@@ -477,6 +487,8 @@ void Program::Impl::load_ptd(FileData& fd) {
     const ft::DataSegment* seg = segs->Get(e->segment_index());
     if (seg == nullptr) invalid(fd.label, "D5 (named data)", "segments[" + std::to_string(e->segment_index()) + "] is null");
     ByteView bytes = segment_bytes(fd, seg->offset(), seg->size(), where + " (" + quoted(key) + ")");
+    NamedEntry entry;
+    entry.in_ptd = true;
     if (const ft::TensorLayout* layout = e->tensor_layout()) {
       const std::uint64_t nbytes = check_shape(fd.label, where + ".tensor_layout", static_cast<int>(layout->scalar_type()),
                                                layout->sizes(), layout->dim_order(), "D5 (tensor layout)");
@@ -484,8 +496,12 @@ void Program::Impl::load_ptd(FileData& fd) {
         invalid(fd.label, "D5 (tensor layout)",
                 where + ": layout needs " + u64s(nbytes) + " bytes but the segment holds " + u64s(seg->size()));
       }
+      entry.has_layout = true;
+      entry.layout_dtype = static_cast<int>(layout->scalar_type());
+      for (auto v : *layout->sizes()) entry.layout_sizes.push_back(v);
+      for (auto v : *layout->dim_order()) entry.layout_dim_order.push_back(v);
     }
-    add_named(key, bytes, fd.label, "D5 (named data)");
+    add_named(key, bytes, fd.label, "D5 (named data)", &entry);
   }
 }
 
@@ -592,6 +608,7 @@ void Program::Impl::build_methods(const et::Program* prog) {
                                            std::to_string(nvalues) + " values)");
       }
     };
+    std::vector<std::string> reasons;  // why the method cannot run (filled below)
     // S3/S4: values.
     for (flatbuffers::uoffset_t vi = 0; vi < values->size(); ++vi) {
       const et::EValue* ev = values->Get(vi);
@@ -641,6 +658,7 @@ void Program::Impl::build_methods(const et::Program* prog) {
           }
         }
         if (t->data_buffer_idx() > 0) check_tensor_data(prog, F, vw, t, nbytes);
+        check_external(vw, t, reasons);
         vs.tensor.dtype = static_cast<DType>(t->scalar_type());
         for (auto s : *t->sizes()) vs.tensor.sizes.push_back(s);
         for (auto d : *t->dim_order()) vs.tensor.dim_order.push_back(d);
@@ -699,7 +717,6 @@ void Program::Impl::build_methods(const et::Program* prog) {
       }
     }
     // Instructions (S2 indices) and the plan.
-    std::vector<std::string> reasons;
     std::map<int32_t, int> delegate_slot;  // plan delegate index -> MethodSpec::delegates index
     std::set<std::string> other_backends, other_ops;
     for (flatbuffers::uoffset_t ci = 0; ci < chains->size(); ++ci) {
@@ -818,6 +835,35 @@ void Program::Impl::build_methods(const et::Program* prog) {
     m.runnable = joined.empty();
     methods.push_back(std::move(m));
   }
+}
+
+/// M2: a constant stored outside the program (ExtraTensorInfo.location ==
+/// EXTERNAL, not memory-planned) must come from a .ptd entry whose
+/// TensorLayout equals the tensor's dtype, sizes and dim_order. This SDK does
+/// not feed such constants to delegates, so the method is not runnable.
+void Program::Impl::check_external(const std::string& vw, const et::Tensor* t, std::vector<std::string>& reasons) {
+  const et::ExtraTensorInfo* x = t->extra_tensor_info();
+  if (x == nullptr || x->location() != et::TensorDataLocation::EXTERNAL || t->allocation_info() != nullptr) return;
+  const std::string fqn = x->fully_qualified_name()->str();  // non-empty: checked in S4
+  const std::string& F = pte.label;
+  auto it = named.find(fqn);
+  if (it == named.end() || !it->second.in_ptd) {
+    const std::string msg = vw + " is an external constant " + quoted(fqn) + " that no .ptd data file provides";
+    if (require_data) throw Error(ErrorCode::kNotFound, F + ": " + msg);
+    reasons.push_back(msg);
+    return;
+  }
+  const NamedEntry& e = it->second;
+  if (!e.has_layout) {
+    invalid(e.file, "M2 (external constant)", "entry " + quoted(fqn) + " used by " + F + " " + vw + " has no tensor_layout");
+  }
+  std::vector<int64_t> sizes(t->sizes()->begin(), t->sizes()->end());
+  std::vector<std::uint8_t> order(t->dim_order()->begin(), t->dim_order()->end());
+  if (e.layout_dtype != static_cast<int>(t->scalar_type()) || e.layout_sizes != sizes || e.layout_dim_order != order) {
+    invalid(e.file, "M2 (external constant)",
+            "layout of " + quoted(fqn) + " differs from " + F + " " + vw + " (dtype, sizes or dim_order)");
+  }
+  reasons.push_back(vw + " is an external constant (" + quoted(fqn) + "); constants outside the CUDA delegate are not supported");
 }
 
 void Program::Impl::resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::Program* prog,

@@ -80,6 +80,10 @@ Offset<et::Tensor> build_tensor(FlatBufferBuilder& fbb, const TensorDesc& t) {
     }
     dim_order = fbb.CreateVector(order);
   }
+  Offset<et::ExtraTensorInfo> extra;
+  if (!t.external_fqn.empty()) {
+    extra = et::CreateExtraTensorInfo(fbb, 0, fbb.CreateString(t.external_fqn), et::TensorDataLocation::EXTERNAL);
+  }
   Offset<et::AllocationDetails> alloc;
   if (t.allocation) {
     alloc = et::CreateAllocationDetails(fbb, t.allocation->first, static_cast<std::uint32_t>(t.allocation->second),
@@ -93,6 +97,7 @@ Offset<et::Tensor> build_tensor(FlatBufferBuilder& fbb, const TensorDesc& t) {
   if (t.allocation) tb.add_allocation_info(alloc);
   tb.add_shape_dynamism(static_cast<et::TensorShapeDynamism>(t.shape_dynamism));
   tb.add_data_buffer_idx(t.data_buffer_idx);
+  if (!t.external_fqn.empty()) tb.add_extra_tensor_info(extra);
   return tb.Finish();
 }
 
@@ -203,7 +208,12 @@ PteBuilder& PteBuilder::add_method(MethodDesc m) {
 }
 
 PteBuilder& PteBuilder::add_named_data(const std::string& key, Bytes bytes, Where where) {
-  named_.push_back(Named{key, std::move(bytes), where});
+  named_.push_back(Named{key, std::move(bytes), where, std::nullopt});
+  return *this;
+}
+
+PteBuilder& PteBuilder::add_named_tensor(const std::string& key, Bytes bytes, const TensorDesc& layout) {
+  named_.push_back(Named{key, std::move(bytes), Where::kPtd, layout});
   return *this;
 }
 
@@ -361,9 +371,9 @@ BuiltProgram PteBuilder::build() const {
 
   // ---- .ptd
   SegmentPlan ptd_segs;
-  std::vector<std::pair<std::string, std::uint32_t>> ptd_named;
+  std::vector<std::pair<const Named*, std::uint32_t>> ptd_named;
   for (const auto& n : named_) {
-    if (n.where == Where::kPtd) ptd_named.emplace_back(n.key, ptd_segs.add(n.bytes));
+    if (n.where == Where::kPtd) ptd_named.emplace_back(&n, ptd_segs.add(n.bytes));
   }
   out.has_ptd = !ptd_named.empty() || force_ptd_;
   if (out.has_ptd) {
@@ -372,7 +382,18 @@ BuiltProgram PteBuilder::build() const {
     std::vector<Offset<ft::DataSegment>> fsegs;
     for (const auto& s : ptd_segs.entries) fsegs.push_back(ft::CreateDataSegment(tb, s.first, s.second));
     std::vector<Offset<ft::NamedData>> fnd;
-    for (const auto& n : ptd_named) fnd.push_back(ft::CreateNamedData(tb, tb.CreateString(n.first), n.second));
+    for (const auto& n : ptd_named) {
+      Offset<ft::TensorLayout> layout;
+      if (n.first->layout) {
+        const TensorDesc& t = *n.first->layout;
+        std::vector<std::uint8_t> order = t.dim_order;
+        if (order.empty()) {
+          for (std::size_t i = 0; i < t.sizes.size(); ++i) order.push_back(static_cast<std::uint8_t>(i));
+        }
+        layout = ft::CreateTensorLayoutDirect(tb, static_cast<et::ScalarType>(t.dtype), &t.sizes, &order);
+      }
+      fnd.push_back(ft::CreateNamedData(tb, tb.CreateString(n.first->key), n.second, layout));
+    }
     auto root = ft::CreateFlatTensorDirect(tb, 0, &fsegs, &fnd);
     tb.Finish(root, ft::FlatTensorIdentifier());
     const std::uint64_t fb_size = tb.GetSize();

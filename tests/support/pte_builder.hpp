@@ -43,6 +43,8 @@ struct TensorDesc {
   std::optional<std::pair<std::uint32_t, std::uint64_t>> allocation;
   /// > 0: initial data in the .pte (constant segment, or mutable data when planned).
   std::uint32_t data_buffer_idx = 0;
+  /// Non-empty: ExtraTensorInfo{location EXTERNAL, fully_qualified_name} (data in a .ptd).
+  std::string external_fqn;
 };
 TensorDesc f32(std::vector<std::int32_t> sizes);
 TensorDesc i64(std::vector<std::int32_t> sizes);
@@ -129,6 +131,8 @@ class PteBuilder {
   PteBuilder& add_method(MethodDesc m);
   /// Named data blob stored in the .pte (Program.named_data) or the .ptd.
   PteBuilder& add_named_data(const std::string& key, Bytes bytes, Where where);
+  /// A .ptd entry carrying a TensorLayout (an external constant's data).
+  PteBuilder& add_named_tensor(const std::string& key, Bytes bytes, const TensorDesc& layout);
   /// Adds the .so/weights named data of one CUDA delegate the way `generation`'s
   /// exporter stores them and returns the keys/payload to put in the delegate:
   ///  kSeed:       "so_blob" in the .ptd, no weights (embedded in the .so), no method_name spec
@@ -162,6 +166,7 @@ class PteBuilder {
     std::string key;
     Bytes bytes;
     Where where;
+    std::optional<TensorDesc> layout;
   };
   std::vector<MethodDesc> methods_;
   std::vector<Named> named_;

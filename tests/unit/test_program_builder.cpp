@@ -306,3 +306,46 @@ TEST_CASE("builder: a Null value without a payload table is accepted") {
   Program p = open_built(keep);
   CHECK(p.method("forward").values.at(2).kind == aoti_cuda::ValueKind::kNone);
 }
+
+TEST_CASE("builder: external constants (M2)") {
+  auto make = [](const TensorDesc& layout, bool with_entry) {
+    PteBuilder b;
+    auto blobs = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", kSo, kWeights);
+    MethodDesc m = cuda_method("forward", {f32({2})}, {f32({2})}, blobs);
+    TensorDesc w = f32({2, 3});
+    w.external_fqn = "linear.weight";
+    m.values.push_back(ValueDesc::of(w));
+    b.add_method(m);
+    if (with_entry) b.add_named_tensor("linear.weight", Bytes(24, 0), layout);
+    return b.build();
+  };
+  SUBCASE("matching layout: valid, but not runnable here") {
+    BuiltProgram keep = make(f32({2, 3}), true);
+    Program p = open_built(keep);
+    CHECK_FALSE(p.method("forward").runnable);
+    CHECK(p.method("forward").not_runnable_reason.find("external constant") != std::string::npos);
+    CHECK(p.method("forward").not_runnable_reason.find("linear.weight") != std::string::npos);
+  }
+  SUBCASE("layout differs") {
+    BuiltProgram keep = make(f32({3, 2}), true);
+    try {
+      open_built(keep);
+      FAIL("accepted");
+    } catch (const aoti_cuda::Error& e) {
+      CHECK(e.code() == aoti_cuda::ErrorCode::kInvalidProgram);
+      CHECK(std::string(e.what()).find("M2 (external constant)") != std::string::npos);
+    }
+  }
+  SUBCASE("no entry") {
+    BuiltProgram keep = make(f32({2, 3}), false);
+    try {
+      open_built(keep);
+      FAIL("accepted");
+    } catch (const aoti_cuda::Error& e) {
+      CHECK(e.code() == aoti_cuda::ErrorCode::kNotFound);
+      CHECK(std::string(e.what()).find("\"linear.weight\" that no .ptd data file provides") != std::string::npos);
+    }
+    Program p = open_built(keep, false);
+    CHECK_FALSE(p.method("forward").runnable);
+  }
+}
