@@ -59,6 +59,8 @@ struct Fixture {
   std::string name, dir, pte;
   std::vector<std::string> data_files;
   std::vector<MethodCases> methods;
+  bool expect_not_runnable = false;    // the program must be refused (e.g. a KernelCall left outside the delegate)
+  std::vector<std::string> kernel_calls;  // ... naming these operators
 };
 
 bool is_file(const std::string& p) {
@@ -98,6 +100,8 @@ Fixture parse_fixture(const std::string& dir) {
   f.name = j.value("name", dir.substr(dir.find_last_of('/') + 1));
   f.pte = dir + "/" + j.at("pte").get<std::string>();
   for (const auto& d : j.value("data_files", json::array())) f.data_files.push_back(dir + "/" + d.get<std::string>());
+  f.expect_not_runnable = j.value("expect_not_runnable", false);
+  for (const auto& k : j.value("kernel_calls", json::array())) f.kernel_calls.push_back(k.get<std::string>());
   for (auto it = j.at("methods").begin(); it != j.at("methods").end(); ++it) {
     MethodCases m;
     m.name = it.key();
@@ -170,6 +174,16 @@ double element(const Tensor& t, int64_t i) {
       float f;
       std::memcpy(&f, &bits, 4);
       return f;
+    }
+    case DType::kFloat16: {
+      // IEEE binary16 -> float
+      const uint16_t h = t.data_ptr<uint16_t>()[i];
+      const int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+      double v;
+      if (exp == 0) v = std::ldexp(static_cast<double>(mant), -24);
+      else if (exp == 31) v = mant ? NAN : INFINITY;
+      else v = std::ldexp(static_cast<double>(mant | 0x400), exp - 25);
+      return sign ? -v : v;
     }
     case DType::kInt64: return static_cast<double>(t.data_ptr<int64_t>()[i]);
     case DType::kInt32: return t.data_ptr<int32_t>()[i];
@@ -269,6 +283,23 @@ TEST_CASE("gpu conformance: every fixture, every method, within tolerance" * AOT
   for (const Fixture& f : fixtures) {
     CAPTURE(f.name);
     std::unique_ptr<Module> m;
+    if (f.expect_not_runnable) {
+      try {
+        Module refused(f.pte, options_for(f));
+        std::printf("fixture %s: FAIL (loaded, but the manifest expects a refusal)\n", f.name.c_str());
+        CHECK_MESSAGE(false, f.name << " should have been refused");
+        ++failed;
+      } catch (const Error& e) {
+        bool names_ops = true;
+        for (const auto& op : f.kernel_calls) names_ops = names_ops && std::string(e.what()).find(op) != std::string::npos;
+        CHECK(e.code() == ErrorCode::kUnsupported);
+        CHECK_MESSAGE(names_ops, e.what());
+        const bool ok = e.code() == ErrorCode::kUnsupported && names_ops;
+        std::printf("fixture %s: %s refused as expected (%s)\n", f.name.c_str(), ok ? "PASS" : "FAIL", e.what());
+        (ok ? passed : failed)++;
+      }
+      continue;
+    }
     try {
       m = std::make_unique<Module>(f.pte, options_for(f));
     } catch (const Error& e) {

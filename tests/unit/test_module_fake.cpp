@@ -615,3 +615,11 @@ TEST_CASE("module(fake): a plan with et_copy steps, a move and the same delegate
   }
   CHECK(aoti_cuda_shim_live_handles() == handles);
 }
+
+TEST_CASE("module: the 'partial' fixture (a KernelCall outside the delegate) is refused before any device work") {
+  const std::string dir = std::string(AOTI_CUDA_TEST_FIXTURES) + "/partial";
+  Error e = expect_error([&] { Module m(dir + "/partial.pte"); });
+  CHECK(e.code() == ErrorCode::kUnsupported);
+  CHECK(contains(e.what(), "aten::sigmoid.out"));
+  CHECK(contains(e.what(), "'forward'"));
+}
