@@ -501,3 +501,41 @@ TEST_CASE("gpu: Tensor copies between host, pinned and device, contiguous and st
   d2.copy_from(d);
   CHECK(std::memcmp(d2.to_host().data(), src.data(), 24 * sizeof(float)) == 0);
 }
+
+TEST_CASE("gpu: a device output fed to another method equals the host round trip (encdec)" * AOTI_CUDA_GPU_CASE) {
+  const auto fixtures = all_fixtures();
+  const Fixture* f = find_fixture(fixtures, "encdec");
+  REQUIRE_MESSAGE(f != nullptr, "fixture encdec not found");
+  Module m(f->pte, options_for(*f));
+  const MethodCases* enc = nullptr;
+  for (const auto& mc : f->methods) {
+    if (mc.name == "encode") enc = &mc;
+  }
+  REQUIRE(enc != nullptr);
+  Tensor x = load_tensor(f->dir, enc->main.inputs.at(0));
+  RunOptions on_device;
+  on_device.outputs = OutputLocation::kDevice;
+  Tensor code = m.execute("encode", {x}, on_device).at(0);
+  REQUIRE(code.device().is_cuda());
+  Tensor via_device = m.execute("decode", {code}).at(0);  // device in -> device out (kSameAsInputs)
+  CHECK(via_device.device().is_cuda());
+  Tensor via_host = m.execute("decode", {code.to_host()}).at(0);  // host in -> host out
+  CHECK(via_host.device().is_cpu());
+  const double err = compare(via_device, via_host, 0.0, 0.0, "decode(encode(x)) device vs host");
+  std::printf("fixture encdec methods encode->decode (device-resident intermediate): max_abs_err=%.3g\n", err);
+}
+
+TEST_CASE("gpu: a device ordinal that does not exist is kNoDevice" * AOTI_CUDA_GPU_CASE) {
+  const auto fixtures = all_fixtures();
+  const Fixture* f = find_fixture(fixtures, "add");
+  REQUIRE(f != nullptr);
+  LoadOptions o = options_for(*f);
+  o.device = Device::cuda(99);
+  try {
+    Module m(f->pte, o);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::kNoDevice);
+    CHECK(std::string(e.what()).find("cuda:99") != std::string::npos);
+  }
+}
