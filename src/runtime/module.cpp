@@ -619,6 +619,14 @@ void Module::Impl::run_delegate(Method& m, const PlanStep& step, std::vector<Val
     }
   } catch (...) {
     release_inputs();
+    if (staged) {
+      // Copies already queued still read the pinned buffer: the next call must wait for them.
+      try {
+        slot.staging_used(static_cast<cudaStream_t>(stream));
+      } catch (...) {
+        (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+      }
+    }
     throw;
   }
   if (staged) {
