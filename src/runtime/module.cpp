@@ -99,8 +99,10 @@ struct Delegate {
   ~Delegate() {
     int prev = -1;
     bool switched = false;
-    if (cuda_device >= 0 && cudaGetDevice(&prev) == cudaSuccess && prev != cuda_device) {
-      switched = cudaSetDevice(cuda_device) == cudaSuccess;
+    if (cuda_device >= 0 && cudaGetDevice(&prev) == cudaSuccess) {
+      // Always set it: besides selecting the device, cudaSetDevice makes its
+      // primary context current on this thread, which cuModuleUnload needs.
+      switched = cudaSetDevice(cuda_device) == cudaSuccess && prev != cuda_device;
     }
     // The container's code lives in the library: delete it before dlclose.
     if (container != nullptr && library) (void)library->api().destroy(container);
