@@ -13,6 +13,18 @@
 // time, further calls wait. State kept inside a delegate (e.g. a KV cache) is
 // shared by all calls of that method. Loading and destruction are not
 // concurrent with anything else on the same Module.
+//
+// Loading from memory: each embedded .so is written to an anonymous memfd (an
+// unlinked temporary file in $TMPDIR or /tmp where memfd is unavailable) and
+// dlopen'ed from there; no file name is derived from the program. Before that
+// the bytes are checked (x86-64/aarch64 shared object, every aoti_torch_* /
+// cuda* import resolvable — all missing names are listed — and the optional
+// SHA-256 pin). Diagnostic switches (environment): AOTI_CUDA_DISABLE_MEMFD=1
+// forces the temporary-file path; AOTI_CUDA_KEEP_UNIQUE_SYMBOLS=1 loads the
+// bytes unmodified (by default STB_GNU_UNIQUE bindings are made global so that
+// glibc can unload the library again); AOTI_CUDA_NO_MODULE_TRACKING=1 leaves
+// the CUDA modules a model loads to the driver (by default they are unloaded
+// with the Module).
 #pragma once
 
 #include <cstddef>
@@ -104,7 +116,14 @@ class AOTI_CUDA_API Module {
   MethodMeta method_meta(std::string_view method) const;
 
   /// Runs `method`. Inputs may be host or device tensors (in any mix); they
-  /// are checked against the method's dtypes, ranks and static sizes.
+  /// are checked against the method's dtypes, ranks and static sizes (a
+  /// dynamic dimension may be anything up to its bound). Host inputs are
+  /// copied to the device; device inputs on the Module's device are passed
+  /// in place (borrowed: keep them alive and unmodified until the outputs
+  /// are ready), so an output the model returns unchanged may share memory
+  /// with such an input. Errors: kNotFound (unknown method, listing the
+  /// loaded ones), kInvalidArgument (naming the input, expected vs got),
+  /// kModel (the model's Run failed, with the shim's last message).
   std::vector<Tensor> execute(std::string_view method, const std::vector<Tensor>& inputs,
                               const RunOptions& options = {});
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs, const RunOptions& options = {}) {

@@ -99,8 +99,10 @@ struct Delegate {
   ~Delegate() {
     int prev = -1;
     bool switched = false;
-    if (cuda_device >= 0 && cudaGetDevice(&prev) == cudaSuccess && prev != cuda_device) {
-      switched = cudaSetDevice(cuda_device) == cudaSuccess;
+    if (cuda_device >= 0 && cudaGetDevice(&prev) == cudaSuccess) {
+      // Always set it: besides selecting the device, cudaSetDevice makes its
+      // primary context current on this thread, which cuModuleUnload needs.
+      switched = cudaSetDevice(cuda_device) == cudaSuccess && prev != cuda_device;
     }
     // The container's code lives in the library: delete it before dlclose.
     if (container != nullptr && library) (void)library->api().destroy(container);
@@ -424,6 +426,23 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
       ++done;
       method->delegates.push_back(std::move(d));
     }
+    for (const PlanStep& step : ms->plan) {
+      if (step.kind != PlanStep::Kind::kDelegate) continue;
+      const Delegate& d = *method->delegates[static_cast<std::size_t>(step.delegate)];
+      const std::vector<int32_t>& args = step.args.empty() ? d.spec->args : step.args;
+      if (args.size() != d.n_in + d.n_out) {
+        throw Error(ErrorCode::kInvalidProgram, d.label + ": a call passes " + std::to_string(args.size()) +
+                                                    " arguments, the model library takes " + std::to_string(d.n_in) +
+                                                    " inputs and " + std::to_string(d.n_out) + " outputs");
+      }
+      for (int32_t a : args) {
+        if (ms->values[static_cast<std::size_t>(a)].kind != ValueKind::kTensor) {
+          throw Error(ErrorCode::kUnsupported, d.label + ": delegate argument value " + std::to_string(a) +
+                                                   " is a " + kind_name(ms->values[static_cast<std::size_t>(a)].kind) +
+                                                   "; only tensor arguments are supported");
+        }
+      }
+    }
     for (std::size_t i = 0; i < opts.num_models; ++i) {
       auto slot = std::make_unique<Slot>();
       slot->device = device.is_cuda() ? device.index : -1;
@@ -585,8 +604,8 @@ std::string Module::Impl::run_failure_hint(const Delegate& d) const {
 void Module::Impl::run_delegate(Method& m, const PlanStep& step, std::vector<Value>& values, Slot& slot, void* stream,
                                 std::size_t& staging_offset, bool& staged) {
   Delegate& d = *m.delegates[static_cast<std::size_t>(step.delegate)];
-  const DelegateSpec& ds = *d.spec;
-  const std::vector<int32_t>& args = ds.args;
+  // This call's arguments (a delegate may be called more than once).
+  const std::vector<int32_t>& args = step.args.empty() ? d.spec->args : step.args;
   std::vector<AtenTensorHandle> ins(d.n_in, nullptr), outs(d.n_out, nullptr);
   auto release_inputs = [&] {
     for (AtenTensorHandle& h : ins) {
@@ -602,6 +621,14 @@ void Module::Impl::run_delegate(Method& m, const PlanStep& step, std::vector<Val
     }
   } catch (...) {
     release_inputs();
+    if (staged) {
+      // Copies already queued still read the pinned buffer: the next call must wait for them.
+      try {
+        slot.staging_used(static_cast<cudaStream_t>(stream));
+      } catch (...) {
+        (void)cudaStreamSynchronize(static_cast<cudaStream_t>(stream));
+      }
+    }
     throw;
   }
   if (staged) {

@@ -16,6 +16,7 @@
 //   2 "kv":      Run(pos i64[1], x f32[1,4]) -> (sum f32[4])   cache[pos] = x; returns cache.sum(0).
 //                The 4x4 cache starts as the weights blob and persists across runs.
 //   3 "bad import": kind 1 that also imports aoti_torch_fake_op (no shim provides it).
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -41,10 +42,10 @@ extern "C" AOTITorchError aoti_torch_fake_op(AtenTensorHandle self, AtenTensorHa
 // rewrites the binding (see library_loader.hpp).
 template <typename T>
 struct __attribute__((visibility("default"))) FakeRunCounter {
-  static int value;
+  static std::atomic<int> value;
 };
 template <typename T>
-int FakeRunCounter<T>::value = 0;
+std::atomic<int> FakeRunCounter<T>::value{0};
 template struct FakeRunCounter<float>;
 
 namespace {

@@ -59,6 +59,8 @@ struct Fixture {
   std::string name, dir, pte;
   std::vector<std::string> data_files;
   std::vector<MethodCases> methods;
+  bool expect_not_runnable = false;    // the program must be refused (e.g. a KernelCall left outside the delegate)
+  std::vector<std::string> kernel_calls;  // ... naming these operators
 };
 
 bool is_file(const std::string& p) {
@@ -98,6 +100,8 @@ Fixture parse_fixture(const std::string& dir) {
   f.name = j.value("name", dir.substr(dir.find_last_of('/') + 1));
   f.pte = dir + "/" + j.at("pte").get<std::string>();
   for (const auto& d : j.value("data_files", json::array())) f.data_files.push_back(dir + "/" + d.get<std::string>());
+  f.expect_not_runnable = j.value("expect_not_runnable", false);
+  for (const auto& k : j.value("kernel_calls", json::array())) f.kernel_calls.push_back(k.get<std::string>());
   for (auto it = j.at("methods").begin(); it != j.at("methods").end(); ++it) {
     MethodCases m;
     m.name = it.key();
@@ -170,6 +174,16 @@ double element(const Tensor& t, int64_t i) {
       float f;
       std::memcpy(&f, &bits, 4);
       return f;
+    }
+    case DType::kFloat16: {
+      // IEEE binary16 -> float
+      const uint16_t h = t.data_ptr<uint16_t>()[i];
+      const int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+      double v;
+      if (exp == 0) v = std::ldexp(static_cast<double>(mant), -24);
+      else if (exp == 31) v = mant ? NAN : INFINITY;
+      else v = std::ldexp(static_cast<double>(mant | 0x400), exp - 25);
+      return sign ? -v : v;
     }
     case DType::kInt64: return static_cast<double>(t.data_ptr<int64_t>()[i]);
     case DType::kInt32: return t.data_ptr<int32_t>()[i];
@@ -269,6 +283,23 @@ TEST_CASE("gpu conformance: every fixture, every method, within tolerance" * AOT
   for (const Fixture& f : fixtures) {
     CAPTURE(f.name);
     std::unique_ptr<Module> m;
+    if (f.expect_not_runnable) {
+      try {
+        Module refused(f.pte, options_for(f));
+        std::printf("fixture %s: FAIL (loaded, but the manifest expects a refusal)\n", f.name.c_str());
+        CHECK_MESSAGE(false, f.name << " should have been refused");
+        ++failed;
+      } catch (const Error& e) {
+        bool names_ops = true;
+        for (const auto& op : f.kernel_calls) names_ops = names_ops && std::string(e.what()).find(op) != std::string::npos;
+        CHECK(e.code() == ErrorCode::kUnsupported);
+        CHECK_MESSAGE(names_ops, e.what());
+        const bool ok = e.code() == ErrorCode::kUnsupported && names_ops;
+        std::printf("fixture %s: %s refused as expected (%s)\n", f.name.c_str(), ok ? "PASS" : "FAIL", e.what());
+        (ok ? passed : failed)++;
+      }
+      continue;
+    }
     try {
       m = std::make_unique<Module>(f.pte, options_for(f));
     } catch (const Error& e) {
@@ -304,7 +335,8 @@ TEST_CASE("gpu: kv_cache state persists across calls (sum of both written rows)"
   Tensor x2 = Tensor::empty({1, 32}, DType::kFloat32);
   for (int i = 0; i < 32; ++i) x2.data_ptr<float>()[i] = 0.25f * static_cast<float>(i) - 3.0f;
   Tensor p2 = Tensor::empty({1}, DType::kInt64);
-  p2.data_ptr<int64_t>()[0] = (p1.data_ptr<int64_t>()[0] + 1) % 4;
+  // The cache has 16 rows (2048 bytes of float32[16,32] in the weights blob).
+  p2.data_ptr<int64_t>()[0] = (p1.data_ptr<int64_t>()[0] + 1) % 16;
   auto out2 = m.forward({x2, p2});
   Tensor want = Tensor::empty({32}, DType::kFloat32);
   for (int i = 0; i < 32; ++i) want.data_ptr<float>()[i] = x1.data_ptr<float>()[i] + x2.data_ptr<float>()[i];
@@ -468,4 +500,42 @@ TEST_CASE("gpu: Tensor copies between host, pinned and device, contiguous and st
   Tensor d2 = Tensor::empty({4, 6}, DType::kFloat32, Device::cuda(0));
   d2.copy_from(d);
   CHECK(std::memcmp(d2.to_host().data(), src.data(), 24 * sizeof(float)) == 0);
+}
+
+TEST_CASE("gpu: a device output fed to another method equals the host round trip (encdec)" * AOTI_CUDA_GPU_CASE) {
+  const auto fixtures = all_fixtures();
+  const Fixture* f = find_fixture(fixtures, "encdec");
+  REQUIRE_MESSAGE(f != nullptr, "fixture encdec not found");
+  Module m(f->pte, options_for(*f));
+  const MethodCases* enc = nullptr;
+  for (const auto& mc : f->methods) {
+    if (mc.name == "encode") enc = &mc;
+  }
+  REQUIRE(enc != nullptr);
+  Tensor x = load_tensor(f->dir, enc->main.inputs.at(0));
+  RunOptions on_device;
+  on_device.outputs = OutputLocation::kDevice;
+  Tensor code = m.execute("encode", {x}, on_device).at(0);
+  REQUIRE(code.device().is_cuda());
+  Tensor via_device = m.execute("decode", {code}).at(0);  // device in -> device out (kSameAsInputs)
+  CHECK(via_device.device().is_cuda());
+  Tensor via_host = m.execute("decode", {code.to_host()}).at(0);  // host in -> host out
+  CHECK(via_host.device().is_cpu());
+  const double err = compare(via_device, via_host, 0.0, 0.0, "decode(encode(x)) device vs host");
+  std::printf("fixture encdec methods encode->decode (device-resident intermediate): max_abs_err=%.3g\n", err);
+}
+
+TEST_CASE("gpu: a device ordinal that does not exist is kNoDevice" * AOTI_CUDA_GPU_CASE) {
+  const auto fixtures = all_fixtures();
+  const Fixture* f = find_fixture(fixtures, "add");
+  REQUIRE(f != nullptr);
+  LoadOptions o = options_for(*f);
+  o.device = Device::cuda(99);
+  try {
+    Module m(f->pte, o);
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::kNoDevice);
+    CHECK(std::string(e.what()).find("cuda:99") != std::string::npos);
+  }
 }

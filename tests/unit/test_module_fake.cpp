@@ -563,3 +563,63 @@ TEST_CASE("module(fake): GNU_UNIQUE symbols: rewritten so libraries unload; kept
     for (int k = 0; k < 4; ++k) want[k] += init[r * 4 + k];
   CHECK(floats(out[0]) == want);
 }
+
+TEST_CASE("module(fake): a plan with et_copy steps, a move and the same delegate called twice") {
+  PteBuilder b;
+  auto fw = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "chain", read_file(AOTI_CUDA_FAKE_MODEL_AFFINE),
+                             float_bytes(kAffineW));
+  MethodDesc m;
+  m.name = "chain";
+  for (int i = 0; i < 9; ++i) m.values.push_back(ValueDesc::of(f32({2, 4})));
+  m.inputs = {0, 1};
+  m.outputs = {8, 4};
+  m.operators = {{"et_copy::_h2d_copy", "out"}, {"et_copy::_d2h_copy", "out"}};
+  InstrDesc h2d;
+  h2d.kind = InstrDesc::Kind::kKernel;
+  h2d.index = 0;
+  h2d.args = {0, 2};
+  InstrDesc call1;
+  call1.kind = InstrDesc::Kind::kDelegate;
+  call1.index = 0;
+  call1.args = {2, 1, 3, 4};  // y = a*w + b
+  InstrDesc call2 = call1;
+  call2.args = {3, 1, 5, 6};  // z = y*w + b
+  InstrDesc d2h;
+  d2h.kind = InstrDesc::Kind::kKernel;
+  d2h.index = 1;
+  d2h.args = {5, 7, 7};  // the emitter may repeat the out value
+  InstrDesc move;
+  move.kind = InstrDesc::Kind::kMove;
+  move.index = 7;
+  move.second = 8;
+  m.instructions = {h2d, call1, call2, d2h, move};
+  m.delegates.push_back(cuda_delegate(fw));
+  b.add_method(m);
+  BuiltProgram built = b.build();
+  auto program = aoti_cuda::Program::from_memory({built.pte.data(), built.pte.size()},
+                                                 {{built.ptd.data(), built.ptd.size()}}, "chain.pte");
+  REQUIRE_MESSAGE(program.method("chain").runnable, program.method("chain").not_runnable_reason);
+  Module mod(std::move(program), cpu_options());
+  const int64_t handles = aoti_cuda_shim_live_handles();
+  {
+    std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8}, bb = {1, 1, 1, 1, 2, 2, 2, 2};
+    auto out = mod.execute("chain", {host_f32({2, 4}, a), host_f32({2, 4}, bb)});
+    REQUIRE(out.size() == 2);
+    std::vector<float> y(8), z(8);
+    for (int i = 0; i < 8; ++i) {
+      y[i] = a[i] * kAffineW[i % 4] + bb[i];
+      z[i] = y[i] * kAffineW[i % 4] + bb[i];
+    }
+    CHECK(floats(out[0]) == z);
+    CHECK(floats(out[1]) == y);
+  }
+  CHECK(aoti_cuda_shim_live_handles() == handles);
+}
+
+TEST_CASE("module: the 'partial' fixture (a KernelCall outside the delegate) is refused before any device work") {
+  const std::string dir = std::string(AOTI_CUDA_TEST_FIXTURES) + "/partial";
+  Error e = expect_error([&] { Module m(dir + "/partial.pte"); });
+  CHECK(e.code() == ErrorCode::kUnsupported);
+  CHECK(contains(e.what(), "aten::sigmoid.out"));
+  CHECK(contains(e.what(), "'forward'"));
+}
