@@ -203,8 +203,9 @@ bool split_shape_suffix(const std::string& arg, std::string* path, std::vector<i
   return true;
 }
 
-// For a raw file of a dynamic tensor: the shape when exactly one dimension can
-// be shrunk to make the byte count fit, else empty.
+// For a raw file of a dynamic tensor: the shape obtained by shrinking one
+// dimension to make the byte count fit. The leading (batch) dimension is
+// preferred; otherwise exactly one dimension must fit, else empty.
 std::vector<int64_t> infer_dynamic_shape(const TensorSpec& spec, size_t bytes) {
   const size_t elem = aoti_cuda::element_size(spec.dtype);
   std::vector<std::vector<int64_t>> candidates;
@@ -219,6 +220,10 @@ std::vector<int64_t> infer_dynamic_shape(const TensorSpec& spec, size_t bytes) {
     std::vector<int64_t> shape = spec.sizes;
     shape[d] = n;
     candidates.push_back(shape);
+  }
+  if (!candidates.empty() && candidates.front().size() == spec.sizes.size() && !spec.sizes.empty() &&
+      candidates.front()[0] != spec.sizes[0]) {
+    return candidates.front();  // shrinking the leading dimension fits
   }
   return candidates.size() == 1 ? candidates.front() : std::vector<int64_t>{};
 }
