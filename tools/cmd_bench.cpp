@@ -100,8 +100,8 @@ int cmd_bench(int argc, char** argv) {
     timings.push_back(m.load_timings());
   }
   std::printf("%s\n", model.c_str());
-  std::printf("  load #1 (cold process): %8.2f ms  parse %.2f  library %.2f  container %.2f  weights %.2f\n", wall[0],
-              timings[0].parse_ms, timings[0].library_ms, timings[0].container_ms, timings[0].weights_ms);
+  std::printf("  load #1 (cold process): %8.2f ms  parse %.2f  device init %.2f  library %.2f  container %.2f  weights %.2f\n", wall[0],
+              timings[0].parse_ms, timings[0].device_init_ms, timings[0].library_ms, timings[0].container_ms, timings[0].weights_ms);
   if (loads > 1) {
     std::vector<size_t> order;
     for (int k = 1; k < loads; ++k) order.push_back(static_cast<size_t>(k));

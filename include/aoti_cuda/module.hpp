@@ -94,6 +94,7 @@ struct MethodMeta {
 /// Wall-clock time spent in each phase of the load, in milliseconds.
 struct LoadTimings {
   double parse_ms = 0;
+  double device_init_ms = 0;  ///< creating the device's CUDA context (first load in a process only)
   double library_ms = 0;    ///< ELF checks + memfd + dlopen + dlsym, all methods
   double container_ms = 0;  ///< AOTInductorModelContainerCreateWithDevice
   double weights_ms = 0;    ///< AOTInductorModelUpdateConstantsFromBlob

@@ -206,9 +206,10 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   }
   auto lib = std::unique_ptr<ModelLibrary>(new ModelLibrary());
   lib->label_ = label;
-  lib->sha256_ = sha256_hex(so.data, so.size);
-  // 2. Trust pin, before any of its code can run.
+  // 2. Trust pin, before any of its code can run. Hashing costs ~4 ms/MB, so
+  // it only happens when the caller asked for a pin.
   if (!allowed_sha256.empty()) {
+    lib->sha256_ = sha256_hex(so.data, so.size);
     bool allowed = false;
     for (const std::string& pin : allowed_sha256) allowed = allowed || lower(pin) == lib->sha256_;
     if (!allowed) {
@@ -237,7 +238,12 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
     SoFile file;
     write_so_file(file, so, unique_offsets, label);
     (void)::dlerror();
-    lib->handle_ = ::dlopen(file.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // RTLD_NOW: every import was checked above, so binding everything now
+    // costs little and moves any surprise to load time instead of mid-run.
+    // AOTI_CUDA_DLOPEN_LAZY=1 switches to lazy binding (for measurements).
+    const char* lazy = std::getenv("AOTI_CUDA_DLOPEN_LAZY");
+    const int mode = (lazy != nullptr && *lazy == '1') ? RTLD_LAZY : RTLD_NOW;
+    lib->handle_ = ::dlopen(file.path.c_str(), mode | RTLD_LOCAL);
     if (lib->handle_ == nullptr) {
       const char* why = ::dlerror();
       throw Error(ErrorCode::kLoad, "dlopen of the model library of " + label + " failed: " +

@@ -76,6 +76,7 @@ class ModelLibrary {
 
   const ContainerApi& api() const noexcept { return api_; }
   const std::string& label() const noexcept { return label_; }
+  /// SHA-256 of the library bytes; computed only when a pin was given ("" otherwise).
   const std::string& sha256() const noexcept { return sha256_; }
   /// Embedded CUDA kernels found in the bytes (best effort; for error messages).
   const CudaKernelInfo& kernels() const noexcept { return kernels_; }
