@@ -24,6 +24,54 @@ const char* kUsage =
 
 namespace aoti_cuda_cli {
 
+std::string option_value(const char* command, int& i, int argc, char** argv) {
+  if (i + 1 >= argc) {
+    throw aoti_cuda::Error(aoti_cuda::ErrorCode::kInvalidArgument,
+                           std::string(command) + ": " + argv[i] + " needs a value");
+  }
+  return argv[++i];
+}
+
+namespace {
+template <typename T, typename Parse>
+T parse_option(const char* command, int& i, int argc, char** argv, Parse parse, const char* what) {
+  const std::string option = argv[i];
+  const std::string text = option_value(command, i, argc, argv);
+  try {
+    std::size_t used = 0;
+    const T v = parse(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw aoti_cuda::Error(aoti_cuda::ErrorCode::kInvalidArgument,
+                         std::string(command) + ": " + option + " needs " + what + ", got '" + text + "'");
+}
+}  // namespace
+
+long long int_option(const char* command, int& i, int argc, char** argv) {
+  return parse_option<long long>(command, i, argc, argv,
+                                 [](const std::string& t, std::size_t* n) { return std::stoll(t, n); }, "a whole number");
+}
+
+double double_option(const char* command, int& i, int argc, char** argv) {
+  return parse_option<double>(command, i, argc, argv, [](const std::string& t, std::size_t* n) { return std::stod(t, n); },
+                              "a number");
+}
+
+int take_program_arg(const char* command, const std::string& arg, std::string& program, const char* help) {
+  if (!arg.empty() && arg[0] == '-') {
+    std::fprintf(stderr, "aoti_cuda %s: unknown option '%s'\n\n%s", command, arg.c_str(), help);
+    return 2;
+  }
+  if (!program.empty()) {
+    std::fprintf(stderr, "aoti_cuda %s: more than one program given ('%s' and '%s')\n", command, program.c_str(),
+                 arg.c_str());
+    return 2;
+  }
+  program = arg;
+  return 0;
+}
+
 void terminal_progress(const aoti_cuda::LoadProgress& p) {
   std::fprintf(stderr, "\r\033[K%s%s%s %zu/%zu", p.phase.c_str(), p.method.empty() ? "" : " ", p.method.c_str(), p.done,
                p.total);

@@ -15,6 +15,20 @@ int cmd_devices(int argc, char** argv);
 
 namespace aoti_cuda_cli {
 
+/// The value of the option at argv[i] (advancing i past it). Throws
+/// aoti_cuda::Error(kInvalidArgument) "<command>: <option> needs a value".
+std::string option_value(const char* command, int& i, int argc, char** argv);
+
+/// option_value() parsed as a whole number / a number; a malformed value
+/// throws Error(kInvalidArgument) naming the option and the text.
+long long int_option(const char* command, int& i, int argc, char** argv);
+double double_option(const char* command, int& i, int argc, char** argv);
+
+/// For an argument that is no known option: takes it as the program path if
+/// none was given yet (returns 0); otherwise prints a usage error naming it and
+/// returns 2 (the exit status).
+int take_program_arg(const char* command, const std::string& arg, std::string& program, const char* help);
+
 /// Load-progress printer for interactive terminals (writes one updating line to stderr).
 void terminal_progress(const aoti_cuda::LoadProgress& p);
 

@@ -53,33 +53,23 @@ int cmd_bench(int argc, char** argv) {
   int runs = 100, warmup = 10, loads = 3;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* name) -> std::string {
-      if (i + 1 >= argc) throw aoti_cuda::Error(aoti_cuda::ErrorCode::kInvalidArgument, std::string(name) + " needs a value");
-      return argv[++i];
-    };
     if (a == "-h" || a == "--help") {
       std::fputs(kBenchHelp, stdout);
       return 0;
     } else if (a == "--data") {
-      load.data_files.push_back(value("--data"));
+      load.data_files.push_back(aoti_cuda_cli::option_value("bench", i, argc, argv));
     } else if (a == "--method") {
-      method = value("--method");
+      method = aoti_cuda_cli::option_value("bench", i, argc, argv);
     } else if (a == "--runs") {
-      runs = std::max(1, std::stoi(value("--runs")));
+      runs = std::max(1, static_cast<int>(aoti_cuda_cli::int_option("bench", i, argc, argv)));
     } else if (a == "--warmup") {
-      warmup = std::max(0, std::stoi(value("--warmup")));
+      warmup = std::max(0, static_cast<int>(aoti_cuda_cli::int_option("bench", i, argc, argv)));
     } else if (a == "--loads") {
-      loads = std::max(1, std::stoi(value("--loads")));
+      loads = std::max(1, static_cast<int>(aoti_cuda_cli::int_option("bench", i, argc, argv)));
     } else if (a == "--device") {
-      load.device = aoti_cuda::Device::cuda(std::stoi(value("--device")));
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "aoti_cuda bench: unknown option '%s'\n%s", a.c_str(), kBenchHelp);
-      return 2;
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      std::fprintf(stderr, "aoti_cuda bench: unexpected argument '%s'\n", a.c_str());
-      return 2;
+      load.device = aoti_cuda::Device::cuda(static_cast<int>(aoti_cuda_cli::int_option("bench", i, argc, argv)));
+    } else if (const int rc = aoti_cuda_cli::take_program_arg("bench", a, model, kBenchHelp)) {
+      return rc;
     }
   }
   if (model.empty()) {

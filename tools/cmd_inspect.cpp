@@ -11,7 +11,6 @@
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/program.hpp"
 #include "cli.hpp"
-#include "sha256.hpp"
 
 namespace {
 
@@ -94,7 +93,7 @@ struct SoFacts {
 SoFacts so_facts(aoti_cuda::ByteView so) {
   SoFacts f;
   if (so.data == nullptr) return f;
-  f.sha256 = aoti_cuda_cli::sha256_hex(so.data, so.size);
+  f.sha256 = aoti_cuda::sha256_hex(so);
   f.kernels = aoti_cuda::inspect_cuda_kernels(so);
   try {
     f.elf = aoti_cuda::inspect_elf(so);
@@ -141,19 +140,9 @@ int cmd_inspect(int argc, char** argv) {
     } else if (a == "--json") {
       json = true;
     } else if (a == "--data") {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "aoti_cuda inspect: --data needs a file\n");
-        return 2;
-      }
-      opts.data_files.push_back(argv[++i]);
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "aoti_cuda inspect: unknown option %s\n\n%s", a.c_str(), kInspectHelp);
-      return 2;
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      std::fprintf(stderr, "aoti_cuda inspect: more than one program given (%s)\n", a.c_str());
-      return 2;
+      opts.data_files.push_back(aoti_cuda_cli::option_value("inspect", i, argc, argv));
+    } else if (const int rc = aoti_cuda_cli::take_program_arg("inspect", a, model, kInspectHelp)) {
+      return rc;
     }
   }
   if (model.empty()) {

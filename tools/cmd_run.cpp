@@ -58,41 +58,31 @@ int cmd_run(int argc, char** argv) {
   double atol = 1e-3, rtol = 1e-3;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* name) -> std::string {
-      if (i + 1 >= argc) throw aoti_cuda::Error(aoti_cuda::ErrorCode::kInvalidArgument, std::string(name) + " needs a value");
-      return argv[++i];
-    };
     if (a == "-h" || a == "--help") {
       std::fputs(kRunHelp, stdout);
       return 0;
     } else if (a == "--data") {
-      load.data_files.push_back(value("--data"));
+      load.data_files.push_back(aoti_cuda_cli::option_value("run", i, argc, argv));
     } else if (a == "--method") {
-      method = value("--method");
+      method = aoti_cuda_cli::option_value("run", i, argc, argv);
     } else if (a == "--input") {
-      inputs.push_back(value("--input"));
+      inputs.push_back(aoti_cuda_cli::option_value("run", i, argc, argv));
     } else if (a == "--expect") {
-      expects.push_back(value("--expect"));
+      expects.push_back(aoti_cuda_cli::option_value("run", i, argc, argv));
     } else if (a == "--output") {
-      output_dir = value("--output");
+      output_dir = aoti_cuda_cli::option_value("run", i, argc, argv);
     } else if (a == "--atol") {
-      atol = std::stod(value("--atol"));
+      atol = aoti_cuda_cli::double_option("run", i, argc, argv);
     } else if (a == "--rtol") {
-      rtol = std::stod(value("--rtol"));
+      rtol = aoti_cuda_cli::double_option("run", i, argc, argv);
     } else if (a == "--device") {
-      load.device = aoti_cuda::Device::cuda(std::stoi(value("--device")));
+      load.device = aoti_cuda::Device::cuda(static_cast<int>(aoti_cuda_cli::int_option("run", i, argc, argv)));
     } else if (a == "--random") {
       random = true;
     } else if (a == "--device-io") {
       device_io = true;
-    } else if (!a.empty() && a[0] == '-') {
-      std::fprintf(stderr, "aoti_cuda run: unknown option '%s'\n%s", a.c_str(), kRunHelp);
-      return 2;
-    } else if (model.empty()) {
-      model = a;
-    } else {
-      std::fprintf(stderr, "aoti_cuda run: unexpected argument '%s'\n", a.c_str());
-      return 2;
+    } else if (const int rc = aoti_cuda_cli::take_program_arg("run", a, model, kRunHelp)) {
+      return rc;
     }
   }
   if (model.empty()) {

@@ -145,6 +145,10 @@ struct AOTI_CUDA_API CudaKernelInfo {
 /// on malformed content: damaged fat binaries are skipped.
 AOTI_CUDA_API CudaKernelInfo inspect_cuda_kernels(ByteView so_bytes);
 
+/// Lowercase hex SHA-256 of `bytes`: the digest LoadOptions::allowed_so_sha256
+/// pins (e.g. of DelegateSpec::so). Costs about 4 ms per MB.
+AOTI_CUDA_API std::string sha256_hex(ByteView bytes);
+
 /// Reads ELF facts from bytes. Throws Error(kInvalidProgram) naming the
 /// failed check when the bytes are not a well-formed ELF file.
 AOTI_CUDA_API ElfInfo inspect_elf(ByteView bytes);

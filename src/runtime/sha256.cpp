@@ -1,5 +1,7 @@
 #include "runtime/sha256.hpp"
 
+#include "aoti_cuda/program.hpp"
+
 #include <cstring>
 
 namespace aoti_cuda::runtime {
@@ -78,3 +80,9 @@ std::string sha256_hex(const std::uint8_t* data, std::size_t size) {
 }
 
 }  // namespace aoti_cuda::runtime
+
+namespace aoti_cuda {
+
+std::string sha256_hex(ByteView bytes) { return runtime::sha256_hex(bytes.data, bytes.size); }
+
+}  // namespace aoti_cuda

@@ -13,3 +13,16 @@ if(TARGET aoti_cuda_cli)
   add_test(NAME cli_inspect_missing_data COMMAND sh -c
     "out=$($<TARGET_FILE:aoti_cuda_cli> inspect ${_fx}/mlp/mlp.pte --data /nonexistent.ptd 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 1 ] && echo \"$out\" | grep -q 'not_found.*/nonexistent.ptd'")
 endif()
+
+# Usage errors of run/bench: exit status 2 for unknown options, 1 with the
+# option named for malformed values; `run` on a not-runnable program names the op.
+if(TARGET aoti_cuda_cli)
+  add_test(NAME cli_run_unknown_option COMMAND sh -c
+    "$<TARGET_FILE:aoti_cuda_cli> run ${_fx}/mlp/mlp.pte --bogus >/dev/null 2>&1; [ $? -eq 2 ]")
+  add_test(NAME cli_bench_bad_number COMMAND sh -c
+    "out=$($<TARGET_FILE:aoti_cuda_cli> bench ${_fx}/mlp/mlp.pte --runs abc 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 1 ] && echo \"$out\" | grep -q -- \"--runs needs a whole number, got 'abc'\"")
+  add_test(NAME cli_run_not_runnable COMMAND sh -c
+    "out=$($<TARGET_FILE:aoti_cuda_cli> run ${_fx}/partial/partial.pte --random 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 1 ] && echo \"$out\" | grep -q 'aten::sigmoid.out'")
+  add_test(NAME cli_devices COMMAND sh -c
+    "out=$($<TARGET_FILE:aoti_cuda_cli> devices 2>&1); echo \"$out\"; echo \"$out\" | grep -Eq 'device\\(s\\)|no usable CUDA device'")
+endif()
