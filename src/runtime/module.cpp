@@ -365,6 +365,17 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
       auto t0 = Clock::now();
       d->library = runtime::ModelLibrary::load(ds.so, d->label, opts.allowed_so_sha256);
       timings.library_ms += ms_since(t0);
+      // Refuse a GPU the embedded kernels cannot run on now, not at the first
+      // kernel launch: no SASS for this SM and no PTX old enough to JIT.
+      if (device.is_cuda() && gpu_sm > 0) {
+        const CudaKernelInfo& k = d->library->kernels();
+        if (k.fatbins > 0 && !k.runs_on(gpu_sm)) {
+          throw Error(ErrorCode::kUnsupported, d->label + ": the embedded GPU kernels were built for " + k.describe() +
+                                                   "; " + device.str() + " is sm_" + std::to_string(gpu_sm) +
+                                                   " and can run none of them (re-export the program on this GPU"
+                                                   " generation)");
+        }
+      }
       progress("library", ms->name, done + 1, total);
       const runtime::ContainerApi& api = d->library->api();
 
