@@ -310,7 +310,11 @@ def _attention_block(dim=64, heads=4, hidden=256):
 
         def forward(self, x):
             b, t, c = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(c, dim=-1)
+            # Slices, not .split(): the edge dialect turns split into
+            # aten::split_copy, a fallback kernel ExecuTorch 1.2's CUDA backend
+            # does not allow (seen on the H200: "missing fallback kernels").
+            qkv = self.qkv(self.ln1(x))
+            q, k, v = qkv[..., :c], qkv[..., c : 2 * c], qkv[..., 2 * c :]
             q = q.reshape(b, t, self.heads, c // self.heads).transpose(1, 2)
             k = k.reshape(b, t, self.heads, c // self.heads).transpose(1, 2)
             v = v.reshape(b, t, self.heads, c // self.heads).transpose(1, 2)
