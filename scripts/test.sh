@@ -1,30 +1,54 @@
 #!/usr/bin/env bash
 # Runs every test: the CPU suites (reader, shim, Module through a fake model
-# library), the GPU suites (skipped with a visible message when no GPU is
-# present), the same CPU suites under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and an install + find_package(aoti_cuda) consumer build.
+# library, CLI), the GPU suites (skipped with a visible message when no GPU is
+# present), an install + find_package(aoti_cuda) consumer build, the CPU suites
+# again under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer,
+# and the exporter's pure-Python self-test over the fixtures.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 "$ROOT/scripts/setup-deps.sh"
 
-status=0
+passed=0
+failed=0
+# run_ctest <build-dir> [ctest args...]: runs ctest and adds its counts to the totals.
+run_ctest() {
+  local dir="$1"; shift
+  local log
+  log="$(mktemp)"
+  (cd "$dir" && ctest --output-on-failure "$@") 2>&1 | tee "$log" || true
+  local line total bad
+  line="$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)"
+  if [[ -z "$line" ]]; then
+    echo "ctest in $dir did not report a summary"; failed=$((failed + 1))
+  else
+    total="$(sed -E 's/.* out of ([0-9]+).*/\1/' <<<"$line")"
+    bad="$(sed -E 's/.*, ([0-9]+) tests? failed.*/\1/' <<<"$line")"
+    passed=$((passed + total - bad)); failed=$((failed + bad))
+  fi
+  rm -f "$log"
+}
 
-echo "== [1/2] build + test (${BUILD_TYPE:-RelWithDebInfo})"
+echo "== [1/3] build + test (${BUILD_TYPE:-RelWithDebInfo})"
 BUILD="$ROOT/build"
 configure "$BUILD"
 cmake --build "$BUILD" -j "$JOBS"
-(cd "$BUILD" && ctest --output-on-failure) || status=1
+run_ctest "$BUILD"
 
 echo
-echo "== [2/2] build + CPU tests under ASan + UBSan"
+echo "== [2/3] build + CPU tests under ASan + UBSan + LSan"
 ASAN_BUILD="$ROOT/build-asan"
 BUILD_TYPE=Debug configure "$ASAN_BUILD" -DAOTI_CUDA_SANITIZE=ON -DAOTI_CUDA_BUILD_BENCH=OFF
 cmake --build "$ASAN_BUILD" -j "$JOBS" --target aoti_cuda_unit_tests
-(cd "$ASAN_BUILD" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-   ctest --output-on-failure -R '^unit$') || status=1
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_ctest "$ASAN_BUILD" -R '^unit$'
 
 echo
-echo "== exporter self-test (fixture manifests and imports re-derived from the programs)"
-python3 "$ROOT/tools/export/export_models.py" --self-test "$ROOT/tests/fixtures" || status=1
+echo "== [3/3] exporter self-test (fixture manifests and imports re-derived from the programs)"
+if python3 "$ROOT/tools/export/export_models.py" --self-test "$ROOT/tests/fixtures"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
 
-exit $status
+echo
+echo "aoti_cuda: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
