@@ -152,6 +152,7 @@ void copy_bytes(void* dst, const void* src, std::size_t n, void* stream) {
 using runtime::check_cuda;
 
 int64_t Tensor::numel() const noexcept {
+  if (!defined_) return 0;  // an empty shape means 0-d (one element) only for a defined tensor
   int64_t n = 1;
   for (int64_t s : shape_) n *= s;
   return n;

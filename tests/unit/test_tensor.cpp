@@ -31,6 +31,8 @@ ErrorCode error_code(Fn&& fn) {
 TEST_CASE("tensor: empty host tensors are aligned, contiguous and sized") {
   Tensor undefined;
   CHECK_FALSE(undefined.defined());
+  CHECK(undefined.numel() == 0);  // not 1 like a 0-d tensor: there is no element
+  CHECK(undefined.nbytes() == 0);
   Tensor t = Tensor::empty({2, 3, 5}, DType::kBFloat16);
   CHECK(t.defined());
   CHECK(t.device().is_cpu());
