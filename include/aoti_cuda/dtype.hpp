@@ -12,6 +12,8 @@
 
 namespace aoti_cuda {
 
+/// Element type of a tensor. Values are stable (c10::ScalarType codes); not
+/// every type can be computed on, but every one can be stored and copied.
 enum class DType : int8_t {
   kUInt8 = 0,
   kInt8 = 1,
@@ -110,7 +112,8 @@ constexpr const char* dtype_name(DType t) noexcept { return dtype_name(static_ca
 /// Where tensor memory lives.
 enum class DeviceType : int8_t { kCPU = 0, kCUDA = 1 };
 
-/// A device: CPU, or CUDA with an ordinal.
+/// A device: CPU, or CUDA with an ordinal. A plain value type. Two CPU
+/// devices compare equal whatever their index.
 struct Device {
   DeviceType type = DeviceType::kCPU;
   int index = 0;
@@ -123,6 +126,7 @@ struct Device {
     return a.type == b.type && (a.type == DeviceType::kCPU || a.index == b.index);
   }
   friend constexpr bool operator!=(Device a, Device b) noexcept { return !(a == b); }
+  /// "cpu" or "cuda:N".
   std::string str() const { return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(index); }
 };
 

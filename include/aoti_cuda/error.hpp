@@ -46,7 +46,8 @@ inline const char* to_string(ErrorCode code) noexcept {
   return "unknown";
 }
 
-/// The exception thrown by every aoti_cuda C++ API call.
+/// The exception thrown by every aoti_cuda C++ API call. Like any exception
+/// object it is an immutable value: safe to copy and to read from any thread.
 ///
 /// Exported with default visibility so that its type_info is shared between
 /// libaoti_cuda.so and the application (catch-by-type works across the .so

@@ -11,8 +11,15 @@
 // All ByteView results point into the mapped files and stay valid as long as
 // the Program (or a Module created from it) lives.
 //
-// Thread-compatibility: a Program is immutable after construction; const
-// methods may be called concurrently.
+// Errors: open()/from_memory() throw aoti_cuda::Error — kInvalidProgram for a
+// failed format or consistency check (naming the file, offset/field and the
+// check), kNotFound for a missing file or (with require_data) a missing blob,
+// kIo when a file cannot be read or mapped, kInvalidArgument for null byte
+// ranges. method() throws kNotFound. Nothing else throws.
+//
+// Thread-safety: a Program is immutable after construction; all const member
+// functions may be called concurrently. It is move-only; a moved-from Program
+// may only be assigned to or destroyed.
 #pragma once
 
 #include <cstddef>
@@ -28,7 +35,7 @@
 
 namespace aoti_cuda {
 
-/// A read-only byte range.
+/// A read-only byte range; does not own the bytes.
 struct ByteView {
   const std::uint8_t* data = nullptr;
   std::size_t size = 0;
@@ -41,8 +48,11 @@ enum class ExporterGeneration {
   kMethodKeys,  ///< ExecuTorch 1.1-1.3: "<method>_so_blob" (.pte) + "<method>_weights_blob" (.ptd)
   kHashKeys,    ///< ExecuTorch 1.4+: "<so_key>\n<weights_key>" in the delegate payload (sha256 keys)
 };
+/// Human-readable description, e.g. "executorch-1.4+ (sha256 keys in the delegate payload)".
 AOTI_CUDA_API const char* to_string(ExporterGeneration g) noexcept;
 
+/// Type of an entry of a method's value table (ExecuTorch EValue kinds;
+/// kList covers every list type).
 enum class ValueKind { kNone, kTensor, kInt, kDouble, kBool, kString, kList };
 
 /// Shape and type of a tensor value as stored in the program.
@@ -110,8 +120,8 @@ struct MethodSpec {
 /// One named-data entry (.pte or .ptd).
 struct NamedDataInfo {
   std::string key;
-  std::size_t size = 0;
-  std::string file;
+  std::size_t size = 0;  ///< bytes
+  std::string file;      ///< file (or from_memory label) that holds it
 };
 
 /// Facts read from an ELF shared object without loading it.
@@ -153,6 +163,7 @@ AOTI_CUDA_API std::string sha256_hex(ByteView bytes);
 /// failed check when the bytes are not a well-formed ELF file.
 AOTI_CUDA_API ElfInfo inspect_elf(ByteView bytes);
 
+/// How Program::open finds and checks data files.
 struct ProgramOptions {
   /// Explicit .ptd files. Empty: use "aoti_cuda_blob.ptd" beside the .pte when it exists.
   std::vector<std::string> data_files;
@@ -163,12 +174,15 @@ struct ProgramOptions {
 
 class AOTI_CUDA_API Program {
  public:
-  /// Maps and validates `pte_path` and its data files. Throws Error on any
-  /// failed check (kInvalidProgram / kNotFound / kIo) with file, offset and field.
+  /// Maps and validates `pte_path` and its data files (read-only mappings,
+  /// kept until the Program is destroyed). Throws Error on any failed check
+  /// (kInvalidProgram / kNotFound / kIo) with file, offset and field.
   static Program open(const std::string& pte_path, const ProgramOptions& options = {});
 
-  /// Validates caller-owned bytes (borrowed: they must outlive the Program and
-  /// every Module created from it). `label` names the program in messages.
+  /// Validates caller-owned bytes (borrowed: they must stay alive and
+  /// unchanged as long as the Program and every Module created from it).
+  /// `label` stands for the file name in messages and pte_path(); data files
+  /// are named "<label>.ptd[i]". `require_data` as in ProgramOptions.
   static Program from_memory(ByteView pte, const std::vector<ByteView>& data_files,
                              const std::string& label = "<memory>", bool require_data = true);
 
@@ -176,16 +190,22 @@ class AOTI_CUDA_API Program {
   Program& operator=(Program&&) noexcept;
   ~Program();
 
+  /// Every method of the program, runnable or not, in program order.
   const std::vector<MethodSpec>& methods() const noexcept;
   std::vector<std::string> method_names() const;
-  /// Throws Error(kNotFound) listing the valid names.
+  /// The method called `name`. Throws Error(kNotFound) listing the valid names.
   const MethodSpec& method(std::string_view name) const;
 
-  /// Named-data lookup across the .pte and the .ptd file(s) (keys are unique across them).
+  /// Named-data lookup across the .pte and the .ptd file(s) (opening fails
+  /// with kInvalidProgram when a key appears twice). nullopt when absent.
   std::optional<ByteView> named_data(std::string_view key) const;
+  /// Every named-data entry: the .pte's first, then each data file's.
   std::vector<NamedDataInfo> named_data_entries() const;
 
+  /// The path given to open() (or the from_memory label).
   const std::string& pte_path() const noexcept;
+  /// The data files in use: the given ones, or the default .ptd when it
+  /// exists (from_memory: their labels).
   const std::vector<std::string>& data_paths() const noexcept;
 
  private:

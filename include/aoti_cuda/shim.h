@@ -104,7 +104,12 @@ AOTI_CUDA_SHIM_API int32_t aoti_torch_memory_format_channels_last_3d(void);
 /* Bytes per element of a dtype code; 0 for an unknown code. */
 AOTI_CUDA_SHIM_API size_t aoti_torch_dtype_element_size(int32_t dtype);
 
-/* ---- Tensor accessors (handle borrowed; returned arrays live as long as the handle) */
+/* ---- Tensor accessors ------------------------------------------------------
+ * The handle is borrowed; ret_* must not be null. Arrays returned by
+ * get_sizes/get_strides live as long as the handle and are not to be
+ * modified. get_size/get_stride accept negative dimensions (PyTorch style).
+ * Sizes are in elements except get_storage_size (bytes). get_layout is
+ * always strided. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret_size);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_storage_numel(AtenTensorHandle tensor, int64_t* ret_numel);
@@ -122,10 +127,20 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret_is_contiguous);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, bool* ret_is_defined);
 
-/* ---- Creation and lifetime (every ret is a new owning handle) ------------ */
+/* ---- Creation and lifetime ----------------------------------------------------
+ * Every ret is a new owning handle that the caller releases with
+ * aoti_torch_delete_tensor_object; on failure *ret is set to NULL. Sizes and
+ * strides are in elements; strides_ptr NULL means contiguous (except for as_strided). device_type /
+ * dtype are c10 codes (see the enum getters). */
+/* Drops one reference to the storage and frees the handle; NULL fails. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
+/* A second handle on the same storage and metadata. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle, AtenTensorHandle* new_handle);
+/* An undefined tensor (aoti_torch_is_defined gives false), e.g. an output slot. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_new_uninitialized_tensor(AtenTensorHandle* ret);
+/* Uninitialized owned memory: CUDA from the stream-ordered pool (see top),
+ * host 64-byte aligned; the _pinned variant page-locks host memory when it
+ * can (falling back to pageable memory). */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_empty_strided(int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
                                                            int32_t dtype, int32_t device_type, int32_t device_index,
                                                            AtenTensorHandle* ret_new_tensor);
@@ -133,6 +148,8 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_empty_strided_pinned(int64_t ndim, 
                                                                   const int64_t* strides_ptr, int32_t dtype,
                                                                   int32_t device_type, int32_t device_index,
                                                                   AtenTensorHandle* ret_new_tensor);
+/* Borrowed memory (never freed by the shim); storage_offset in elements.
+ * _v2 accepts only the strided layout and ignores opaque metadata. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_create_tensor_from_blob(void* data, int64_t ndim, const int64_t* sizes_ptr,
                                                                      const int64_t* strides_ptr, int64_t storage_offset,
                                                                      int32_t dtype, int32_t device_type,
@@ -141,6 +158,7 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_create_tensor_from_blob_v2(
     void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
     int32_t dtype, int32_t device_type, int32_t device_index, AtenTensorHandle* ret, int32_t layout,
     const uint8_t* opaque_metadata, int64_t opaque_metadata_size);
+/* A view of self's storage starting offset_bytes into it, with a new dtype. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset_bytes, int32_t dtype,
                                                               int64_t ndim, const int64_t* sizes_ptr,
                                                               const int64_t* strides_ptr, AtenTensorHandle* ret_new_tensor);
@@ -148,18 +166,31 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle s
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndim,
                                                                  const int64_t* sizes_ptr, const int64_t* strides_ptr,
                                                                  int64_t storage_offset, AtenTensorHandle* ret_new_tensor);
+/* A view of self's storage: self's dim and storage offset, the given sizes and
+ * strides (strides required here); fails if it would reach outside the storage. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes_ptr,
                                                         const int64_t* strides_ptr, AtenTensorHandle* ret);
+/* dst becomes an alias of src (same storage and metadata); both stay owned
+ * by their callers. _out returns the alias as a new handle. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_assign_tensors(AtenTensorHandle src, AtenTensorHandle dst);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src, AtenTensorHandle* ret_dst);
+/* New owned copies on self's device: clone keeps a dense layout's strides
+ * (else row-major); clone_preserve_strides keeps self's strides exactly. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTensorHandle* ret);
+/* Element copies into self/dst, in any direction between host and CUDA, with
+ * src broadcast to the destination's sizes and dtype conversion. Copies
+ * touching host memory complete before return unless non_blocking and the
+ * host side is shim-allocated pinned memory. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_tensor_copy_(AtenTensorHandle src, AtenTensorHandle dst);
+/* Sets every element of self to zero. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_zero_(AtenTensorHandle self);
 
 /* ---- Scalars -------------------------------------------------------------- */
-/* float16/bfloat16 values are passed as their 16-bit patterns (c10::Half / c10::BFloat16 layout). */
+/* item_*: the single element of a one-element tensor (host or CUDA; waits for
+ * the copy), converted to the requested type. float16/bfloat16 values are
+ * passed as their 16-bit patterns (c10::Half / c10::BFloat16 layout). */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_float16(AtenTensorHandle tensor, uint16_t* ret_value);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_bfloat16(AtenTensorHandle tensor, uint16_t* ret_value);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_item_float32(AtenTensorHandle tensor, float* ret_value);
@@ -190,6 +221,7 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_int64(int64_t valu
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_scalar_to_tensor_bool(bool value, AtenTensorHandle* ret_new_tensor);
 
 /* ---- Grad mode, diagnostics ---------------------------------------------- */
+/* Per-thread flag, stored and reported only: nothing here computes gradients. */
 AOTI_CUDA_SHIM_API bool aoti_torch_grad_mode_is_enabled(void);
 AOTI_CUDA_SHIM_API void aoti_torch_grad_mode_set_enabled(bool enabled);
 /* Logs a warning (to stderr unless AOTI_CUDA_QUIET is set) and records it. */
@@ -197,10 +229,18 @@ AOTI_CUDA_SHIM_API void aoti_torch_warn(const char* func, const char* file, uint
 /* On a false condition: records the message and throws std::runtime_error,
  * which the model library catches and turns into a failed Run. */
 AOTI_CUDA_SHIM_API void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line, const char* msg);
+/* Fails (naming tensor_name) when a floating-point tensor holds a NaN or an
+ * infinity; integer tensors always pass. Copies CUDA data to the host. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_check_inf_and_nan(const char* tensor_name, AtenTensorHandle tensor);
+/* Debug print of metadata and the first values to stderr; never fails. */
 AOTI_CUDA_SHIM_API void aoti_torch_print_tensor_handle(AtenTensorHandle self, const char* msg);
 
-/* ---- CUDA: device and stream guards, current stream ---------------------- */
+/* ---- CUDA: device and stream guards, current stream ----------------------
+ * A device guard makes device_index current and restores the previous device
+ * when deleted; a stream guard also installs `stream` as the thread's current
+ * stream for that device and restores the previous one. device_index -1 means
+ * the current device. Guards are per thread: delete them on the thread that
+ * created them, innermost first. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandle* ret_guard);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_guard_set_index(CUDAGuardHandle guard, int32_t device_index);
@@ -209,6 +249,8 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_create_cuda_stream_guard(void* stre
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard);
 /* Writes the calling thread's current cudaStream_t for the device (-1 = current device). */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
+/* Untyped device memory on the current device, stream-ordered on its current
+ * stream (nbytes 0 gives NULL); raw_delete frees only pointers raw_alloc returned. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint64_t nbytes, void** ret_ptr);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
 
@@ -222,10 +264,12 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_proxy_executor_call_function(AOTIPr
 /* ---- aoti_cuda extensions (not part of PyTorch's shim) ------------------- */
 /* Message of the last failed shim call on this thread ("" if none). Valid until the next shim call on this thread. */
 AOTI_CUDA_SHIM_API const char* aoti_cuda_shim_last_error(void);
+/* Resets this thread's last error to "". */
 AOTI_CUDA_SHIM_API void aoti_cuda_shim_clear_error(void);
 /* Number of live tensor handles in the process (for leak checks). */
 AOTI_CUDA_SHIM_API int64_t aoti_cuda_shim_live_handles(void);
-/* Sets the calling thread's current stream for a device without a guard; returns the previous one. */
+/* Sets the calling thread's current stream for a device (-1 = current device)
+ * without a guard; writes the previous one to *ret_previous unless it is NULL. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_cuda_shim_set_current_stream(int32_t device_index, void* stream, void** ret_previous);
 
 #ifdef __cplusplus
