@@ -15,10 +15,12 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  inspect MODEL.pte [--data F.ptd ...] [--json]   describe a program without running it\n"
-    "  run MODEL.pte [options]                         run one method (see `aoti_cuda run --help`)\n"
+    "  run MODEL.pte [options]                         run one method\n"
     "  bench MODEL.pte [options]                       load and latency benchmark\n"
     "  devices                                         list CUDA devices, or say why none is usable\n"
-    "  --help, --version\n";
+    "  --help, --version\n"
+    "\n"
+    "`aoti_cuda <command> --help` lists the options of a command.\n";
 
 }  // namespace
 

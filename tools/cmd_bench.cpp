@@ -24,7 +24,7 @@ const char* kBenchHelp =
     "I/O (inputs and outputs stay on the GPU).\n"
     "\n"
     "options:\n"
-    "  --data FILE.ptd   data file (repeatable)\n"
+    "  --data FILE.ptd   data file (repeatable; default: aoti_cuda_blob.ptd beside the .pte)\n"
     "  --method NAME     method (default: forward, or the only method)\n"
     "  --runs N          timed runs per mode (default 100)\n"
     "  --warmup N        untimed runs before timing (default 10)\n"

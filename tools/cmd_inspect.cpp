@@ -18,8 +18,14 @@ const char* kInspectHelp =
     "usage: aoti_cuda inspect MODEL.pte [--data FILE.ptd ...] [--json]\n"
     "\n"
     "Validates MODEL.pte (and aoti_cuda_blob.ptd beside it, or the --data files) and\n"
-    "describes its methods, plans, CUDA delegates, blobs and embedded model libraries.\n"
-    "Nothing is loaded or executed. Exit status 1 when the files fail validation.\n";
+    "describes its methods, plans, CUDA delegates, blobs and embedded model libraries\n"
+    "(ELF facts, imports, GPU architectures, SHA-256 for LoadOptions::allowed_so_sha256).\n"
+    "Nothing is loaded or executed. Exit status 1 when the files fail validation.\n"
+    "\n"
+    "options:\n"
+    "  --data FILE.ptd   data file (repeatable; default: aoti_cuda_blob.ptd beside the .pte)\n"
+    "  --json            print one JSON document instead of text\n"
+    "  -h, --help        this help\n";
 
 std::string shape_str(const aoti_cuda::ValueSpec& v) {
   switch (v.kind) {

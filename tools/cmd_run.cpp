@@ -15,8 +15,9 @@ namespace {
 const char* kRunHelp =
     "usage: aoti_cuda run MODEL.pte [options]\n"
     "\n"
-    "Loads MODEL.pte (and aoti_cuda_blob.ptd beside it), runs one method and prints\n"
-    "each output's dtype, shape and summary statistics.\n"
+    "Loads MODEL.pte (and aoti_cuda_blob.ptd beside it, or the --data files), runs one\n"
+    "method and prints each output's dtype, shape and summary statistics. Exit status\n"
+    "1 on an error or an --expect mismatch, 2 for an unknown option.\n"
     "\n"
     "options:\n"
     "  --data FILE.ptd      data file (repeatable; default: aoti_cuda_blob.ptd beside the .pte)\n"
@@ -30,7 +31,7 @@ const char* kRunHelp =
     "  --expect FILE        expected output, in order (repeatable; raw .bin); exit 1 on mismatch\n"
     "  --atol X, --rtol X   tolerances for --expect (default 1e-3 each)\n"
     "  --device N           CUDA device ordinal (default 0)\n"
-    "  --device-io          pass inputs in device memory and keep outputs on the device\n"
+    "  --device-io          pass inputs in device memory (outputs are still copied to the host)\n"
     "  -h, --help           this help\n";
 
 void print_summary(size_t i, const aoti_cuda::Tensor& t) {
