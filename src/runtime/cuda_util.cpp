@@ -41,7 +41,7 @@ DeviceGuard::DeviceGuard(int device) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (changed_) (void)cudaSetDevice(previous_);
+  if (changed_ && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
 }
 
 int sm_version(int device) {

@@ -15,6 +15,7 @@
 
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/memory.hpp"
+#include "runtime/cuda_util.hpp"
 #include "shim/error_state.hpp"
 #include "shim/tensor_object.hpp"
 
@@ -47,22 +48,6 @@ std::string cuda_error_text(cudaError_t err) {
   const char* name = cudaGetErrorName(err);
   const char* text = cudaGetErrorString(err);
   return std::string(name ? name : "cudaError?") + " (" + (text ? text : "?") + ")";
-}
-
-ErrorCode classify(cudaError_t err) {
-  switch (err) {
-    case cudaErrorNoDevice:
-    case cudaErrorInsufficientDriver:
-    case cudaErrorInvalidDevice:
-    case cudaErrorDevicesUnavailable:
-    case cudaErrorSystemDriverMismatch:
-    case cudaErrorCompatNotSupportedOnDevice:
-      return ErrorCode::kNoDevice;
-    case cudaErrorMemoryAllocation:
-      return ErrorCode::kOutOfMemory;
-    default:
-      return ErrorCode::kCuda;
-  }
 }
 
 // Sets the release threshold of the device's current pool once, so memory
@@ -98,9 +83,9 @@ void check_device(int device) {
 }  // namespace
 
 [[noreturn]] void throw_cuda_error(int cuda_error, const std::string& what) {
-  auto err = static_cast<cudaError_t>(cuda_error);
-  (void)cudaGetLastError();  // do not leave our failure for the model's next cudaGetLastError()
-  throw Error(classify(err), what + " failed: " + cuda_error_text(err));
+  // One classification for the whole library (also resets cudart's last
+  // error, so the model's next cudaGetLastError() does not see our failure).
+  throw runtime::cuda_error(static_cast<cudaError_t>(cuda_error), what);
 }
 
 int resolve_cuda_device(int32_t device_index) {
@@ -125,21 +110,6 @@ void* exchange_current_stream(int device, void* stream) {
   void* previous = slot;
   slot = stream;
   return previous;
-}
-
-DeviceSwitch::DeviceSwitch(int device) {
-  int current = -1;
-  cudaError_t err = cudaGetDevice(&current);
-  if (err != cudaSuccess) throw_cuda_error(err, "cudaGetDevice");
-  if (current != device) {
-    err = cudaSetDevice(device);
-    if (err != cudaSuccess) throw_cuda_error(err, "cudaSetDevice(" + std::to_string(device) + ")");
-    previous_ = current;
-  }
-}
-
-DeviceSwitch::~DeviceSwitch() {
-  if (previous_ >= 0 && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
 }
 
 void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
@@ -169,7 +139,7 @@ void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
       throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + where + " (" + cuda_error_text(err) + "; " +
                                                std::to_string(in_use) + " bytes in use by aoti_cuda on this device)");
     }
-    throw Error(classify(err), "cudaMallocAsync of " + where + " failed: " + cuda_error_text(err));
+    throw_cuda_error(err, "cudaMallocAsync of " + where);
   }
   std::lock_guard<std::mutex> lock(s.mutex);
   dev.bytes_in_use += nbytes;

@@ -1,5 +1,5 @@
-// aoti_cuda shim — memory, devices and current streams (private; used by the
-// shim and by the runtime's Module code).
+// aoti_cuda shim — memory, devices and current streams (private to the shim;
+// the Module reaches it only through shim.h and memory.hpp).
 //
 // Policies (documented here because the Module depends on them):
 //   * Current stream: each thread has its own table device -> cudaStream_t.
@@ -33,6 +33,7 @@
 #include <string>
 
 #include "aoti_cuda/shim.h"
+#include "runtime/cuda_util.hpp"
 
 namespace aoti_cuda {
 namespace shim {
@@ -53,20 +54,11 @@ void* exchange_current_stream(int device, void* stream);
 
 /// RAII: makes `device` the calling thread's current CUDA device (only calls
 /// cudaSetDevice if it differs) and restores the previous one on destruction.
-class DeviceSwitch {
- public:
-  explicit DeviceSwitch(int device);
-  ~DeviceSwitch();
-  DeviceSwitch(const DeviceSwitch&) = delete;
-  DeviceSwitch& operator=(const DeviceSwitch&) = delete;
+using DeviceSwitch = runtime::DeviceGuard;
 
- private:
-  int previous_ = -1;
-};
-
-/// Throws aoti_cuda::Error for a failed CUDA runtime call (code kNoDevice for
-/// no device/driver, kOutOfMemory for allocation failures, else kCuda) and
-/// resets the runtime's last error. `what` names the operation.
+/// Throws runtime::cuda_error(cuda_error, what): kNoDevice for no
+/// device/driver, kOutOfMemory for allocation failures, else kCuda; resets
+/// the runtime's last error. `what` names the operation.
 [[noreturn]] void throw_cuda_error(int cuda_error, const std::string& what);
 
 /// Stream-ordered device allocation on `stream` (see policies). nbytes 0 -> nullptr.
