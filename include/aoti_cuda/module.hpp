@@ -100,8 +100,8 @@ struct RunOptions {
   /// outputs are ready in that stream's order (host outputs are always
   /// complete on return). Device outputs allocated by the model are freed
   /// (cudaFreeAsync) on the stream they were made on, so keep a caller stream
-  /// alive until those outputs are destroyed, and destroy device outputs of
-  /// runs on the Module's own stream before the Module.
+  /// alive until those outputs are destroyed. Outputs of runs on the Module's
+  /// own stream may outlive the Module.
   void* stream = nullptr;
   OutputLocation outputs = OutputLocation::kSameAsInputs;
 };

@@ -16,6 +16,7 @@
 #include "runtime/driver_modules.hpp"
 #include "runtime/library_loader.hpp"
 #include "runtime/tensor_util.hpp"
+#include "shim/allocator.hpp"
 
 namespace aoti_cuda {
 namespace {
@@ -778,6 +779,14 @@ std::vector<Tensor> Module::Impl::execute(Method& m, const std::vector<Tensor>& 
   }
   if (device.is_cuda() && own_stream) {
     check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), ("running method '" + ms.name + "'").c_str());
+    // The shim frees a model-made tensor (cudaFreeAsync) on the stream it was
+    // allocated on: here the slot's stream, which dies with the Module while
+    // returned outputs may live on. The run is complete, so release them on
+    // the legacy default stream instead, which outlives every Module.
+    for (const ValueSpec& out : ms.outputs) {
+      const AtenTensorHandle h = values[static_cast<std::size_t>(out.value_index)].handle;
+      if (h != nullptr) (void)shim::set_storage_free_stream(h, nullptr);
+    }
   }
   return result;
 }

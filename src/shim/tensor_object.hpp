@@ -31,8 +31,8 @@ enum class StorageKind : uint8_t {
 };
 
 /// One allocation shared by every view of it. Immutable after construction
-/// except `free_stream`, which Module code may move to another stream
-/// (see allocator.hpp: set_storage_free_stream).
+/// except `free_stream`, which the Module moves to the legacy default stream
+/// for outputs of runs on its own streams (allocator.hpp: set_storage_free_stream).
 struct Storage {
   void* data = nullptr;                 ///< base address (nullptr for 0 bytes)
   std::size_t nbytes = 0;               ///< size of the whole allocation

@@ -380,6 +380,30 @@ TEST_CASE("gpu: device-resident inputs give device outputs; caller stream; host 
   std::printf("fixture mlp method forward (device inputs, caller stream): PASS\n");
 }
 
+TEST_CASE("gpu: device outputs outlive the Module that made them" * AOTI_CUDA_GPU_CASE) {
+  const auto fixtures = all_fixtures();
+  const Fixture* f = find_fixture(fixtures, "mlp");
+  REQUIRE_MESSAGE(f != nullptr, "fixture mlp not found");
+  const auto& c = f->methods.at(0).main;
+  Tensor x = load_tensor(f->dir, c.inputs.at(0));
+  Tensor want = load_tensor(f->dir, c.outputs.at(0));
+  const auto before = aoti_cuda::device_memory_stats(0);
+  std::vector<Tensor> out;
+  {
+    Module m(f->pte, options_for(*f));
+    RunOptions run;
+    run.outputs = OutputLocation::kDevice;
+    out = m.forward({x}, run);  // on the Module's own stream
+  }  // the Module and its streams are gone, the output is not
+  REQUIRE(out.at(0).device().is_cuda());
+  compare(out[0], want, c.outputs[0].atol, c.outputs[0].rtol, "mlp output read after its Module");
+  aoti_cuda_shim_clear_error();
+  out.clear();  // its cudaFreeAsync must not go to the destroyed stream
+  CHECK(std::string(aoti_cuda_shim_last_error()) == "");
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(aoti_cuda::device_memory_stats(0).live_allocations == before.live_allocations);
+}
+
 TEST_CASE("gpu: input validation on a real program" * AOTI_CUDA_GPU_CASE) {
   const auto fixtures = all_fixtures();
   const Fixture* f = find_fixture(fixtures, "mlp");
