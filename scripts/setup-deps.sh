@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build dependencies of aoti_cuda on Debian/Ubuntu when missing.
 # Needs root (or sudo) only when something is missing. The CUDA toolkit
-# (cudart + headers) must already be installed; see README "Requirements".
+# (cudart + headers) must already be installed; see README "Quick start".
 set -euo pipefail
 
 packages=(cmake ninja-build g++ ccache binutils flatbuffers-compiler libflatbuffers-dev doctest-dev nlohmann-json3-dev)

@@ -27,9 +27,9 @@
 // AOTI_CUDA_KEEP_UNIQUE_SYMBOLS loads the bytes unmodified (by default
 // STB_GNU_UNIQUE bindings are made global so that glibc can unload the
 // library again); AOTI_CUDA_NO_MODULE_TRACKING leaves the CUDA modules a model
-// loads to the driver (by default they are unloaded with the Module). And
-// AOTI_CUDA_DLOPEN_LAZY=1 (exactly "1") dlopens with RTLD_LAZY instead of
-// RTLD_NOW, for load-time measurements.
+// loads to the driver (by default they are unloaded with the Module);
+// AOTI_CUDA_DLOPEN_LAZY dlopens with RTLD_LAZY instead of RTLD_NOW (for
+// load-time measurements).
 //
 // Errors: every failure throws aoti_cuda::Error; the code of each case is
 // listed at the function.

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "aoti_cuda/export.h"
+#include "common/env.hpp"
 
 namespace aoti_cuda::runtime {
 namespace {
@@ -17,10 +18,7 @@ constexpr CUresult kCudaErrorNotInitialized = 3;  // CUDA_ERROR_NOT_INITIALIZED
 thread_local ModuleTracker* t_tracker = nullptr;
 
 bool tracking_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("AOTI_CUDA_NO_MODULE_TRACKING");
-    return v == nullptr || *v == '\0' || *v == '0';
-  }();
+  static const bool enabled = !env_flag("AOTI_CUDA_NO_MODULE_TRACKING");
   return enabled;
 }
 

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "aoti_cuda/error.hpp"
+#include "common/env.hpp"
 #include "runtime/sha256.hpp"
 
 namespace aoti_cuda::runtime {
@@ -101,8 +102,7 @@ bool choose_fresh_fd_path(SoFile& f) {
 void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& unique_offsets, const std::string& label) {
   // Preferred: an anonymous memory file, nothing touches the file system.
   // AOTI_CUDA_DISABLE_MEMFD=1 forces the temp-file path (tests, odd sandboxes).
-  const char* no_memfd = std::getenv("AOTI_CUDA_DISABLE_MEMFD");
-  const bool memfd_allowed = no_memfd == nullptr || *no_memfd == '\0' || *no_memfd == '0';
+  const bool memfd_allowed = !env_flag("AOTI_CUDA_DISABLE_MEMFD");
   f.fd = memfd_allowed ? static_cast<int>(::memfd_create("aoti_cuda_model", MFD_CLOEXEC)) : -1;
   if (f.fd >= 0) {
     if (!write_all(f.fd, so.data, so.size) || !patch_unique_bindings(f.fd, unique_offsets, so)) {
@@ -232,8 +232,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   lib->kernels_ = inspect_cuda_kernels(so);
   // 4. Load from an anonymous file.
   std::vector<std::size_t> unique_offsets;
-  const char* keep_unique = std::getenv("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS");
-  if (keep_unique == nullptr || *keep_unique == '\0' || *keep_unique == '0') unique_offsets = gnu_unique_symbol_offsets(so);
+  if (!env_flag("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS")) unique_offsets = gnu_unique_symbol_offsets(so);
   {
     SoFile file;
     write_so_file(file, so, unique_offsets, label);
@@ -241,8 +240,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
     // RTLD_NOW: every import was checked above, so binding everything now
     // costs little and moves any surprise to load time instead of mid-run.
     // AOTI_CUDA_DLOPEN_LAZY=1 switches to lazy binding (for measurements).
-    const char* lazy = std::getenv("AOTI_CUDA_DLOPEN_LAZY");
-    const int mode = (lazy != nullptr && *lazy == '1') ? RTLD_LAZY : RTLD_NOW;
+    const int mode = env_flag("AOTI_CUDA_DLOPEN_LAZY") ? RTLD_LAZY : RTLD_NOW;
     lib->handle_ = ::dlopen(file.path.c_str(), mode | RTLD_LOCAL);
     if (lib->handle_ == nullptr) {
       const char* why = ::dlerror();

@@ -124,3 +124,20 @@ TEST_CASE("driver modules: models bind cuModuleLoadData to libaoti_cuda's pass-t
   const int rc = reinterpret_cast<Fn>(sym)(&module, "not an image");
   CHECK(rc != 0);  // no driver here (or, with one, an invalid image): an error code, no crash
 }
+
+#include <cstdlib>
+
+#include "common/env.hpp"
+
+TEST_CASE("env_flag: set to anything but \"\" or \"0\" means on, for every AOTI_CUDA_* switch") {
+  const char* name = "AOTI_CUDA_TEST_ENV_FLAG";
+  ::unsetenv(name);
+  CHECK_FALSE(aoti_cuda::env_flag(name));
+  const std::vector<std::pair<const char*, bool>> cases = {{"", false}, {"0", false}, {"1", true},
+                                                           {"yes", true}, {"00", true}, {"01", true}};
+  for (const auto& [value, on] : cases) {
+    ::setenv(name, value, 1);
+    CHECK_MESSAGE(aoti_cuda::env_flag(name) == on, "value '", value, "'");
+  }
+  ::unsetenv(name);
+}
