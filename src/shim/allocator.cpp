@@ -221,11 +221,6 @@ AOTITorchError set_storage_free_stream(AtenTensorHandle handle, void* stream) no
   });
 }
 
-bool is_pinned_host(AtenTensorHandle handle) noexcept {
-  if (handle == nullptr || handle->magic != AtenTensorOpaque::kLiveMagic || !handle->defined()) return false;
-  return handle->storage->kind == StorageKind::kHostPinned;
-}
-
 }  // namespace shim
 
 // ---- public memory API (aoti_cuda/memory.hpp) ----------------------------

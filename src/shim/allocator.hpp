@@ -77,8 +77,6 @@ void pinned_free(void* ptr) noexcept;
 /// stream it was allocated on is destroyed; the caller orders the two streams,
 /// e.g. with an event). No-op for non-CUDA or borrowed storage.
 AOTITorchError set_storage_free_stream(AtenTensorHandle handle, void* stream) noexcept;
-/// True when the handle's storage is page-locked host memory the shim allocated.
-bool is_pinned_host(AtenTensorHandle handle) noexcept;
 
 }  // namespace shim
 }  // namespace aoti_cuda
