@@ -64,6 +64,13 @@ struct LoadOptions {
   /// Optional trust pin: when non-empty, every embedded .so must have one of
   /// these SHA-256 digests (lowercase hex) or loading fails before dlopen.
   std::vector<std::string> allowed_so_sha256;
+  /// Bind constants that several methods' libraries hold under the same
+  /// original name (parameters, and buffers such as a KV cache) to a single
+  /// copy, with equal dtype, shape and strides required. State one method
+  /// writes is then what the others read, as in the eager PyTorch module
+  /// (ExecuTorch gives each method a private copy). Each library still keeps
+  /// the memory of its own unused copy. False: every method keeps its own.
+  bool share_constants_across_methods = true;
   /// Called after each load phase (may be empty).
   std::function<void(const LoadProgress&)> on_progress;
 };
@@ -133,6 +140,9 @@ class AOTI_CUDA_API Module {
 
   const Program& program() const;
   LoadTimings load_timings() const;
+  /// Constants bound to another method's copy at load
+  /// (LoadOptions::share_constants_across_methods).
+  std::size_t shared_constants() const;
 
  private:
   struct Impl;
