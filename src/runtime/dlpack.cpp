@@ -3,8 +3,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -52,7 +54,7 @@ std::string type_code_name(unsigned code) {
   }
 }
 
-std::string device_type_name(int type) {
+std::string device_type_name(long long type) {
   switch (type) {
     case kDLCPU: return "kDLCPU";
     case kDLCUDA: return "kDLCUDA";
@@ -84,11 +86,21 @@ DType import_dtype(const DLDataType& t) {
                                        "complex 32/64/128, int/uint 8/16/32/64, bool 8)");
 }
 
+// The raw integer in DLDevice.device_type. A C producer can store any int
+// there, but the C++ enum's value range ends at 15: loading e.g. 99 as a
+// DLDeviceType would be undefined behaviour, so the bytes are copied out.
+long long raw_device_type(const DLDevice& d) {
+  std::underlying_type_t<DLDeviceType> raw;
+  static_assert(sizeof(raw) == sizeof(d.device_type), "DLDeviceType layout");
+  std::memcpy(&raw, &d.device_type, sizeof(raw));
+  return static_cast<long long>(raw);
+}
+
 Device import_device(const DLDevice& d) {
-  const std::string desc =
-      "DLTensor.device {device_type " + std::to_string(static_cast<int>(d.device_type)) + " (" +
-      device_type_name(d.device_type) + "), device_id " + std::to_string(d.device_id) + "}";
-  switch (d.device_type) {
+  const long long type = raw_device_type(d);
+  const std::string desc = "DLTensor.device {device_type " + std::to_string(type) + " (" +
+                           device_type_name(type) + "), device_id " + std::to_string(d.device_id) + "}";
+  switch (type) {
     case kDLCPU:
     case kDLCUDAHost:  // page-locked host memory: an ordinary host pointer
       return Device::cpu();
