@@ -12,9 +12,9 @@
 //     auto y = module.forward({x});
 //     DLManagedTensor* out = aoti_cuda::to_dlpack(y[0]);  // consumer calls out->deleter(out)
 //
-// Only the unversioned DLManagedTensor is handled. It has had the same layout
-// from DLPack 0.2 through 1.x, so a producer or consumer built against a newer
-// DLPack header interoperates with this one. The versioned
+// Only the unversioned DLManagedTensor is handled. Its memory layout is the
+// same in DLPack 0.x and 1.x headers, so producers and consumers built against
+// a newer DLPack header interoperate with this one. The versioned
 // DLManagedTensorVersioned (DLPack >= 1.0) is not supported yet: the DLPack
 // header this SDK is built and tested against (Debian libdlpack-dev 0.6) does
 // not define it.
@@ -48,7 +48,7 @@ namespace aoti_cuda {
 ///    aligned to the element size.
 /// Rejected with ErrorCode::kUnsupported: other dtypes, vector lanes, other
 /// device types, negative strides, more than 64 dimensions. Rejected with
-/// ErrorCode::kInvalidArgument: a null `managed`, negative sizes or device id,
+/// ErrorCode::kInvalidArgument: a null `managed`, negative ndim, sizes or device id,
 /// null shape / data where they are needed, misaligned data.
 ///
 /// The memory is not synchronized: for CUDA tensors the producer's pending
@@ -67,7 +67,8 @@ AOTI_CUDA_API Tensor from_dlpack(DLManagedTensor* managed);
 /// The export always fills `strides` (in elements), sets byte_offset = 0 and
 /// points `data` at the first element (as PyTorch does). Device:
 /// Device::cpu() -> kDLCPU, Device::cuda(i) -> kDLCUDA with device_id i.
-/// bool is exported with the DLPack bool type code (6).
+/// bool is exported with the DLPack bool type code (kDLBool = 6, DLPack >= 0.8;
+/// consumers built against older DLPack do not know it).
 ///
 /// Throws aoti_cuda::Error: kInvalidArgument for an undefined tensor,
 /// kUnsupported for a dtype DLPack cannot describe here (quantized, float8,

@@ -145,9 +145,10 @@ Tensor from_dlpack(DLManagedTensor* managed) {
   const DType dtype = import_dtype(dl.dtype);
   const Device device = import_device(dl.device);
 
-  if (dl.ndim < 0 || dl.ndim > kMaxDims) {
-    fail(ErrorCode::kUnsupported, "DLTensor.ndim " + std::to_string(dl.ndim) + " is outside [0, " +
-                                      std::to_string(kMaxDims) + "]");
+  if (dl.ndim < 0) fail(ErrorCode::kInvalidArgument, "DLTensor.ndim is negative (" + std::to_string(dl.ndim) + ")");
+  if (dl.ndim > kMaxDims) {
+    fail(ErrorCode::kUnsupported, "DLTensor.ndim " + std::to_string(dl.ndim) + " exceeds the supported " +
+                                      std::to_string(kMaxDims) + " dimensions");
   }
   if (dl.ndim > 0 && dl.shape == nullptr) {
     fail(ErrorCode::kInvalidArgument, "DLTensor.shape is null for ndim " + std::to_string(dl.ndim));

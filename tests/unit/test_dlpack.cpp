@@ -333,6 +333,14 @@ TEST_CASE("dlpack: rejected imports name the field and leave ownership with the 
     CHECK_MESSAGE(contains(e.what(), "ndim 1000"), e.what());
     CHECK(producer.deleter_calls == 0);
   }
+  SUBCASE("negative ndim") {
+    FakeProducer producer(data, {2, 2}, dl_type(kDLFloat, 32));
+    producer.managed.dl_tensor.ndim = -1;
+    Error e = expect_error([&] { aoti_cuda::from_dlpack(&producer.managed); });
+    CHECK(e.code() == ErrorCode::kInvalidArgument);
+    CHECK_MESSAGE(contains(e.what(), "DLTensor.ndim is negative (-1)"), e.what());
+    CHECK(producer.deleter_calls == 0);
+  }
   SUBCASE("null data for a non-empty tensor") {
     FakeProducer producer(nullptr, {2, 2}, dl_type(kDLFloat, 32));
     Error e = expect_error([&] { aoti_cuda::from_dlpack(&producer.managed); });
