@@ -539,3 +539,24 @@ TEST_CASE("gpu: a device ordinal that does not exist is kNoDevice" * AOTI_CUDA_G
     CHECK(std::string(e.what()).find("cuda:99") != std::string::npos);
   }
 }
+
+TEST_CASE("gpu: an allocation the device cannot hold is kOutOfMemory, and the Module keeps working" * AOTI_CUDA_GPU_CASE) {
+  const auto fixtures = all_fixtures();
+  const Fixture* f = find_fixture(fixtures, "mlp");
+  REQUIRE(f != nullptr);
+  Module m(f->pte, options_for(*f));
+  try {
+    (void)Tensor::empty({int64_t{1} << 48}, DType::kFloat32, Device::cuda(0));  // 1 PiB
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::kOutOfMemory);
+  }
+  // The failure left no sticky CUDA error behind: the program still runs.
+  const MethodCases& meth = f->methods.front();
+  std::vector<Tensor> inputs;
+  for (const TensorFile& in : meth.main.inputs) inputs.push_back(load_tensor(f->dir, in));
+  const std::vector<Tensor> out = m.execute(meth.name, inputs);
+  REQUIRE(out.size() == meth.main.outputs.size());
+  const TensorFile& want = meth.main.outputs[0];
+  compare(out[0], load_tensor(f->dir, want), want.atol, want.rtol, "mlp after OOM");
+}
