@@ -121,6 +121,10 @@ int cmd_run(int argc, char** argv) {
   const aoti_cuda::LoadTimings lt = module.load_timings();
   std::printf("%s: method '%s' ran; load %.1f ms (parse %.1f, device init %.1f, library %.1f, container %.1f, weights %.1f)\n",
               model.c_str(), method.c_str(), lt.total_ms, lt.parse_ms, lt.device_init_ms, lt.library_ms, lt.container_ms, lt.weights_ms);
+  if (module.shared_constants() > 0) {
+    std::printf("  %zu constant(s) shared across methods (LoadOptions::share_constants_across_methods)\n",
+                module.shared_constants());
+  }
   for (size_t i = 0; i < outs.size(); ++i) print_summary(i, outs[i]);
 
   if (!output_dir.empty()) {

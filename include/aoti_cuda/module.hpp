@@ -78,6 +78,13 @@ struct LoadOptions {
   /// these SHA-256 digests (hex, compared case-insensitively; see
   /// sha256_hex()) or loading fails with kLoad before the library is dlopen'ed.
   std::vector<std::string> allowed_so_sha256;
+  /// Bind constants that several methods' libraries hold under the same
+  /// original name (parameters, and buffers such as a KV cache) to a single
+  /// copy, with equal dtype, shape and strides required. State one method
+  /// writes is then what the others read, as in the eager PyTorch module
+  /// (ExecuTorch gives each method a private copy). Each library still keeps
+  /// the memory of its own unused copy. False: every method keeps its own.
+  bool share_constants_across_methods = true;
   /// Called on the loading thread after each load phase (may be empty). An
   /// exception it throws aborts the load and propagates.
   std::function<void(const LoadProgress&)> on_progress;
@@ -182,6 +189,9 @@ class AOTI_CUDA_API Module {
   const Program& program() const;
   /// How long loading took, by phase.
   LoadTimings load_timings() const;
+  /// Constants bound to another method's copy at load
+  /// (LoadOptions::share_constants_across_methods).
+  std::size_t shared_constants() const;
 
  private:
   struct Impl;

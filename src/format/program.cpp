@@ -932,7 +932,8 @@ void Program::Impl::resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::
     } else if (ptds.empty()) {
       const std::string msg = dw + " needs its weights blob " + quoted(ds.weights_key) +
                               " from a data file, but no .ptd was given and \"" + kDefaultPtdName +
-                              "\" does not exist beside " + F + " (expected keys: " + quoted(ds.so_key) + ", " +
+                              "\" does not exist beside " + F + " (it should hold the key" +
+                              (ds.so.data == nullptr ? "s " + quoted(ds.so_key) + ", " : std::string(" ")) +
                               quoted(ds.weights_key) + ")";
       if (require_data) throw Error(ErrorCode::kNotFound, F + ": " + msg);
       missing += (missing.empty() ? "" : "; ") + msg;

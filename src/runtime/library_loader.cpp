@@ -261,6 +261,11 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   bind(lib->handle_, "AOTInductorModelContainerGetNumConstants", a.get_num_constants);
   bind(lib->handle_, "AOTInductorModelContainerGetConstantsBlobSize", a.get_constants_blob_size);
   bind(lib->handle_, "AOTInductorGetLastError", a.get_last_error);
+  bind(lib->handle_, "AOTInductorModelContainerGetConstantName", a.get_constant_name);
+  bind(lib->handle_, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
+  bind(lib->handle_, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
+  bind(lib->handle_, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
+       a.update_user_managed_constant_buffer_pairs);
   std::string absent;
   if (!a.create_with_device) absent += " AOTInductorModelContainerCreateWithDevice";
   if (!a.destroy) absent += " AOTInductorModelContainerDelete";

@@ -45,6 +45,17 @@ struct ContainerApi {
   AOTIRuntimeError (*get_num_constants)(ContainerHandle, std::size_t*) = nullptr;
   /// Bytes the model reads from the UpdateConstantsFromBlob pointer (binary_blob builds; fails otherwise).
   AOTIRuntimeError (*get_constants_blob_size)(ContainerHandle, std::uint64_t*) = nullptr;
+  /// Constant table queries and user-managed constants (cross-method sharing).
+  AOTIRuntimeError (*get_constant_name)(ContainerHandle, std::size_t, const char**) = nullptr;
+  AOTIRuntimeError (*get_constant_original_fqn)(ContainerHandle, std::size_t, const char**) = nullptr;
+  AOTIRuntimeError (*get_constant_from_folded)(ContainerHandle, std::size_t, bool*) = nullptr;
+  struct ConstantMapEntry {
+    const char* name;
+    AtenTensorHandle handle;
+  };
+  AOTIRuntimeError (*update_user_managed_constant_buffer_pairs)(ContainerHandle, const ConstantMapEntry* pairs,
+                                                                std::size_t num_pairs, bool use_inactive,
+                                                                bool validate_full_update) = nullptr;
   /// AOTInductorGetLastError (PyTorch > 2.11): thread-local message of the last failure.
   AOTIRuntimeError (*get_last_error)(const char**) = nullptr;
 };

@@ -8,11 +8,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <sstream>
 
 #include "aoti_cuda/shim.h"
 #include "runtime/cuda_util.hpp"
+#include "shim/handle_capture.hpp"
 #include "runtime/driver_modules.hpp"
 #include "runtime/library_loader.hpp"
 #include "runtime/tensor_util.hpp"
@@ -93,6 +95,13 @@ struct Delegate {
   std::size_t n_out = 0;
   int cuda_device = -1;               // -1 for CPU modules
   runtime::ModuleTracker kernel_modules;  // CUDA modules the model's runtime loaded
+  // Handles the library created while installing its weights: one per
+  // non-folded constant, in constant-table order. Owned by the container.
+  std::vector<AtenTensorHandle> constant_handles;
+  // Aliases the library made of constants shared from another method
+  // (UpdateUserManagedConstantBufferPairs); PyTorch 2.11 never frees them, so
+  // they are deleted here once the container is gone.
+  std::vector<AtenTensorHandle> shared_aliases;
 
   Delegate() = default;
   Delegate(const Delegate&) = delete;
@@ -108,6 +117,8 @@ struct Delegate {
     // The container's code lives in the library: delete it before dlclose.
     if (container != nullptr && library) (void)library->api().destroy(container);
     container = nullptr;
+    for (AtenTensorHandle h : shared_aliases) (void)aoti_torch_delete_tensor_object(h);
+    shared_aliases.clear();
     // The AOTI runtime never unloads its kernel modules; do it for it, in the
     // device's primary context.
     if (cuda_device >= 0) kernel_modules.unload_all();
@@ -241,8 +252,11 @@ struct Module::Impl {
   int gpu_sm = 0;  // e.g. 90 for compute capability 9.0 (CUDA modules)
   LoadTimings timings;
   std::vector<std::unique_ptr<Method>> methods;
+  std::size_t shared_constants = 0;  // constants bound to another method's copy
 
   explicit Impl(Program p) : program(std::move(p)) {}
+
+  void share_constants();
 
   void load(const LoadOptions& opts, double parse_ms, Clock::time_point t_start);
   Method& find(std::string_view name) const;
@@ -436,6 +450,7 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
         std::unique_ptr<runtime::DeviceGuard> guard;
         if (device.is_cuda()) guard = std::make_unique<runtime::DeviceGuard>(device.index);
         runtime::TrackModulesScope track(&d->kernel_modules);
+        shim::HandleCapture capture(shim::CreatedBy::kFromBlob, &d->constant_handles);
         if (api.update_constants_from_blob(d->container, ds.weights.data) != 0) {
           throw Error(ErrorCode::kModel, d->label + ": installing the weights ('" + ds.weights_key + "' from " +
                                              ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
@@ -472,7 +487,114 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
     }
     methods.push_back(std::move(method));
   }
+  if (opts.share_constants_across_methods) {
+    const auto t0 = Clock::now();
+    share_constants();
+    timings.weights_ms += ms_since(t0);
+  }
   timings.total_ms = parse_ms + ms_since(t_start);
+}
+
+namespace {
+
+// One constant of a loaded delegate, as the sharing pass sees it.
+struct ConstantRef {
+  Delegate* owner = nullptr;
+  std::string name;        // the library's constant name (key of UpdateUserManaged...)
+  AtenTensorHandle handle = nullptr;
+};
+
+// Same dtype, device, sizes, strides and storage offset: one may stand in for the other.
+bool same_layout(AtenTensorHandle a, AtenTensorHandle b) {
+  int32_t da = 0, db = 0, ta = 0, tb = 0;
+  int64_t na = 0, nb = 0, oa = 0, ob = 0;
+  int64_t *sa = nullptr, *sb = nullptr, *st_a = nullptr, *st_b = nullptr;
+  if (aoti_torch_get_dtype(a, &da) || aoti_torch_get_dtype(b, &db) || aoti_torch_get_device_type(a, &ta) ||
+      aoti_torch_get_device_type(b, &tb) || aoti_torch_get_dim(a, &na) || aoti_torch_get_dim(b, &nb) ||
+      aoti_torch_get_storage_offset(a, &oa) || aoti_torch_get_storage_offset(b, &ob) ||
+      aoti_torch_get_sizes(a, &sa) || aoti_torch_get_sizes(b, &sb) || aoti_torch_get_strides(a, &st_a) ||
+      aoti_torch_get_strides(b, &st_b)) {
+    return false;
+  }
+  if (da != db || ta != tb || na != nb || oa != ob) return false;
+  for (int64_t i = 0; i < na; ++i) {
+    if (sa[i] != sb[i] || st_a[i] != st_b[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Module::Impl::share_constants() {
+  // Every method's library holds its own copy of the module's parameters and
+  // buffers. Bind each constant whose original FQN an earlier delegate already
+  // holds (with the same layout) to that delegate's copy, so that state one
+  // method writes (e.g. a KV cache filled by prefill) is what the others read,
+  // as in the eager module.
+  std::map<std::string, ConstantRef> first_by_fqn;
+  for (const auto& method : methods) {
+    for (const auto& dp : method->delegates) {
+      Delegate& d = *dp;
+      const runtime::ContainerApi& api = d.library->api();
+      if (api.get_num_constants == nullptr || api.get_constant_name == nullptr ||
+          api.get_constant_original_fqn == nullptr || api.get_constant_from_folded == nullptr ||
+          api.update_user_managed_constant_buffer_pairs == nullptr) {
+        continue;  // an older library: keeps its own constants
+      }
+      std::size_t n = 0;
+      if (api.get_num_constants(d.container, &n) != 0) continue;
+      // Constants this delegate can offer or take: non-folded ones, matched
+      // positionally with the handles its weights installation created.
+      std::vector<ConstantRef> mine;
+      std::vector<std::string> fqns;
+      bool readable = true;
+      for (std::size_t i = 0; i < n && readable; ++i) {
+        bool folded = false;
+        const char* name = nullptr;
+        const char* fqn = nullptr;
+        if (api.get_constant_from_folded(d.container, i, &folded) != 0) readable = false;
+        if (!readable || folded) continue;
+        if (api.get_constant_name(d.container, i, &name) != 0 || name == nullptr ||
+            api.get_constant_original_fqn(d.container, i, &fqn) != 0) {
+          readable = false;
+          continue;
+        }
+        ConstantRef ref;
+        ref.owner = &d;
+        ref.name = name;
+        ref.handle = mine.size() < d.constant_handles.size() ? d.constant_handles[mine.size()] : nullptr;
+        mine.push_back(std::move(ref));
+        fqns.emplace_back(fqn != nullptr ? fqn : "");  // empty FQNs are never shared
+      }
+      // The handles must pair up one-to-one with the constants, else the
+      // layout is unknown and this delegate keeps its own copies.
+      if (!readable || mine.size() != d.constant_handles.size()) continue;
+
+      std::vector<runtime::ContainerApi::ConstantMapEntry> pairs;
+      for (std::size_t k = 0; k < mine.size(); ++k) {
+        if (fqns[k].empty()) continue;
+        auto it = first_by_fqn.find(fqns[k]);
+        if (it == first_by_fqn.end()) {
+          first_by_fqn.emplace(fqns[k], mine[k]);
+        } else if (same_layout(it->second.handle, mine[k].handle)) {
+          pairs.push_back({mine[k].name.c_str(), it->second.handle});
+        }
+      }
+      if (pairs.empty()) continue;
+      std::unique_ptr<runtime::DeviceGuard> guard;
+      if (device.is_cuda()) guard = std::make_unique<runtime::DeviceGuard>(device.index);
+      aoti_cuda_shim_clear_error();
+      shim::HandleCapture capture(shim::CreatedBy::kAlias, &d.shared_aliases);
+      if (api.update_user_managed_constant_buffer_pairs(d.container, pairs.data(), pairs.size(),
+                                                        /*use_inactive=*/false, /*validate_full_update=*/false) != 0) {
+        throw Error(ErrorCode::kModel, d.label + ": sharing " + std::to_string(pairs.size()) +
+                                           " constant(s) with an earlier method failed: " + model_failure_detail(api) +
+                                           " (load with LoadOptions::share_constants_across_methods = false to keep "
+                                           "per-method copies)");
+      }
+      shared_constants += pairs.size();
+    }
+  }
 }
 
 Method& Module::Impl::find(std::string_view name) const {
@@ -846,5 +968,7 @@ std::vector<Tensor> Module::execute(std::string_view method, const std::vector<T
 const Program& Module::program() const { return checked(impl_).program; }
 
 LoadTimings Module::load_timings() const { return checked(impl_).timings; }
+
+std::size_t Module::shared_constants() const { return checked(impl_).shared_constants; }
 
 }  // namespace aoti_cuda

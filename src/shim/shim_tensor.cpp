@@ -5,6 +5,7 @@
 #include "aoti_cuda/shim.h"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
+#include "shim/handle_capture.hpp"
 #include "shim/tensor_object.hpp"
 
 using aoti_cuda::DeviceType;
@@ -53,6 +54,7 @@ AOTITorchError create_from_blob(const char* fn, void* data, int64_t ndim, const 
     if (data == nullptr) {
       // libtorch allocates when given no data (the "0-size tensor" case of from_blob).
       out = new_empty_strided(fn, ndim, sizes_ptr, strides_ptr, dtype, device_type, device_index, false);
+      aoti_cuda::shim::record_created_handle(aoti_cuda::shim::CreatedBy::kFromBlob, out);
       return;
     }
     std::vector<int64_t> sizes;
@@ -67,6 +69,7 @@ AOTITorchError create_from_blob(const char* fn, void* data, int64_t ndim, const 
         aoti_cuda::shim::required_bytes(storage_offset, aoti_cuda::shim::span_elements(sizes, strides), itemsize);
     auto storage = aoti_cuda::shim::borrow_storage(data, nbytes, type, device);
     out = aoti_cuda::shim::make_handle(std::move(storage), std::move(sizes), std::move(strides), storage_offset, dtype);
+    aoti_cuda::shim::record_created_handle(aoti_cuda::shim::CreatedBy::kFromBlob, out);
   });
 }
 
@@ -249,6 +252,7 @@ AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle, AtenTe
     AtenTensorHandle& out = out_param(new_handle, "new_handle");
     out = nullptr;
     out = new AtenTensorOpaque(*checked(orig_handle, "orig_handle"));
+    aoti_cuda::shim::record_created_handle(aoti_cuda::shim::CreatedBy::kAlias, out);
   });
 }
 

@@ -307,3 +307,39 @@ std::string AtenTensorOpaque::describe() const {
          std::to_string(storage_offset);
   return out;
 }
+
+// ---------------------------------------------------------------------------
+// Handle capture (handle_capture.hpp)
+#include "shim/handle_capture.hpp"
+
+namespace aoti_cuda::shim {
+namespace {
+struct CaptureState {
+  CreatedBy kind = CreatedBy::kFromBlob;
+  std::vector<AtenTensorHandle>* target = nullptr;
+};
+CaptureState& capture_state() noexcept {
+  thread_local CaptureState state;
+  return state;
+}
+}  // namespace
+
+HandleCapture::HandleCapture(CreatedBy kind, std::vector<AtenTensorHandle>* out) noexcept
+    : previous_kind_(capture_state().kind), previous_(capture_state().target) {
+  capture_state() = CaptureState{kind, out};
+}
+
+HandleCapture::~HandleCapture() { capture_state() = CaptureState{previous_kind_, previous_}; }
+
+void record_created_handle(CreatedBy kind, AtenTensorHandle h) noexcept {
+  const CaptureState& state = capture_state();
+  if (state.target == nullptr || state.kind != kind || h == nullptr) return;
+  try {
+    state.target->push_back(h);
+  } catch (...) {
+    // Out of memory while recording: the capture is incomplete, which its
+    // user detects by comparing counts; the handle itself is fine.
+  }
+}
+
+}  // namespace aoti_cuda::shim

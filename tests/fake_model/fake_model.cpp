@@ -15,6 +15,10 @@
 //                shim call (empty_strided with dtype 99) left a message.
 //   2 "kv":      Run(pos i64[1], x f32[1,4]) -> (sum f32[4])   cache[pos] = x; returns cache.sum(0).
 //                The 4x4 cache starts as the weights blob and persists across runs.
+//                Like a real library it exposes its constant table (one
+//                constant "cache", FQN "kv.cache") and accepts a user-managed
+//                replacement (UpdateUserManagedConstantBufferPairs), whose
+//                alias handle it never frees, as PyTorch 2.11 does not.
 //   3 "bad import": kind 1 that also imports aoti_torch_fake_op (no shim provides it).
 #include <atomic>
 #include <cstdint>
@@ -63,6 +67,7 @@ struct Container {
   bool weights_loaded = false;
   std::vector<float> constants;              // the "device" copy of the weights
   AtenTensorHandle constant_handle = nullptr;  // from_blob view over `constants`, like the real runtime
+  float* active = nullptr;                   // what runs read and write: constants, or a user-managed buffer
   std::mutex mu;                             // the kv state is shared by all instances
 };
 
@@ -152,11 +157,11 @@ int run_kv(Container* c, AtenTensorHandle* in, AtenTensorHandle* out) {
   void* sp = nullptr;
   if (aoti_torch_get_data_ptr(s, &sp)) return 1;
   std::lock_guard<std::mutex> lock(c->mu);
-  std::memcpy(&c->constants[row * kWidth], x_data, sizeof(float) * kWidth);
+  std::memcpy(&c->active[row * kWidth], x_data, sizeof(float) * kWidth);
   float* sd = static_cast<float*>(sp);
   for (int64_t k = 0; k < kWidth; ++k) {
     sd[k] = 0;
-    for (int64_t r = 0; r < kRows; ++r) sd[k] += c->constants[r * kWidth + k];
+    for (int64_t r = 0; r < kRows; ++r) sd[k] += c->active[r * kWidth + k];
   }
   out[0] = s_owner.release();
   return 0;
@@ -217,11 +222,60 @@ FAKE_API int32_t AOTInductorModelUpdateConstantsFromBlob(void* container, const 
       return 1;
     }
     c->weights_loaded = true;
+    c->active = c->constants.data();
     return 0;
   } catch (...) {
     return 1;
   }
 }
+
+#if FAKE_MODEL_KIND == 2
+FAKE_API int32_t AOTInductorModelContainerGetNumConstants(void* container, std::size_t* n) {
+  if (container == nullptr || n == nullptr) return 1;
+  *n = 1;
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetConstantName(void* container, std::size_t idx, const char** name) {
+  if (container == nullptr || name == nullptr || idx != 0) return 1;
+  *name = "cache";
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetConstantOriginalFQN(void* container, std::size_t idx, const char** fqn) {
+  if (container == nullptr || fqn == nullptr || idx != 0) return 1;
+  *fqn = "kv.cache";
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetConstantFromFolded(void* container, std::size_t idx, bool* folded) {
+  if (container == nullptr || folded == nullptr || idx != 0) return 1;
+  *folded = false;
+  return 0;
+}
+
+struct FakeConstantMapEntry {
+  const char* name;
+  AtenTensorHandle handle;
+};
+
+FAKE_API int32_t AOTInductorModelContainerUpdateUserManagedConstantBufferPairs(void* container,
+                                                                              const FakeConstantMapEntry* pairs,
+                                                                              std::size_t num_pairs, bool use_inactive,
+                                                                              bool /*validate_full_update*/) {
+  auto* c = static_cast<Container*>(container);
+  if (c == nullptr || (num_pairs > 0 && pairs == nullptr) || use_inactive) return 1;
+  for (std::size_t i = 0; i < num_pairs; ++i) {
+    if (pairs[i].name == nullptr || std::strcmp(pairs[i].name, "cache") != 0) continue;  // unknown names are ignored
+    AtenTensorHandle alias = nullptr;  // kept (and leaked) like the real runtime's alias
+    void* data = nullptr;
+    if (aoti_torch_new_tensor_handle(pairs[i].handle, &alias) || aoti_torch_get_data_ptr(alias, &data)) return 1;
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->active = static_cast<float*>(data);
+  }
+  return 0;
+}
+#endif
 
 FAKE_API int32_t AOTInductorModelContainerRun(void* container, AtenTensorHandle* inputs, std::size_t num_inputs,
                                               AtenTensorHandle* outputs, std::size_t num_outputs, void* /*stream*/,

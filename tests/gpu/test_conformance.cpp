@@ -312,6 +312,9 @@ TEST_CASE("gpu conformance: every fixture, every method, within tolerance" * AOT
     std::printf("fixture %s: loaded in %.1f ms (parse %.1f, library %.1f, container %.1f, weights %.1f)\n",
                 f.name.c_str(), t.total_ms, t.parse_ms, t.library_ms, t.container_ms, t.weights_ms);
     for (const MethodCases& mc : f.methods) {
+      // Each method's reference was computed on a fresh model; methods may
+      // share state (lm's KV cache), so every further method gets a new Module.
+      if (&mc != &f.methods.front()) m = std::make_unique<Module>(f.pte, options_for(f));
       (run_case(*m, f, mc.name, mc.main, "") ? passed : failed)++;
       // kv_cache is stateful: its alt/second calls are checked in their own case.
       if (mc.has_alt) (run_case(*m, f, mc.name, mc.alt, " (alt_case)") ? passed : failed)++;
@@ -561,5 +564,63 @@ TEST_CASE("gpu: a device ordinal that does not exist is kNoDevice" * AOTI_CUDA_G
   } catch (const Error& e) {
     CHECK(e.code() == ErrorCode::kNoDevice);
     CHECK(std::string(e.what()).find("cuda:99") != std::string::npos);
+  }
+}
+
+TEST_CASE("gpu: an allocation the device cannot hold is kOutOfMemory, and the Module keeps working" * AOTI_CUDA_GPU_CASE) {
+  const auto fixtures = all_fixtures();
+  const Fixture* f = find_fixture(fixtures, "mlp");
+  REQUIRE(f != nullptr);
+  Module m(f->pte, options_for(*f));
+  try {
+    (void)Tensor::empty({int64_t{1} << 48}, DType::kFloat32, Device::cuda(0));  // 1 PiB
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.code() == ErrorCode::kOutOfMemory);
+  }
+  // The failure left no sticky CUDA error behind: the program still runs.
+  const MethodCases& meth = f->methods.front();
+  std::vector<Tensor> inputs;
+  for (const TensorFile& in : meth.main.inputs) inputs.push_back(load_tensor(f->dir, in));
+  const std::vector<Tensor> out = m.execute(meth.name, inputs);
+  REQUIRE(out.size() == meth.main.outputs.size());
+  const TensorFile& want = meth.main.outputs[0];
+  compare(out[0], load_tensor(f->dir, want), want.atol, want.rtol, "mlp after OOM");
+}
+
+TEST_CASE("gpu: lm prefill then decode share the KV cache (eager semantics), or not when asked" * AOTI_CUDA_GPU_CASE) {
+  const auto fixtures = all_fixtures();
+  const Fixture* f = find_fixture(fixtures, "lm");
+  REQUIRE(f != nullptr);
+  const MethodCases* prefill = nullptr;
+  const MethodCases* decode = nullptr;
+  for (const MethodCases& mc : f->methods) (mc.name == "prefill" ? prefill : decode) = &mc;
+  REQUIRE(prefill != nullptr);
+  REQUIRE(decode != nullptr);
+  std::vector<Tensor> prefill_in, decode_in;
+  for (const TensorFile& t : prefill->main.inputs) prefill_in.push_back(load_tensor(f->dir, t));
+  for (const TensorFile& t : decode->main.inputs) decode_in.push_back(load_tensor(f->dir, t));
+  TensorFile after = decode->main.outputs.at(0);
+  after.file = "decode.after_prefill.out0.bin";  // eager PyTorch: decode on the cache prefill filled
+  const int64_t handles_before = aoti_cuda_shim_live_handles();
+  {
+    Module shared(f->pte, options_for(*f));
+    CHECK(shared.shared_constants() > 0);
+    shared.execute("prefill", prefill_in);
+    const double err = compare(shared.execute("decode", decode_in).at(0), load_tensor(f->dir, after), after.atol,
+                               after.rtol, "lm decode after prefill, shared cache");
+    std::printf("fixture lm: %zu constants shared; decode after prefill vs eager: max_abs_err=%.3g\n",
+                shared.shared_constants(), err);
+  }
+  CHECK(aoti_cuda_shim_live_handles() == handles_before);
+  {
+    LoadOptions o = options_for(*f);
+    o.share_constants_across_methods = false;
+    Module separate(f->pte, o);
+    CHECK(separate.shared_constants() == 0);
+    separate.execute("prefill", prefill_in);
+    const TensorFile& fresh = decode->main.outputs.at(0);  // decode on its own, zero cache
+    compare(separate.execute("decode", decode_in).at(0), load_tensor(f->dir, fresh), fresh.atol, fresh.rtol,
+            "lm decode with per-method caches");
   }
 }

@@ -79,9 +79,9 @@ struct TempDir {
 
 // The "accumulate" method: method inputs (x, pos) but delegate args (pos, x, out),
 // like the kv_cache fixture.
-MethodDesc kv_method(const CudaBlobs& blobs) {
+MethodDesc kv_method(const CudaBlobs& blobs, const std::string& name = "accumulate") {
   MethodDesc m;
-  m.name = "accumulate";
+  m.name = name;
   m.values = {ValueDesc::of(f32({1, 4})), ValueDesc::of(i64({1})), ValueDesc::of(f32({4}))};
   m.inputs = {0, 1};
   m.outputs = {2};
@@ -622,4 +622,57 @@ TEST_CASE("module: the 'partial' fixture (a KernelCall outside the delegate) is 
   CHECK(e.code() == ErrorCode::kUnsupported);
   CHECK(contains(e.what(), "aten::sigmoid.out"));
   CHECK(contains(e.what(), "'forward'"));
+}
+
+TEST_CASE("module(fake): constants with the same FQN are shared across methods (state written by one, read by the other)") {
+  // Two methods, each its own copy of the kv library; both hold the constant
+  // "kv.cache" (initial contents 0..15 and 100..115).
+  PteBuilder b;
+  std::vector<float> second_init = kv_init();
+  for (float& v : second_init) v += 100.0f;
+  auto a = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "write", read_file(AOTI_CUDA_FAKE_MODEL_KV),
+                            float_bytes(kv_init()));
+  auto r = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "read", read_file(AOTI_CUDA_FAKE_MODEL_KV),
+                            float_bytes(second_init));
+  b.add_method(kv_method(a, "write"));
+  b.add_method(kv_method(r, "read"));
+  BuiltProgram built = b.build();
+  TempDir dir;
+  const std::string pte = built.write(dir.path, "shared");
+  auto column_sums = [](const std::vector<float>& cache) {
+    std::vector<float> s(4, 0.0f);
+    for (int row = 0; row < 4; ++row)
+      for (int k = 0; k < 4; ++k) s[k] += cache[row * 4 + k];
+    return s;
+  };
+  const int64_t handles_before = aoti_cuda_shim_live_handles();
+
+  SUBCASE("shared (default): 'read' sees the row 'write' stored, on top of the first method's initial cache") {
+    {
+      Module m(pte, cpu_options());
+      CHECK(m.shared_constants() == 1);
+      m.execute("write", {host_f32({1, 4}, {1000, 2000, 3000, 4000}), host_i64({1}, {2})});
+      std::vector<float> cache = kv_init();
+      for (int k = 0; k < 4; ++k) cache[8 + k] = 1000.0f * (k + 1);
+      cache[0] = 7;  // 'read' writes row 0
+      cache[1] = 7;
+      cache[2] = 7;
+      cache[3] = 7;
+      auto out = m.execute("read", {host_f32({1, 4}, {7, 7, 7, 7}), host_i64({1}, {0})});
+      CHECK(floats(out[0]) == column_sums(cache));
+    }
+    // The aliases the library made of the shared cache were released with it.
+    CHECK(aoti_cuda_shim_live_handles() == handles_before);
+  }
+  SUBCASE("not shared: each method keeps its own copy") {
+    LoadOptions o = cpu_options();
+    o.share_constants_across_methods = false;
+    Module m(pte, o);
+    CHECK(m.shared_constants() == 0);
+    m.execute("write", {host_f32({1, 4}, {1000, 2000, 3000, 4000}), host_i64({1}, {2})});
+    std::vector<float> cache = second_init;
+    for (int k = 0; k < 4; ++k) cache[k] = 7;
+    auto out = m.execute("read", {host_f32({1, 4}, {7, 7, 7, 7}), host_i64({1}, {0})});
+    CHECK(floats(out[0]) == column_sums(cache));
+  }
 }
