@@ -128,7 +128,7 @@ struct LoadTimings {
   double device_init_ms = 0;  ///< making the device's CUDA context current (costly only at the first load in a process)
   double library_ms = 0;      ///< ELF checks, optional SHA-256 pin, kernel scan, memfd + dlopen + dlsym
   double container_ms = 0;    ///< AOTInductorModelContainerCreateWithDevice
-  double weights_ms = 0;      ///< AOTInductorModelUpdateConstantsFromBlob
+  double weights_ms = 0;      ///< AOTInductorModelUpdateConstantsFromBlob, plus binding constants shared across methods
   double total_ms = 0;        ///< the whole constructor, parse included
 };
 
