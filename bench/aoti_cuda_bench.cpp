@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
 #include <fstream>
 #include <string>
@@ -77,8 +78,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> roots;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--runs" && i + 1 < argc) runs = std::max(1, std::atoi(argv[++i]));
-    else if (a == "--loads" && i + 1 < argc) loads = std::max(2, std::atoi(argv[++i]));
+    if ((a == "--runs" || a == "--loads") && i + 1 < argc) {
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || v < 1 || v > 1000000) {
+        std::fprintf(stderr, "aoti_cuda_bench: %s needs a whole number from 1 to 1000000, got '%s'\n", a.c_str(), argv[i]);
+        return 2;
+      }
+      (a == "--runs" ? runs : loads) = a == "--runs" ? static_cast<int>(v) : std::max(2, static_cast<int>(v));
+    }
     else if (a == "--json" && i + 1 < argc) json_path = argv[++i];
     else if (a == "-h" || a == "--help") {
       std::puts("usage: aoti_cuda_bench [--runs N] [--loads N] [--json out.json] FIXTURE_DIR...");
