@@ -30,14 +30,14 @@ run_ctest() {
 
 echo "== [1/3] build + test (${BUILD_TYPE:-RelWithDebInfo})"
 BUILD="$ROOT/build"
-configure "$BUILD"
+configure "$BUILD" -DAOTI_CUDA_BUILD_TESTS=ON -DAOTI_CUDA_BUILD_TOOLS=ON -DAOTI_CUDA_BUILD_BENCH=ON
 cmake --build "$BUILD" -j "$JOBS"
 run_ctest "$BUILD"
 
 echo
 echo "== [2/3] build + CPU tests under ASan + UBSan + LSan"
 ASAN_BUILD="$ROOT/build-asan"
-BUILD_TYPE=Debug configure "$ASAN_BUILD" -DAOTI_CUDA_SANITIZE=ON -DAOTI_CUDA_BUILD_BENCH=OFF
+BUILD_TYPE=Debug configure "$ASAN_BUILD" -DAOTI_CUDA_SANITIZE=ON -DAOTI_CUDA_BUILD_TESTS=ON -DAOTI_CUDA_BUILD_BENCH=OFF
 cmake --build "$ASAN_BUILD" -j "$JOBS" --target aoti_cuda_unit_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_ctest "$ASAN_BUILD" -R '^unit$'
 

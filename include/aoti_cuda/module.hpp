@@ -80,10 +80,14 @@ struct LoadOptions {
   std::vector<std::string> allowed_so_sha256;
   /// Bind constants that several methods' libraries hold under the same
   /// original name (parameters, and buffers such as a KV cache) to a single
-  /// copy, with equal dtype, shape and strides required. State one method
+  /// copy (equal dtype, shape and strides required; for a method whose
+  /// constants are all held already, equal dtype and byte size). State one method
   /// writes is then what the others read, as in the eager PyTorch module
-  /// (ExecuTorch gives each method a private copy). Each library still keeps
-  /// the memory of its own unused copy. False: every method keeps its own.
+  /// (ExecuTorch gives each method a private copy).
+  /// When every constant of a method is held by an earlier one, that method's
+  /// weights are not uploaded at all (see Module::shared_weights_bytes());
+  /// otherwise its library keeps the memory of its own unused copies.
+  /// False: every method keeps its own.
   bool share_constants_across_methods = true;
   /// Called on the loading thread after each load phase (may be empty). An
   /// exception it throws aborts the load and propagates.
@@ -192,6 +196,9 @@ class AOTI_CUDA_API Module {
   /// Constants bound to another method's copy at load
   /// (LoadOptions::share_constants_across_methods).
   std::size_t shared_constants() const;
+  /// Bytes of weights blobs that were not uploaded to the device because every
+  /// constant of their method was already held by an earlier method.
+  std::size_t shared_weights_bytes() const;
 
  private:
   struct Impl;

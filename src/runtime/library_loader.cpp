@@ -264,6 +264,8 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   bind(lib->handle_, "AOTInductorModelContainerGetConstantName", a.get_constant_name);
   bind(lib->handle_, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
   bind(lib->handle_, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
+  bind(lib->handle_, "AOTInductorModelContainerGetConstantDtype", a.get_constant_dtype);
+  bind(lib->handle_, "AOTInductorModelContainerGetConstantDataSize", a.get_constant_data_size);
   bind(lib->handle_, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
        a.update_user_managed_constant_buffer_pairs);
   std::string absent;

@@ -49,6 +49,8 @@ struct ContainerApi {
   AOTIRuntimeError (*get_constant_name)(ContainerHandle, std::size_t, const char**) = nullptr;
   AOTIRuntimeError (*get_constant_original_fqn)(ContainerHandle, std::size_t, const char**) = nullptr;
   AOTIRuntimeError (*get_constant_from_folded)(ContainerHandle, std::size_t, bool*) = nullptr;
+  AOTIRuntimeError (*get_constant_dtype)(ContainerHandle, std::size_t, int32_t*) = nullptr;
+  AOTIRuntimeError (*get_constant_data_size)(ContainerHandle, std::size_t, std::size_t*) = nullptr;
   struct ConstantMapEntry {
     const char* name;
     AtenTensorHandle handle;

@@ -102,6 +102,9 @@ struct Delegate {
   // (UpdateUserManagedConstantBufferPairs); PyTorch 2.11 never frees them, so
   // they are deleted here once the container is gone.
   std::vector<AtenTensorHandle> shared_aliases;
+  // True when every constant came from earlier methods and the weights blob
+  // was never uploaded (see Module::Impl::adopt_all_constants).
+  bool constants_adopted = false;
 
   Delegate() = default;
   Delegate(const Delegate&) = delete;
@@ -253,6 +256,17 @@ struct Module::Impl {
   LoadTimings timings;
   std::vector<std::unique_ptr<Method>> methods;
   std::size_t shared_constants = 0;  // constants bound to another method's copy
+  std::size_t shared_weights_bytes = 0;  // weights blobs not uploaded: every constant was adopted
+  // Constants installed from a weights blob so far, by original FQN (first wins).
+  struct HeldConstant {
+    AtenTensorHandle handle = nullptr;
+    int32_t dtype = -1;
+    std::size_t data_size = 0;
+  };
+  std::map<std::string, HeldConstant> held_constants;
+
+  void remember_constants(Delegate& d);
+  bool adopt_all_constants(Delegate& d);
 
   explicit Impl(Program p) : program(std::move(p)) {}
 
@@ -430,7 +444,9 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
                                                     (ds.weights_key.empty() ? std::string("")
                                                                             : " ('" + ds.weights_key + "' is empty)"));
       }
-      if (!ds.weights.empty()) {
+      if (!ds.weights.empty() && opts.share_constants_across_methods && adopt_all_constants(*d)) {
+        shared_weights_bytes += ds.weights.size;  // never uploaded: all constants are earlier methods' copies
+      } else if (!ds.weights.empty()) {
         if (api.update_constants_from_blob == nullptr) {
           throw Error(ErrorCode::kLoad, d->label + ": the program has a weights blob ('" + ds.weights_key + "', " +
                                             std::to_string(ds.weights.size) +
@@ -456,6 +472,7 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
                                              ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
                                              model_failure_detail(api));
         }
+        if (opts.share_constants_across_methods) remember_constants(*d);
       }
       timings.weights_ms += ms_since(t0);
       progress("weights", ms->name, done + 1, total);
@@ -525,6 +542,93 @@ bool same_layout(AtenTensorHandle a, AtenTensorHandle b) {
 
 }  // namespace
 
+namespace {
+
+// The non-folded constants of a container, in table order (the order in
+// which installing a weights blob creates their handles). Empty when the
+// library cannot describe them.
+struct ConstantEntry {
+  std::string name, fqn;
+  int32_t dtype = -1;
+  std::size_t data_size = 0;
+};
+bool list_constants(const runtime::ContainerApi& api, runtime::ContainerHandle c, std::vector<ConstantEntry>& out) {
+  out.clear();
+  if (api.get_num_constants == nullptr || api.get_constant_name == nullptr || api.get_constant_original_fqn == nullptr ||
+      api.get_constant_from_folded == nullptr || api.get_constant_dtype == nullptr ||
+      api.get_constant_data_size == nullptr) {
+    return false;
+  }
+  std::size_t n = 0;
+  if (api.get_num_constants(c, &n) != 0) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    bool folded = false;
+    const char* name = nullptr;
+    const char* fqn = nullptr;
+    ConstantEntry e;
+    if (api.get_constant_from_folded(c, i, &folded) != 0) return false;
+    if (folded) continue;
+    if (api.get_constant_name(c, i, &name) != 0 || name == nullptr || api.get_constant_original_fqn(c, i, &fqn) != 0 ||
+        api.get_constant_dtype(c, i, &e.dtype) != 0 || api.get_constant_data_size(c, i, &e.data_size) != 0) {
+      return false;
+    }
+    e.name = name;
+    e.fqn = fqn != nullptr ? fqn : "";
+    out.push_back(std::move(e));
+  }
+  return true;
+}
+
+}  // namespace
+
+void Module::Impl::remember_constants(Delegate& d) {
+  std::vector<ConstantEntry> entries;
+  if (!list_constants(d.library->api(), d.container, entries) || entries.size() != d.constant_handles.size()) return;
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    if (entries[k].fqn.empty()) continue;
+    held_constants.emplace(entries[k].fqn, HeldConstant{d.constant_handles[k], entries[k].dtype, entries[k].data_size});
+  }
+}
+
+bool Module::Impl::adopt_all_constants(Delegate& d) {
+  // When every constant of this library is already held by an earlier method
+  // (same FQN, dtype and byte size), hand those copies over instead of
+  // uploading this method's weights: the device memory is spent once.
+  const runtime::ContainerApi& api = d.library->api();
+  if (held_constants.empty() || api.update_user_managed_constant_buffer_pairs == nullptr) return false;
+  std::vector<ConstantEntry> entries;
+  if (!list_constants(api, d.container, entries) || entries.empty()) return false;
+  std::vector<runtime::ContainerApi::ConstantMapEntry> pairs;
+  for (const ConstantEntry& e : entries) {
+    const auto it = held_constants.find(e.fqn);
+    if (e.fqn.empty() || it == held_constants.end() || it->second.dtype != e.dtype ||
+        it->second.data_size != e.data_size) {
+      return false;
+    }
+    pairs.push_back({e.name.c_str(), it->second.handle});
+  }
+  std::unique_ptr<runtime::DeviceGuard> guard;
+  if (device.is_cuda()) guard = std::make_unique<runtime::DeviceGuard>(device.index);
+  aoti_cuda_shim_clear_error();
+  std::vector<AtenTensorHandle> aliases;
+  bool ok;
+  {
+    shim::HandleCapture capture(shim::CreatedBy::kAlias, &aliases);
+    ok = api.update_user_managed_constant_buffer_pairs(d.container, pairs.data(), pairs.size(), /*use_inactive=*/false,
+                                                       /*validate_full_update=*/true) == 0;
+  }
+  if (!ok) {
+    // The library refused: release what it made and upload its own weights instead.
+    for (AtenTensorHandle h : aliases) (void)aoti_torch_delete_tensor_object(h);
+    aoti_cuda_shim_clear_error();
+    return false;
+  }
+  d.shared_aliases.insert(d.shared_aliases.end(), aliases.begin(), aliases.end());
+  d.constants_adopted = true;
+  shared_constants += pairs.size();
+  return true;
+}
+
 void Module::Impl::share_constants() {
   // Every method's library holds its own copy of the module's parameters and
   // buffers. Bind each constant whose original FQN an earlier delegate already
@@ -535,6 +639,7 @@ void Module::Impl::share_constants() {
   for (const auto& method : methods) {
     for (const auto& dp : method->delegates) {
       Delegate& d = *dp;
+      if (d.constants_adopted) continue;  // already bound to earlier copies at load
       const runtime::ContainerApi& api = d.library->api();
       if (api.get_num_constants == nullptr || api.get_constant_name == nullptr ||
           api.get_constant_original_fqn == nullptr || api.get_constant_from_folded == nullptr ||
@@ -970,5 +1075,7 @@ const Program& Module::program() const { return checked(impl_).program; }
 LoadTimings Module::load_timings() const { return checked(impl_).timings; }
 
 std::size_t Module::shared_constants() const { return checked(impl_).shared_constants; }
+
+std::size_t Module::shared_weights_bytes() const { return checked(impl_).shared_weights_bytes; }
 
 }  // namespace aoti_cuda

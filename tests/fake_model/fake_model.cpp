@@ -254,6 +254,18 @@ FAKE_API int32_t AOTInductorModelContainerGetConstantFromFolded(void* container,
   return 0;
 }
 
+FAKE_API int32_t AOTInductorModelContainerGetConstantDtype(void* container, std::size_t idx, int32_t* dtype) {
+  if (container == nullptr || dtype == nullptr || idx != 0) return 1;
+  *dtype = aoti_torch_dtype_float32();
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetConstantDataSize(void* container, std::size_t idx, std::size_t* size) {
+  if (container == nullptr || size == nullptr || idx != 0) return 1;
+  *size = sizeof(float) * kWeightFloats;
+  return 0;
+}
+
 struct FakeConstantMapEntry {
   const char* name;
   AtenTensorHandle handle;
@@ -272,6 +284,7 @@ FAKE_API int32_t AOTInductorModelContainerUpdateUserManagedConstantBufferPairs(v
     if (aoti_torch_new_tensor_handle(pairs[i].handle, &alias) || aoti_torch_get_data_ptr(alias, &data)) return 1;
     std::lock_guard<std::mutex> lock(c->mu);
     c->active = static_cast<float*>(data);
+    c->weights_loaded = true;  // user-managed constants stand in for the blob, as in the real container
   }
   return 0;
 }

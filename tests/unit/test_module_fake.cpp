@@ -651,6 +651,8 @@ TEST_CASE("module(fake): constants with the same FQN are shared across methods (
     {
       Module m(pte, cpu_options());
       CHECK(m.shared_constants() == 1);
+      // Every constant of 'read' is held by 'write': its blob is never installed.
+      CHECK(m.shared_weights_bytes() == 16 * sizeof(float));
       m.execute("write", {host_f32({1, 4}, {1000, 2000, 3000, 4000}), host_i64({1}, {2})});
       std::vector<float> cache = kv_init();
       for (int k = 0; k < 4; ++k) cache[8 + k] = 1000.0f * (k + 1);
@@ -669,6 +671,7 @@ TEST_CASE("module(fake): constants with the same FQN are shared across methods (
     o.share_constants_across_methods = false;
     Module m(pte, o);
     CHECK(m.shared_constants() == 0);
+    CHECK(m.shared_weights_bytes() == 0);
     m.execute("write", {host_f32({1, 4}, {1000, 2000, 3000, 4000}), host_i64({1}, {2})});
     std::vector<float> cache = second_init;
     for (int k = 0; k < 4; ++k) cache[k] = 7;
