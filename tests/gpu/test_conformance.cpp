@@ -609,8 +609,9 @@ TEST_CASE("gpu: lm prefill then decode share the KV cache (eager semantics), or 
     shared.execute("prefill", prefill_in);
     const double err = compare(shared.execute("decode", decode_in).at(0), load_tensor(f->dir, after), after.atol,
                                after.rtol, "lm decode after prefill, shared cache");
-    std::printf("fixture lm: %zu constants shared; decode after prefill vs eager: max_abs_err=%.3g\n",
-                shared.shared_constants(), err);
+    std::printf("fixture lm: %zu constants shared, %zu weight bytes not uploaded; decode after prefill vs eager: "
+                "max_abs_err=%.3g\n",
+                shared.shared_constants(), shared.shared_weights_bytes(), err);
   }
   CHECK(aoti_cuda_shim_live_handles() == handles_before);
   {
