@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <sstream>
 
 #include "aoti_cuda/shim.h"
+#include "common/env.hpp"
 #include "runtime/cuda_util.hpp"
 #include "shim/handle_capture.hpp"
 #include "runtime/driver_modules.hpp"
@@ -348,6 +350,11 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
   std::size_t total = 0;
   for (const MethodSpec* ms : selected) total += ms->delegates.size();
   std::size_t done = 0;
+  struct PendingWeights {
+    Delegate* delegate;
+    const MethodSpec* method;
+  };
+  std::vector<PendingWeights> pending_weights;
 
   for (const MethodSpec* ms : selected) {
     auto method = std::make_unique<Method>();
@@ -435,48 +442,10 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
       timings.container_ms += ms_since(t0);
       progress("container", ms->name, done + 1, total);
 
-      t0 = Clock::now();
-      std::uint64_t blob_bytes = 0;
-      if (ds.weights.empty() && api.get_constants_blob_size != nullptr &&
-          api.get_constants_blob_size(d->container, &blob_bytes) == 0 && blob_bytes > 0) {
-        throw Error(ErrorCode::kInvalidProgram, d->label + ": the model library reads " + std::to_string(blob_bytes) +
-                                                    " bytes of weights but the program has no weights blob" +
-                                                    (ds.weights_key.empty() ? std::string("")
-                                                                            : " ('" + ds.weights_key + "' is empty)"));
-      }
-      if (!ds.weights.empty() && opts.share_constants_across_methods && adopt_all_constants(*d)) {
-        shared_weights_bytes += ds.weights.size;  // never uploaded: all constants are earlier methods' copies
-      } else if (!ds.weights.empty()) {
-        if (api.update_constants_from_blob == nullptr) {
-          throw Error(ErrorCode::kLoad, d->label + ": the program has a weights blob ('" + ds.weights_key + "', " +
-                                            std::to_string(ds.weights.size) +
-                                            " bytes) but the model library does not export "
-                                            "AOTInductorModelUpdateConstantsFromBlob");
-        }
-        // The model reads as many bytes as its compiled-in constant table says;
-        // a short blob (truncated or mismatched .ptd) must not be read past its end.
-        std::uint64_t expected = 0;
-        if (api.get_constants_blob_size != nullptr && api.get_constants_blob_size(d->container, &expected) == 0 &&
-            expected > ds.weights.size) {
-          throw Error(ErrorCode::kInvalidProgram, d->label + ": the weights blob '" + ds.weights_key + "' in " +
-                                                      ds.weights_file + " has " + std::to_string(ds.weights.size) +
-                                                      " bytes but the model library reads " + std::to_string(expected));
-        }
-        aoti_cuda_shim_clear_error();
-        std::unique_ptr<runtime::DeviceGuard> guard;
-        if (device.is_cuda()) guard = std::make_unique<runtime::DeviceGuard>(device.index);
-        runtime::TrackModulesScope track(&d->kernel_modules);
-        shim::HandleCapture capture(shim::CreatedBy::kFromBlob, &d->constant_handles);
-        if (api.update_constants_from_blob(d->container, ds.weights.data) != 0) {
-          throw Error(ErrorCode::kModel, d->label + ": installing the weights ('" + ds.weights_key + "' from " +
-                                             ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
-                                             model_failure_detail(api));
-        }
-        if (opts.share_constants_across_methods) remember_constants(*d);
-      }
-      timings.weights_ms += ms_since(t0);
-      progress("weights", ms->name, done + 1, total);
+      // Weights are installed after every container exists (below), so that
+      // methods whose constants are all held by another can adopt them.
       ++done;
+      pending_weights.push_back({d.get(), ms});
       method->delegates.push_back(std::move(d));
     }
     for (const PlanStep& step : ms->plan) {
@@ -503,6 +472,69 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
       method->free_slots.push_back(i);
     }
     methods.push_back(std::move(method));
+  }
+  auto install_weights = [&](Delegate& d) {
+    const auto t0 = Clock::now();
+    const DelegateSpec& ds = *d.spec;
+    const runtime::ContainerApi& api = d.library->api();
+    std::uint64_t blob_bytes = 0;
+    if (ds.weights.empty() && api.get_constants_blob_size != nullptr &&
+        api.get_constants_blob_size(d.container, &blob_bytes) == 0 && blob_bytes > 0) {
+      throw Error(ErrorCode::kInvalidProgram, d.label + ": the model library reads " + std::to_string(blob_bytes) +
+                                                  " bytes of weights but the program has no weights blob" +
+                                                  (ds.weights_key.empty() ? std::string("")
+                                                                          : " ('" + ds.weights_key + "' is empty)"));
+    }
+    if (!ds.weights.empty() && opts.share_constants_across_methods && adopt_all_constants(d)) {
+      shared_weights_bytes += ds.weights.size;  // never uploaded: all constants are earlier methods' copies
+    } else if (!ds.weights.empty()) {
+      if (api.update_constants_from_blob == nullptr) {
+        throw Error(ErrorCode::kLoad, d.label + ": the program has a weights blob ('" + ds.weights_key + "', " +
+                                          std::to_string(ds.weights.size) +
+                                          " bytes) but the model library does not export "
+                                          "AOTInductorModelUpdateConstantsFromBlob");
+      }
+      // The model reads as many bytes as its compiled-in constant table says;
+      // a short blob (truncated or mismatched .ptd) must not be read past its end.
+      std::uint64_t expected = 0;
+      if (api.get_constants_blob_size != nullptr && api.get_constants_blob_size(d.container, &expected) == 0 &&
+          expected > ds.weights.size) {
+        throw Error(ErrorCode::kInvalidProgram, d.label + ": the weights blob '" + ds.weights_key + "' in " +
+                                                    ds.weights_file + " has " + std::to_string(ds.weights.size) +
+                                                    " bytes but the model library reads " + std::to_string(expected));
+      }
+      aoti_cuda_shim_clear_error();
+      std::unique_ptr<runtime::DeviceGuard> guard;
+      if (device.is_cuda()) guard = std::make_unique<runtime::DeviceGuard>(device.index);
+      runtime::TrackModulesScope track(&d.kernel_modules);
+      shim::HandleCapture capture(shim::CreatedBy::kFromBlob, &d.constant_handles);
+      if (api.update_constants_from_blob(d.container, ds.weights.data) != 0) {
+        throw Error(ErrorCode::kModel, d.label + ": installing the weights ('" + ds.weights_key + "' from " +
+                                           ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
+                                           model_failure_detail(api));
+      }
+      if (opts.share_constants_across_methods) remember_constants(d);
+    }
+    timings.weights_ms += ms_since(t0);
+  };
+  // Largest constant tables first: a method whose constants are a subset of
+  // an earlier one's can then adopt them instead of uploading its own copy.
+  if (opts.share_constants_across_methods) {
+    std::vector<std::size_t> counts(pending_weights.size(), 0);
+    for (std::size_t i = 0; i < pending_weights.size(); ++i) {
+      const runtime::ContainerApi& api = pending_weights[i].delegate->library->api();
+      if (api.get_num_constants != nullptr) (void)api.get_num_constants(pending_weights[i].delegate->container, &counts[i]);
+    }
+    std::vector<std::size_t> order(pending_weights.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return counts[a] > counts[b]; });
+    std::vector<PendingWeights> sorted;
+    for (std::size_t i : order) sorted.push_back(pending_weights[i]);
+    pending_weights.swap(sorted);
+  }
+  for (std::size_t i = 0; i < pending_weights.size(); ++i) {
+    install_weights(*pending_weights[i].delegate);
+    progress("weights", pending_weights[i].method->name, i + 1, pending_weights.size());
   }
   if (opts.share_constants_across_methods) {
     const auto t0 = Clock::now();
@@ -603,6 +635,11 @@ bool Module::Impl::adopt_all_constants(Delegate& d) {
     const auto it = held_constants.find(e.fqn);
     if (e.fqn.empty() || it == held_constants.end() || it->second.dtype != e.dtype ||
         it->second.data_size != e.data_size) {
+      if (env_flag("AOTI_CUDA_TRACE_SHARING")) {
+        std::fprintf(stderr, "[aoti_cuda] %s: uploads its own weights: constant '%s' (fqn '%s', dtype %d, %zu bytes) %s\n",
+                     d.label.c_str(), e.name.c_str(), e.fqn.c_str(), e.dtype, e.data_size,
+                     it == held_constants.end() ? "is not held by an earlier method" : "differs from the held copy");
+      }
       return false;
     }
     pairs.push_back({e.name.c_str(), it->second.handle});
