@@ -25,6 +25,7 @@
 
 #include "aoti_cuda/aoti_cuda.hpp"
 #include "aoti_cuda/shim.h"
+#include "support/pte_builder.hpp"
 #include "support/gpu.hpp"
 
 using aoti_cuda::Device;
@@ -623,5 +624,41 @@ TEST_CASE("gpu: lm prefill then decode share the KV cache (eager semantics), or 
     const TensorFile& fresh = decode->main.outputs.at(0);  // decode on its own, zero cache
     compare(separate.execute("decode", decode_in).at(0), load_tensor(f->dir, fresh), fresh.atol, fresh.rtol,
             "lm decode with per-method caches");
+  }
+}
+
+TEST_CASE("gpu: a method whose constants another method holds adopts them (weights uploaded once)" * AOTI_CUDA_GPU_CASE) {
+  // Two methods built from the mlp fixture's library and weights: the second
+  // holds exactly the constants of the first, so it must not upload its blob.
+  const auto fixtures = all_fixtures();
+  const Fixture* f = find_fixture(fixtures, "mlp");
+  REQUIRE(f != nullptr);
+  const aoti_cuda::Program source = aoti_cuda::Program::open(f->pte);
+  const aoti_cuda::DelegateSpec& d = source.method("forward").delegates.at(0);
+  const aoti_cuda_test::Bytes so(d.so.data, d.so.data + d.so.size);
+  const aoti_cuda_test::Bytes weights(d.weights.data, d.weights.data + d.weights.size);
+  aoti_cuda_test::PteBuilder b;
+  for (const char* name : {"first", "second"}) {
+    auto blobs = b.add_cuda_blobs(aoti_cuda::ExporterGeneration::kMethodKeys, name, so, weights);
+    b.add_method(aoti_cuda_test::cuda_method(name, {aoti_cuda_test::f32({8, 64})}, {aoti_cuda_test::f32({8, 10})}, blobs));
+  }
+  const aoti_cuda_test::BuiltProgram built = b.build();
+  const MethodCases& mc = f->methods.front();
+  const Tensor x = load_tensor(f->dir, mc.main.inputs.at(0));
+  const TensorFile& want = mc.main.outputs.at(0);
+  for (bool share : {true, false}) {
+    CAPTURE(share);
+    LoadOptions o;
+    o.share_constants_across_methods = share;
+    Module m(aoti_cuda::Program::from_memory({built.pte.data(), built.pte.size()}, {{built.ptd.data(), built.ptd.size()}},
+                                             "two_mlps.pte"),
+             o);
+    CHECK(m.shared_weights_bytes() == (share ? weights.size() : 0));
+    for (const char* name : {"second", "first"}) {
+      compare(m.execute(name, {x}).at(0), load_tensor(f->dir, want), want.atol, want.rtol,
+              std::string("two mlps, method ") + name + (share ? " (adopted constants)" : " (own constants)"));
+    }
+    std::printf("two mlps (share=%d): %zu constants shared, %zu weight bytes not uploaded: PASS\n", share ? 1 : 0,
+                m.shared_constants(), m.shared_weights_bytes());
   }
 }
