@@ -26,6 +26,7 @@
 #include "aoti_cuda/aoti_cuda.hpp"
 #include "aoti_cuda/shim.h"
 #include "support/pte_builder.hpp"
+#include "support/test_util.hpp"
 #include "support/gpu.hpp"
 
 using aoti_cuda::Device;
@@ -38,6 +39,9 @@ using aoti_cuda::OutputLocation;
 using aoti_cuda::RunOptions;
 using aoti_cuda::Tensor;
 using json = nlohmann::json;
+
+using aoti_cuda_test::count_fds;
+using aoti_cuda_test::count_memfd_maps;
 
 namespace {
 
@@ -256,23 +260,6 @@ bool run_case(Module& m, const Fixture& f, const std::string& method, const Case
               ok ? "PASS" : "FAIL", max_err);
   std::fflush(stdout);
   return ok;
-}
-
-int count_fds() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
-
-int count_memfd_maps() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  int n = 0;
-  while (std::getline(maps, line)) n += line.find("memfd:") != std::string::npos;
-  return n;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "aoti_cuda/dlpack.hpp"
+#include "support/test_util.hpp"
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/tensor.hpp"
 
@@ -46,17 +47,7 @@ struct FakeProducer {
 
 DLDataType dl_type(uint8_t code, uint8_t bits, uint16_t lanes = 1) { return DLDataType{code, bits, lanes}; }
 
-// Runs fn, expecting an aoti_cuda::Error; returns it (code + message).
-template <typename Fn>
-Error expect_error(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL("no aoti_cuda::Error thrown");
-  return Error(ErrorCode::kInternal, "unreachable");
-}
+using aoti_cuda_test::expect_error;
 
 bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;

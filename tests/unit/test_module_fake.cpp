@@ -22,6 +22,7 @@
 #include "runtime/sha256.hpp"
 #include "support/gpu.hpp"
 #include "support/pte_builder.hpp"
+#include "support/test_util.hpp"
 
 using aoti_cuda::Device;
 using aoti_cuda::DType;
@@ -134,34 +135,6 @@ std::vector<float> floats(const Tensor& t) {
   REQUIRE(t.is_contiguous());
   const float* p = t.data_ptr<float>();
   return std::vector<float>(p, p + t.numel());
-}
-
-int count_fds() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
-    closedir(d);
-  }
-  return n;
-}
-
-int count_memfd_maps() {
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  int n = 0;
-  while (std::getline(maps, line)) n += line.find("memfd:") != std::string::npos;
-  return n;
-}
-
-template <typename Fn>
-Error expect_error(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL("expected aoti_cuda::Error");
-  return Error(ErrorCode::kInternal, "unreachable");
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
