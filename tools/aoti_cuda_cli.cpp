@@ -3,6 +3,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/version.hpp"
@@ -72,6 +73,11 @@ int take_program_arg(const char* command, const std::string& arg, std::string& p
   }
   program = arg;
   return 0;
+}
+
+std::string default_method(const aoti_cuda::Module& module) {
+  const std::vector<std::string> names = module.method_names();
+  return names.size() == 1 ? names.front() : "forward";
 }
 
 void terminal_progress(const aoti_cuda::LoadProgress& p) {

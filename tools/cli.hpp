@@ -29,6 +29,9 @@ double double_option(const char* command, int& i, int argc, char** argv);
 /// returns 2 (the exit status).
 int take_program_arg(const char* command, const std::string& arg, std::string& program, const char* help);
 
+/// The method run/bench use when --method is not given: the only one, else "forward".
+std::string default_method(const aoti_cuda::Module& module);
+
 /// Load-progress printer for interactive terminals (writes one updating line to stderr).
 void terminal_progress(const aoti_cuda::LoadProgress& p);
 

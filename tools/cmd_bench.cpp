@@ -103,10 +103,7 @@ int cmd_bench(int argc, char** argv) {
   }
 
   aoti_cuda::Module module(model, load);
-  if (method.empty()) {
-    const auto names = module.method_names();
-    method = names.size() == 1 ? names.front() : "forward";
-  }
+  if (method.empty()) method = aoti_cuda_cli::default_method(module);
   const aoti_cuda::MethodMeta meta = module.method_meta(method);
   std::vector<aoti_cuda::Tensor> host_in, dev_in;
   for (size_t i = 0; i < meta.inputs.size(); ++i) {

@@ -93,10 +93,7 @@ int cmd_run(int argc, char** argv) {
   if (isatty(STDERR_FILENO)) load.on_progress = aoti_cuda_cli::terminal_progress;
 
   aoti_cuda::Module module(model, load);
-  if (method.empty()) {
-    const auto names = module.method_names();
-    method = names.size() == 1 ? names.front() : "forward";
-  }
+  if (method.empty()) method = aoti_cuda_cli::default_method(module);
   const aoti_cuda::MethodMeta meta = module.method_meta(method);
   if (inputs.size() > meta.inputs.size()) {
     throw aoti_cuda::Error(aoti_cuda::ErrorCode::kInvalidArgument,

@@ -88,6 +88,41 @@ std::shared_ptr<void> own_handle(AtenTensorHandle h) {
 }
 
 // ---------------------------------------------------------------------------
+// The non-folded constants of a container, in table order (the order in
+// which installing a weights blob creates their handles). Empty when the
+// library cannot describe them.
+struct ConstantEntry {
+  std::string name, fqn;
+  int32_t dtype = -1;
+  std::size_t data_size = 0;
+};
+bool list_constants(const runtime::ContainerApi& api, runtime::ContainerHandle c, std::vector<ConstantEntry>& out) {
+  out.clear();
+  if (api.get_num_constants == nullptr || api.get_constant_name == nullptr || api.get_constant_original_fqn == nullptr ||
+      api.get_constant_from_folded == nullptr || api.get_constant_dtype == nullptr ||
+      api.get_constant_data_size == nullptr) {
+    return false;
+  }
+  std::size_t n = 0;
+  if (api.get_num_constants(c, &n) != 0) return false;
+  for (std::size_t i = 0; i < n; ++i) {
+    bool folded = false;
+    const char* name = nullptr;
+    const char* fqn = nullptr;
+    ConstantEntry e;
+    if (api.get_constant_from_folded(c, i, &folded) != 0) return false;
+    if (folded) continue;
+    if (api.get_constant_name(c, i, &name) != 0 || name == nullptr || api.get_constant_original_fqn(c, i, &fqn) != 0 ||
+        api.get_constant_dtype(c, i, &e.dtype) != 0 || api.get_constant_data_size(c, i, &e.data_size) != 0) {
+      return false;
+    }
+    e.name = name;
+    e.fqn = fqn != nullptr ? fqn : "";
+    out.push_back(std::move(e));
+  }
+  return true;
+}
+
 struct Delegate {
   const DelegateSpec* spec = nullptr;
   std::string label;
@@ -104,6 +139,10 @@ struct Delegate {
   // (UpdateUserManagedConstantBufferPairs); PyTorch 2.11 never frees them, so
   // they are deleted here once the container is gone.
   std::vector<AtenTensorHandle> shared_aliases;
+  // The library's constant table (non-folded entries), read once at load when
+  // constants are shared across methods; constants_known says it was readable.
+  std::vector<ConstantEntry> constants;
+  bool constants_known = false;
   // True when every constant came from earlier methods and the weights blob
   // was never uploaded (see Module::Impl::adopt_all_constants).
   bool constants_adopted = false;
@@ -520,17 +559,13 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
   // Largest constant tables first: a method whose constants are a subset of
   // an earlier one's can then adopt them instead of uploading its own copy.
   if (opts.share_constants_across_methods) {
-    std::vector<std::size_t> counts(pending_weights.size(), 0);
-    for (std::size_t i = 0; i < pending_weights.size(); ++i) {
-      const runtime::ContainerApi& api = pending_weights[i].delegate->library->api();
-      if (api.get_num_constants != nullptr) (void)api.get_num_constants(pending_weights[i].delegate->container, &counts[i]);
+    for (const PendingWeights& p : pending_weights) {
+      Delegate& d = *p.delegate;
+      d.constants_known = list_constants(d.library->api(), d.container, d.constants);
     }
-    std::vector<std::size_t> order(pending_weights.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return counts[a] > counts[b]; });
-    std::vector<PendingWeights> sorted;
-    for (std::size_t i : order) sorted.push_back(pending_weights[i]);
-    pending_weights.swap(sorted);
+    std::stable_sort(pending_weights.begin(), pending_weights.end(), [](const PendingWeights& a, const PendingWeights& b) {
+      return a.delegate->constants.size() > b.delegate->constants.size();
+    });
   }
   for (std::size_t i = 0; i < pending_weights.size(); ++i) {
     install_weights(*pending_weights[i].delegate);
@@ -545,13 +580,6 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
 }
 
 namespace {
-
-// One constant of a loaded delegate, as the sharing pass sees it.
-struct ConstantRef {
-  Delegate* owner = nullptr;
-  std::string name;        // the library's constant name (key of UpdateUserManaged...)
-  AtenTensorHandle handle = nullptr;
-};
 
 // Same dtype, device, sizes, strides and storage offset: one may stand in for the other.
 bool same_layout(AtenTensorHandle a, AtenTensorHandle b) {
@@ -572,50 +600,12 @@ bool same_layout(AtenTensorHandle a, AtenTensorHandle b) {
   return true;
 }
 
-}  // namespace
-
-namespace {
-
-// The non-folded constants of a container, in table order (the order in
-// which installing a weights blob creates their handles). Empty when the
-// library cannot describe them.
-struct ConstantEntry {
-  std::string name, fqn;
-  int32_t dtype = -1;
-  std::size_t data_size = 0;
-};
-bool list_constants(const runtime::ContainerApi& api, runtime::ContainerHandle c, std::vector<ConstantEntry>& out) {
-  out.clear();
-  if (api.get_num_constants == nullptr || api.get_constant_name == nullptr || api.get_constant_original_fqn == nullptr ||
-      api.get_constant_from_folded == nullptr || api.get_constant_dtype == nullptr ||
-      api.get_constant_data_size == nullptr) {
-    return false;
-  }
-  std::size_t n = 0;
-  if (api.get_num_constants(c, &n) != 0) return false;
-  for (std::size_t i = 0; i < n; ++i) {
-    bool folded = false;
-    const char* name = nullptr;
-    const char* fqn = nullptr;
-    ConstantEntry e;
-    if (api.get_constant_from_folded(c, i, &folded) != 0) return false;
-    if (folded) continue;
-    if (api.get_constant_name(c, i, &name) != 0 || name == nullptr || api.get_constant_original_fqn(c, i, &fqn) != 0 ||
-        api.get_constant_dtype(c, i, &e.dtype) != 0 || api.get_constant_data_size(c, i, &e.data_size) != 0) {
-      return false;
-    }
-    e.name = name;
-    e.fqn = fqn != nullptr ? fqn : "";
-    out.push_back(std::move(e));
-  }
-  return true;
-}
 
 }  // namespace
 
 void Module::Impl::remember_constants(Delegate& d) {
-  std::vector<ConstantEntry> entries;
-  if (!list_constants(d.library->api(), d.container, entries) || entries.size() != d.constant_handles.size()) return;
+  const std::vector<ConstantEntry>& entries = d.constants;
+  if (!d.constants_known || entries.size() != d.constant_handles.size()) return;
   for (std::size_t k = 0; k < entries.size(); ++k) {
     if (entries[k].fqn.empty()) continue;
     held_constants.emplace(entries[k].fqn, HeldConstant{d.constant_handles[k], entries[k].dtype, entries[k].data_size});
@@ -628,10 +618,9 @@ bool Module::Impl::adopt_all_constants(Delegate& d) {
   // uploading this method's weights: the device memory is spent once.
   const runtime::ContainerApi& api = d.library->api();
   if (held_constants.empty() || api.update_user_managed_constant_buffer_pairs == nullptr) return false;
-  std::vector<ConstantEntry> entries;
-  if (!list_constants(api, d.container, entries) || entries.empty()) return false;
+  if (!d.constants_known || d.constants.empty()) return false;
   std::vector<runtime::ContainerApi::ConstantMapEntry> pairs;
-  for (const ConstantEntry& e : entries) {
+  for (const ConstantEntry& e : d.constants) {
     const auto it = held_constants.find(e.fqn);
     if (e.fqn.empty() || it == held_constants.end() || it->second.dtype != e.dtype ||
         it->second.data_size != e.data_size) {
@@ -668,58 +657,28 @@ bool Module::Impl::adopt_all_constants(Delegate& d) {
 
 void Module::Impl::share_constants() {
   // Every method's library holds its own copy of the module's parameters and
-  // buffers. Bind each constant whose original FQN an earlier delegate already
-  // holds (with the same layout) to that delegate's copy, so that state one
-  // method writes (e.g. a KV cache filled by prefill) is what the others read,
-  // as in the eager module.
-  std::map<std::string, ConstantRef> first_by_fqn;
+  // buffers. Bind each constant whose original FQN another delegate installed
+  // first (held_constants, with the same layout) to that copy, so that state
+  // one method writes (e.g. a KV cache filled by prefill) is what the others
+  // read, as in the eager module.
   for (const auto& method : methods) {
     for (const auto& dp : method->delegates) {
       Delegate& d = *dp;
       if (d.constants_adopted) continue;  // already bound to earlier copies at load
       const runtime::ContainerApi& api = d.library->api();
-      if (api.get_num_constants == nullptr || api.get_constant_name == nullptr ||
-          api.get_constant_original_fqn == nullptr || api.get_constant_from_folded == nullptr ||
-          api.update_user_managed_constant_buffer_pairs == nullptr) {
-        continue;  // an older library: keeps its own constants
-      }
-      std::size_t n = 0;
-      if (api.get_num_constants(d.container, &n) != 0) continue;
-      // Constants this delegate can offer or take: non-folded ones, matched
-      // positionally with the handles its weights installation created.
-      std::vector<ConstantRef> mine;
-      std::vector<std::string> fqns;
-      bool readable = true;
-      for (std::size_t i = 0; i < n && readable; ++i) {
-        bool folded = false;
-        const char* name = nullptr;
-        const char* fqn = nullptr;
-        if (api.get_constant_from_folded(d.container, i, &folded) != 0) readable = false;
-        if (!readable || folded) continue;
-        if (api.get_constant_name(d.container, i, &name) != 0 || name == nullptr ||
-            api.get_constant_original_fqn(d.container, i, &fqn) != 0) {
-          readable = false;
-          continue;
-        }
-        ConstantRef ref;
-        ref.owner = &d;
-        ref.name = name;
-        ref.handle = mine.size() < d.constant_handles.size() ? d.constant_handles[mine.size()] : nullptr;
-        mine.push_back(std::move(ref));
-        fqns.emplace_back(fqn != nullptr ? fqn : "");  // empty FQNs are never shared
-      }
+      const std::vector<ConstantEntry>& entries = d.constants;
       // The handles must pair up one-to-one with the constants, else the
       // layout is unknown and this delegate keeps its own copies.
-      if (!readable || mine.size() != d.constant_handles.size()) continue;
-
+      if (api.update_user_managed_constant_buffer_pairs == nullptr || !d.constants_known ||
+          entries.size() != d.constant_handles.size()) {
+        continue;
+      }
       std::vector<runtime::ContainerApi::ConstantMapEntry> pairs;
-      for (std::size_t k = 0; k < mine.size(); ++k) {
-        if (fqns[k].empty()) continue;
-        auto it = first_by_fqn.find(fqns[k]);
-        if (it == first_by_fqn.end()) {
-          first_by_fqn.emplace(fqns[k], mine[k]);
-        } else if (same_layout(it->second.handle, mine[k].handle)) {
-          pairs.push_back({mine[k].name.c_str(), it->second.handle});
+      for (std::size_t k = 0; k < entries.size(); ++k) {
+        const auto it = held_constants.find(entries[k].fqn);  // empty FQNs are never held
+        if (it == held_constants.end() || it->second.handle == d.constant_handles[k]) continue;
+        if (same_layout(it->second.handle, d.constant_handles[k])) {
+          pairs.push_back({entries[k].name.c_str(), it->second.handle});
         }
       }
       if (pairs.empty()) continue;

@@ -251,6 +251,27 @@ CudaBlobs PteBuilder::add_cuda_blobs(aoti_cuda::ExporterGeneration generation, c
   return b;
 }
 
+namespace {
+
+// A FlatTensor flatbuffer with its FH01 header (padded to 48 bytes, as the
+// Python writer does) spliced in, followed by its segments.
+Bytes splice_ptd(const std::uint8_t* flatbuffer, std::size_t size, const SegmentPlan& plan) {
+  const std::uint64_t padded = 48;
+  const std::uint64_t base = align_up(size + padded, kSegmentAlignment);
+  Bytes header(padded, 0);
+  std::memcpy(header.data(), "FH01", 4);
+  put_u32(header, 4, 40);
+  put_u64(header, 8, padded);
+  put_u64(header, 16, size);
+  put_u64(header, 24, base);
+  put_u64(header, 32, plan.end);
+  Bytes out = splice_header(flatbuffer, size, header);
+  append_segments(out, base, plan);
+  return out;
+}
+
+}  // namespace
+
 BuiltProgram PteBuilder::build() const {
   BuiltProgram out;
   // ---- .pte segments: delegate payloads, then named data, then raw segments.
@@ -396,18 +417,7 @@ BuiltProgram PteBuilder::build() const {
     }
     auto root = ft::CreateFlatTensorDirect(tb, 0, &fsegs, &fnd);
     tb.Finish(root, ft::FlatTensorIdentifier());
-    const std::uint64_t fb_size = tb.GetSize();
-    const std::uint64_t padded = 48;
-    const std::uint64_t base = align_up(fb_size + padded, kSegmentAlignment);
-    Bytes header(padded, 0);
-    std::memcpy(header.data(), "FH01", 4);
-    put_u32(header, 4, 40);
-    put_u64(header, 8, padded);
-    put_u64(header, 16, fb_size);
-    put_u64(header, 24, base);
-    put_u64(header, 32, ptd_segs.end);
-    out.ptd = splice_header(tb.GetBufferPointer(), tb.GetSize(), header);
-    append_segments(out.ptd, base, ptd_segs);
+    out.ptd = splice_ptd(tb.GetBufferPointer(), tb.GetSize(), ptd_segs);
   }
   return out;
 }
@@ -415,18 +425,7 @@ BuiltProgram PteBuilder::build() const {
 Bytes pack_ptd(const std::uint8_t* flatbuffer, std::size_t size, const std::vector<Bytes>& segments) {
   SegmentPlan plan;
   for (const auto& b : segments) plan.add(b);
-  const std::uint64_t padded = 48;
-  const std::uint64_t base = align_up(size + padded, kSegmentAlignment);
-  Bytes header(padded, 0);
-  std::memcpy(header.data(), "FH01", 4);
-  put_u32(header, 4, 40);
-  put_u64(header, 8, padded);
-  put_u64(header, 16, size);
-  put_u64(header, 24, base);
-  put_u64(header, 32, plan.end);
-  Bytes out = splice_header(flatbuffer, size, header);
-  append_segments(out, base, plan);
-  return out;
+  return splice_ptd(flatbuffer, size, plan);
 }
 
 std::vector<std::uint64_t> segment_offsets(const std::vector<std::size_t>& sizes) {
