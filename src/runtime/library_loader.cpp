@@ -15,6 +15,8 @@
 
 #include "aoti_cuda/error.hpp"
 #include "common/env.hpp"
+#include "common/text.hpp"
+#include "format/elf.hpp"
 #include "runtime/sha256.hpp"
 
 namespace aoti_cuda::runtime {
@@ -32,13 +34,6 @@ constexpr const char* kHostMachineName = "aarch64";
 
 bool starts_with(const std::string& s, const char* prefix) {
   return s.compare(0, std::strlen(prefix), prefix) == 0;
-}
-
-template <typename T>
-bool read_le(ByteView b, std::size_t off, T& out) {
-  if (off > b.size || b.size - off < sizeof(T)) return false;
-  std::memcpy(&out, b.data + off, sizeof(T));
-  return true;
 }
 
 std::string errno_text(int err) { return std::string(std::strerror(err)); }
@@ -165,31 +160,7 @@ void promote_self_to_global() noexcept {
   });
 }
 
-std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView b) {
-  std::vector<std::size_t> out;
-  if (b.size < 64 || b.data[4] != 2 || b.data[5] != 1) return out;  // ELF64 little-endian only
-  std::uint64_t shoff = 0;
-  std::uint16_t shentsize = 0, shnum = 0;
-  if (!read_le(b, 0x28, shoff) || !read_le(b, 0x3A, shentsize) || !read_le(b, 0x3C, shnum)) return out;
-  if (shentsize < 64 || shoff == 0) return out;
-  for (std::uint16_t i = 0; i < shnum; ++i) {
-    if (shoff > b.size) return {};
-    const std::size_t sh = static_cast<std::size_t>(shoff) + static_cast<std::size_t>(i) * shentsize;
-    std::uint32_t type = 0;
-    std::uint64_t off = 0, size = 0, entsize = 0;
-    if (!read_le(b, sh + 4, type) || !read_le(b, sh + 0x18, off) || !read_le(b, sh + 0x20, size) ||
-        !read_le(b, sh + 0x38, entsize)) {
-      return {};
-    }
-    if (type != 11 /* SHT_DYNSYM */) continue;
-    if (entsize < 24 || off > b.size || size > b.size - off) return {};
-    for (std::uint64_t s = 0; s + entsize <= size; s += entsize) {
-      const std::size_t info_off = static_cast<std::size_t>(off + s + 4);
-      if ((b.data[info_off] >> 4) == 10 /* STB_GNU_UNIQUE */) out.push_back(info_off);
-    }
-  }
-  return out;
-}
+std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView elf) { return format::gnu_unique_symbol_offsets(elf); }
 
 std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string& label,
                                                  const std::vector<std::string>& allowed_sha256) {
@@ -222,8 +193,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   promote_self_to_global();
   const std::vector<std::string> missing = missing_imports(elf);
   if (!missing.empty()) {
-    std::string names;
-    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+    const std::string names = common::join(missing);
     throw Error(ErrorCode::kLoad, "the model library of " + label + " imports " + std::to_string(missing.size()) +
                                       " symbol(s) this process does not provide: " + names +
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
