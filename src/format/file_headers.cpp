@@ -85,6 +85,65 @@ ByteView segment_bytes(const FileData& fd, std::uint64_t offset, std::uint64_t s
 }
 
 /// P1-P7 (+ the size limit of P8) for a .pte; leaves fd.fb set up.
+// P4/P5: the extended header "eh00" at offset 8 (header_length, program_size,
+// segment_base_offset, segment_data_size); returns program_size.
+std::uint64_t parse_pte_extended_header(FileData& fd) {
+  const std::uint8_t* d = fd.bytes.data;
+  const std::uint64_t F = fd.bytes.size;
+  std::uint64_t program_size = F;
+  const std::uint64_t hlen = format::read_u32(d + 12);
+  program_size = format::read_u64(d + 16);
+  const std::uint64_t base = format::read_u64(d + 24);
+  const std::uint64_t data_size = hlen >= 32 ? format::read_u64(d + 32) : 0;
+  if (hlen < 24) invalid(fd.label, "P4 (extended header)", "header_length " + u64s(hlen) + " at offset 12 is < 24");
+  if (hlen < 32) {
+    invalid(fd.label, "P4 (extended header)",
+            "header_length " + u64s(hlen) + " at offset 12 is between 24 and 32 (malformed)");
+  }
+  if (8 + hlen > program_size) {
+    invalid(fd.label, "P4 (extended header)",
+            "program_size " + u64s(program_size) + " at offset 16 is smaller than the header (8 + " + u64s(hlen) + ")");
+  }
+  if (program_size > F) {
+    invalid(fd.label, "P4 (extended header)",
+            "program_size " + u64s(program_size) + " at offset 16 is past the end of the " + u64s(F) +
+                "-byte file (truncated file?)");
+  }
+  if (program_size >= kFlatbufferMaxSize) {
+    invalid(fd.label, "P4 (extended header)", "program_size " + u64s(program_size) + " exceeds the 2^31-1 flatbuffer limit");
+  }
+  if (base != 0) {
+    if (base < program_size) {
+      invalid(fd.label, "P5 (segment base)",
+              "segment_base_offset " + u64s(base) + " at offset 24 overlaps the flatbuffer (program_size " +
+                  u64s(program_size) + ")");
+    }
+    if (base > F) {
+      invalid(fd.label, "P5 (segment base)",
+              "segment_base_offset " + u64s(base) + " at offset 24 is past the end of the " + u64s(F) + "-byte file");
+    }
+    std::uint64_t end = 0;
+    if (!format::add_u64(base, data_size, &end)) {
+      invalid(fd.label, "P5 (segment base)",
+              "segment_base_offset " + u64s(base) + " + segment_data_size " + u64s(data_size) + " overflows");
+    }
+    if (end > F) {
+      invalid(fd.label, "P5 (segment base)",
+              "segment data [" + u64s(base) + ", " + u64s(end) + ") (segment_data_size at offset 32) is past the end of the " +
+                  u64s(F) + "-byte file (truncated file?)");
+    }
+    fd.has_segment_area = true;
+    fd.segment_base = base;
+    fd.segment_size_known = true;
+    fd.segment_data_size = data_size;
+  } else if (data_size != 0) {
+    invalid(fd.label, "P5 (segment base)",
+            "segment_data_size " + u64s(data_size) + " at offset 32 is non-zero but segment_base_offset is 0");
+  }
+  fd.header_end = 8 + hlen;
+  return program_size;
+}
+
 void parse_pte_header(FileData& fd) {
   const std::uint8_t* d = fd.bytes.data;
   const std::uint64_t F = fd.bytes.size;
@@ -108,56 +167,7 @@ void parse_pte_header(FileData& fd) {
             "extended header magic \"" + printable(d + 8, 4) + "\" at offset 8 is not the supported \"eh00\"");
   }
   if (has_header) {
-    const std::uint64_t hlen = format::read_u32(d + 12);
-    program_size = format::read_u64(d + 16);
-    const std::uint64_t base = format::read_u64(d + 24);
-    const std::uint64_t data_size = hlen >= 32 ? format::read_u64(d + 32) : 0;
-    if (hlen < 24) invalid(fd.label, "P4 (extended header)", "header_length " + u64s(hlen) + " at offset 12 is < 24");
-    if (hlen < 32) {
-      invalid(fd.label, "P4 (extended header)",
-              "header_length " + u64s(hlen) + " at offset 12 is between 24 and 32 (malformed)");
-    }
-    if (8 + hlen > program_size) {
-      invalid(fd.label, "P4 (extended header)",
-              "program_size " + u64s(program_size) + " at offset 16 is smaller than the header (8 + " + u64s(hlen) + ")");
-    }
-    if (program_size > F) {
-      invalid(fd.label, "P4 (extended header)",
-              "program_size " + u64s(program_size) + " at offset 16 is past the end of the " + u64s(F) +
-                  "-byte file (truncated file?)");
-    }
-    if (program_size >= kFlatbufferMaxSize) {
-      invalid(fd.label, "P4 (extended header)", "program_size " + u64s(program_size) + " exceeds the 2^31-1 flatbuffer limit");
-    }
-    if (base != 0) {
-      if (base < program_size) {
-        invalid(fd.label, "P5 (segment base)",
-                "segment_base_offset " + u64s(base) + " at offset 24 overlaps the flatbuffer (program_size " +
-                    u64s(program_size) + ")");
-      }
-      if (base > F) {
-        invalid(fd.label, "P5 (segment base)",
-                "segment_base_offset " + u64s(base) + " at offset 24 is past the end of the " + u64s(F) + "-byte file");
-      }
-      std::uint64_t end = 0;
-      if (!format::add_u64(base, data_size, &end)) {
-        invalid(fd.label, "P5 (segment base)",
-                "segment_base_offset " + u64s(base) + " + segment_data_size " + u64s(data_size) + " overflows");
-      }
-      if (end > F) {
-        invalid(fd.label, "P5 (segment base)",
-                "segment data [" + u64s(base) + ", " + u64s(end) + ") (segment_data_size at offset 32) is past the end of the " +
-                    u64s(F) + "-byte file (truncated file?)");
-      }
-      fd.has_segment_area = true;
-      fd.segment_base = base;
-      fd.segment_size_known = true;
-      fd.segment_data_size = data_size;
-    } else if (data_size != 0) {
-      invalid(fd.label, "P5 (segment base)",
-              "segment_data_size " + u64s(data_size) + " at offset 32 is non-zero but segment_base_offset is 0");
-    }
-    fd.header_end = 8 + hlen;
+    program_size = parse_pte_extended_header(fd);
   } else if (F >= kFlatbufferMaxSize) {
     invalid(fd.label, "P6 (size)", "file of " + u64s(F) + " bytes exceeds the 2^31-1 flatbuffer limit");
   }

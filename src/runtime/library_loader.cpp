@@ -133,6 +133,39 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Binds the AOTInductor entry points of a loaded model library; throws
+// kLoad naming every required one that is missing.
+void bind_entry_points(void* handle, ContainerApi& a, const std::string& label) {
+  bind(handle, "AOTInductorModelContainerCreateWithDevice", a.create_with_device);
+  bind(handle, "AOTInductorModelContainerDelete", a.destroy);
+  bind(handle, "AOTInductorModelContainerGetNumInputs", a.get_num_inputs);
+  bind(handle, "AOTInductorModelContainerGetNumOutputs", a.get_num_outputs);
+  bind(handle, "AOTInductorModelContainerRun", a.run);
+  bind(handle, "AOTInductorModelUpdateConstantsFromBlob", a.update_constants_from_blob);
+  bind(handle, "AOTInductorModelContainerGetInputName", a.get_input_name);
+  bind(handle, "AOTInductorModelContainerGetOutputName", a.get_output_name);
+  bind(handle, "AOTInductorModelContainerGetNumConstants", a.get_num_constants);
+  bind(handle, "AOTInductorModelContainerGetConstantsBlobSize", a.get_constants_blob_size);
+  bind(handle, "AOTInductorGetLastError", a.get_last_error);
+  bind(handle, "AOTInductorModelContainerGetConstantName", a.get_constant_name);
+  bind(handle, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
+  bind(handle, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
+  bind(handle, "AOTInductorModelContainerGetConstantDtype", a.get_constant_dtype);
+  bind(handle, "AOTInductorModelContainerGetConstantDataSize", a.get_constant_data_size);
+  bind(handle, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
+       a.update_user_managed_constant_buffer_pairs);
+  std::string absent;
+  if (!a.create_with_device) absent += " AOTInductorModelContainerCreateWithDevice";
+  if (!a.destroy) absent += " AOTInductorModelContainerDelete";
+  if (!a.get_num_inputs) absent += " AOTInductorModelContainerGetNumInputs";
+  if (!a.get_num_outputs) absent += " AOTInductorModelContainerGetNumOutputs";
+  if (!a.run) absent += " AOTInductorModelContainerRun";
+  if (!absent.empty()) {
+    throw Error(ErrorCode::kLoad, "the model library of " + label +
+                                      " lacks required AOTInductor entry point(s):" + absent);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> missing_imports(const ElfInfo& elf) {
@@ -219,35 +252,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
     }
   }  // fd closed / temp file unlinked: the mapping keeps the code alive
   // 5. Entry points.
-  ContainerApi& a = lib->api_;
-  bind(lib->handle_, "AOTInductorModelContainerCreateWithDevice", a.create_with_device);
-  bind(lib->handle_, "AOTInductorModelContainerDelete", a.destroy);
-  bind(lib->handle_, "AOTInductorModelContainerGetNumInputs", a.get_num_inputs);
-  bind(lib->handle_, "AOTInductorModelContainerGetNumOutputs", a.get_num_outputs);
-  bind(lib->handle_, "AOTInductorModelContainerRun", a.run);
-  bind(lib->handle_, "AOTInductorModelUpdateConstantsFromBlob", a.update_constants_from_blob);
-  bind(lib->handle_, "AOTInductorModelContainerGetInputName", a.get_input_name);
-  bind(lib->handle_, "AOTInductorModelContainerGetOutputName", a.get_output_name);
-  bind(lib->handle_, "AOTInductorModelContainerGetNumConstants", a.get_num_constants);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantsBlobSize", a.get_constants_blob_size);
-  bind(lib->handle_, "AOTInductorGetLastError", a.get_last_error);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantName", a.get_constant_name);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantDtype", a.get_constant_dtype);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantDataSize", a.get_constant_data_size);
-  bind(lib->handle_, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
-       a.update_user_managed_constant_buffer_pairs);
-  std::string absent;
-  if (!a.create_with_device) absent += " AOTInductorModelContainerCreateWithDevice";
-  if (!a.destroy) absent += " AOTInductorModelContainerDelete";
-  if (!a.get_num_inputs) absent += " AOTInductorModelContainerGetNumInputs";
-  if (!a.get_num_outputs) absent += " AOTInductorModelContainerGetNumOutputs";
-  if (!a.run) absent += " AOTInductorModelContainerRun";
-  if (!absent.empty()) {
-    throw Error(ErrorCode::kLoad, "the model library of " + label +
-                                      " lacks required AOTInductor entry point(s):" + absent);
-  }  // ~ModelLibrary dlcloses
+  bind_entry_points(lib->handle_, lib->api_, label);  // throws: ~ModelLibrary dlcloses
   return lib;
 }
 
