@@ -85,6 +85,32 @@ ByteView segment_bytes(const FileData& fd, std::uint64_t offset, std::uint64_t s
 }
 
 /// P1-P7 (+ the size limit of P8) for a .pte; leaves fd.fb set up.
+// P5 / D2: the segment area [base, base + data_size) follows the flatbuffer
+// (which ends at fb_end) and lies inside the file; records it in fd. The
+// header fields are at base_field and base_field + 8.
+void set_segment_area(FileData& fd, const char* check, std::uint64_t base, std::uint64_t data_size,
+                      std::uint64_t fb_end, int base_field) {
+  const std::uint64_t F = fd.bytes.size;
+  const std::string size_field = "segment_data_size at offset " + std::to_string(base_field + 8);
+  if (base < fb_end) {
+    invalid(fd.label, check, "segment_base_offset " + u64s(base) + " at offset " + std::to_string(base_field) +
+                                 " overlaps the flatbuffer (ends at " + u64s(fb_end) + ")");
+  }
+  std::uint64_t end = 0;
+  if (!format::add_u64(base, data_size, &end)) {
+    invalid(fd.label, check,
+            "segment_base_offset " + u64s(base) + " + segment_data_size " + u64s(data_size) + " (" + size_field + ") overflows");
+  }
+  if (end > F) {
+    invalid(fd.label, check, "segment data [" + u64s(base) + ", " + u64s(end) + ") (" + size_field +
+                                 ") is past the end of the " + u64s(F) + "-byte file (truncated file?)");
+  }
+  fd.has_segment_area = true;
+  fd.segment_base = base;
+  fd.segment_size_known = true;
+  fd.segment_data_size = data_size;
+}
+
 // P4/P5: the extended header "eh00" at offset 8 (header_length, program_size,
 // segment_base_offset, segment_data_size); returns program_size.
 std::uint64_t parse_pte_extended_header(FileData& fd) {
@@ -113,29 +139,7 @@ std::uint64_t parse_pte_extended_header(FileData& fd) {
     invalid(fd.label, "P4 (extended header)", "program_size " + u64s(program_size) + " exceeds the 2^31-1 flatbuffer limit");
   }
   if (base != 0) {
-    if (base < program_size) {
-      invalid(fd.label, "P5 (segment base)",
-              "segment_base_offset " + u64s(base) + " at offset 24 overlaps the flatbuffer (program_size " +
-                  u64s(program_size) + ")");
-    }
-    if (base > F) {
-      invalid(fd.label, "P5 (segment base)",
-              "segment_base_offset " + u64s(base) + " at offset 24 is past the end of the " + u64s(F) + "-byte file");
-    }
-    std::uint64_t end = 0;
-    if (!format::add_u64(base, data_size, &end)) {
-      invalid(fd.label, "P5 (segment base)",
-              "segment_base_offset " + u64s(base) + " + segment_data_size " + u64s(data_size) + " overflows");
-    }
-    if (end > F) {
-      invalid(fd.label, "P5 (segment base)",
-              "segment data [" + u64s(base) + ", " + u64s(end) + ") (segment_data_size at offset 32) is past the end of the " +
-                  u64s(F) + "-byte file (truncated file?)");
-    }
-    fd.has_segment_area = true;
-    fd.segment_base = base;
-    fd.segment_size_known = true;
-    fd.segment_data_size = data_size;
+    set_segment_area(fd, "P5 (segment base)", base, data_size, program_size, 24);
   } else if (data_size != 0) {
     invalid(fd.label, "P5 (segment base)",
             "segment_data_size " + u64s(data_size) + " at offset 32 is non-zero but segment_base_offset is 0");
@@ -218,26 +222,15 @@ void parse_ptd_header(FileData& fd) {
   if (fb_end >= kFlatbufferMaxSize) {
     invalid(fd.label, "D2 (header extents)", "flatbuffer of " + u64s(fb_end) + " bytes exceeds the 2^31-1 limit");
   }
+  // A .ptd always has a segment area (possibly empty at offset 0).
   if (base != 0 || data_size != 0) {
-    if (base < fb_end) {
-      invalid(fd.label, "D2 (header extents)",
-              "segment_base_offset " + u64s(base) + " at offset 32 overlaps the flatbuffer (ends at " + u64s(fb_end) + ")");
-    }
-    std::uint64_t end = 0;
-    if (!format::add_u64(base, data_size, &end)) {
-      invalid(fd.label, "D2 (header extents)",
-              "segment_base_offset " + u64s(base) + " + segment_data_size " + u64s(data_size) + " (offset 40) overflows");
-    }
-    if (end > F) {
-      invalid(fd.label, "D2 (header extents)",
-              "segment data [" + u64s(base) + ", " + u64s(end) + ") (segment_data_size at offset 40) is past the end of the " +
-                  u64s(F) + "-byte file (truncated file?)");
-    }
+    set_segment_area(fd, "D2 (header extents)", base, data_size, fb_end, 32);
+  } else {
+    fd.has_segment_area = true;
+    fd.segment_base = 0;
+    fd.segment_size_known = true;
+    fd.segment_data_size = 0;
   }
-  fd.has_segment_area = true;
-  fd.segment_base = base;
-  fd.segment_size_known = true;
-  fd.segment_data_size = data_size;
   fd.header_end = 8 + fb_off;
   ensure_aligned(fd, fb_end);
   const std::uint64_t root = format::read_u32(d);
