@@ -31,6 +31,22 @@
 // AOTI_CUDA_DLOPEN_LAZY dlopens with RTLD_LAZY instead of RTLD_NOW (for
 // load-time measurements).
 //
+// CUDA graphs (LoadOptions::cuda_graphs / cuda_graph_methods, RunOptions::use_graph):
+// the first call of a method with a given set of input shapes runs normally
+// (the model loads its kernels then; that cannot be captured). The next call
+// with those shapes captures the method's whole plan on the call slot's
+// stream into a CUDA graph and replays it; later calls with those shapes only
+// copy the inputs into the graph's fixed input buffers, replay, and copy the
+// results out of the graph's fixed output buffers (into new tensors, or the
+// caller's with execute_into). State the model keeps in its constants (e.g. a
+// KV cache written in place) stays at fixed addresses, so graphs remain
+// correct across calls. Memory the model allocates during capture belongs to
+// the graph until it is destroyed (LRU beyond max_graphs_per_method, or with
+// the Module). When a method cannot be captured (CPU module, a host copy or
+// synchronization inside the model, a capture error), graphs are switched off
+// for it, calls take the plain path and graph_status() says why; a message
+// also goes to stderr unless AOTI_CUDA_QUIET is set.
+//
 // Errors: every failure throws aoti_cuda::Error; the code of each case is
 // listed at the function.
 #pragma once
@@ -89,6 +105,14 @@ struct LoadOptions {
   /// otherwise its library keeps the memory of its own unused copies.
   /// False: every method keeps its own.
   bool share_constants_across_methods = true;
+  /// CUDA graphs for every loaded method (see "CUDA graphs" below). Off by default.
+  bool cuda_graphs = false;
+  /// CUDA graphs for these methods only (when cuda_graphs is false); a name
+  /// that is not loaded fails the load with kInvalidArgument.
+  std::vector<std::string> cuda_graph_methods;
+  /// Graphs kept per method and concurrent call slot (one per set of input
+  /// shapes; the least recently used one is destroyed beyond this). >= 1.
+  std::size_t max_graphs_per_method = 4;
   /// Called on the loading thread after each load phase (may be empty). An
   /// exception it throws aborts the load and propagates.
   std::function<void(const LoadProgress&)> on_progress;
@@ -103,6 +127,13 @@ enum class OutputLocation {
 // A Module loaded on Device::cpu() returns outputs where the model produced
 // them, whatever OutputLocation says.
 
+/// Per-call override of LoadOptions::cuda_graphs.
+enum class GraphUse {
+  kAsLoaded,  ///< graphs when the method was loaded with them
+  kOff,       ///< this call runs the plain path (graphs already captured stay)
+  kOn,        ///< this call uses graphs even if the load did not ask for them
+};
+
 /// Options of one execute()/forward() call.
 struct RunOptions {
   /// cudaStream_t to run on. nullptr: the Module's own stream (one per
@@ -115,6 +146,19 @@ struct RunOptions {
   /// own stream may outlive the Module.
   void* stream = nullptr;
   OutputLocation outputs = OutputLocation::kSameAsInputs;
+  /// CUDA graphs for this call (see "CUDA graphs" at Module).
+  GraphUse use_graph = GraphUse::kAsLoaded;
+};
+
+/// How CUDA graphs fare for one method (Module::graph_status).
+struct GraphStatus {
+  bool requested = false;    ///< the method was loaded with graphs (LoadOptions)
+  bool available = true;     ///< false once graphs were found unusable: calls take the plain path
+  std::string reason;        ///< why not available ("" when available)
+  std::size_t graphs = 0;    ///< captured graphs alive (all call slots)
+  std::size_t captures = 0;  ///< graphs captured so far
+  std::size_t replays = 0;   ///< calls answered by a graph replay
+  std::size_t evictions = 0; ///< graphs destroyed to respect LoadOptions::max_graphs_per_method
 };
 
 /// Public description of a loaded method's signature.
@@ -184,10 +228,26 @@ class AOTI_CUDA_API Module {
   /// kCuda / kOutOfMemory / kNoDevice (a CUDA call failed).
   std::vector<Tensor> execute(std::string_view method, const std::vector<Tensor>& inputs,
                               const RunOptions& options = {});
+  /// Runs `method` and writes its outputs into `outputs` (I/O binding): one
+  /// defined, contiguous tensor per method output, of the output's dtype and
+  /// rank, on the host (pinned memory copies fastest) or on the Module's
+  /// device; after the run each must have exactly the shape the call produced
+  /// (for static outputs this is checked before running). Nothing is
+  /// allocated for outputs, so a steady-state call allocates no device
+  /// memory. With a caller stream, device outputs are written in that
+  /// stream's order; host outputs are complete on return. The Tensor objects
+  /// are not modified (only the memory they reference), and they must not
+  /// overlap the inputs. Errors: as execute(), plus kInvalidArgument naming
+  /// the output for a mismatching or unusable output tensor.
+  void execute_into(std::string_view method, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                    const RunOptions& options = {});
   /// execute("forward", inputs, options).
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs, const RunOptions& options = {}) {
     return execute("forward", inputs, options);
   }
+
+  /// CUDA graph state of a loaded method (kNotFound as method_meta()).
+  GraphStatus graph_status(std::string_view method) const;
 
   /// The program the Module was loaded from (valid as long as the Module).
   const Program& program() const;

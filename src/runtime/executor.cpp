@@ -2,11 +2,15 @@
 #include "runtime/executor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <exception>
-#include <memory>
+#include <optional>
 
 #include "common/cuda.hpp"
 #include "runtime/driver_modules.hpp"
+#include "runtime/graph_cache.hpp"
+#include "runtime/outputs.hpp"
+#include "runtime/run_state.hpp"
 #include "runtime/tensor_util.hpp"
 #include "shim/allocator.hpp"
 
@@ -14,27 +18,6 @@ namespace aoti_cuda::runtime {
 namespace {
 
 using common::check_cuda;
-
-// A value of the method's value table during one call.
-struct Value {
-  Tensor tensor;
-  AtenTensorHandle handle = nullptr;  // the shim handle owned by tensor's owner, when it came from the model
-};
-
-// Everything one call of a method works with, passed to each plan step.
-struct RunState {
-  RunState(Method& m, const TargetDevice& t, Slot& s) : method(m), target(t), slot(s) {}
-
-  Method& method;
-  const TargetDevice& target;
-  Slot& slot;
-  void* stream = nullptr;            // the run stream (nullptr on CPU modules)
-  std::vector<Value> values;         // the method's value table
-  std::size_t staging_offset = 0;    // next free byte of slot.pinned for host inputs
-  bool staged = false;               // copies out of slot.pinned were queued on `stream`
-
-  const Device& device() const { return target.device; }
-};
 
 std::string spec_str(const TensorSpec& s) {
   return std::string(dtype_name(s.dtype)) + runtime::shape_str(s.sizes) + (s.dynamic ? " (dynamic, upper bounds)" : "");
@@ -44,23 +27,65 @@ std::string tensor_str(const Tensor& t) {
   return std::string(dtype_name(t.dtype())) + runtime::shape_str(t.shape()) + " on " + t.device().str();
 }
 
+// strides == strides_for_dim_order(shape, dim_order) for every dimension of
+// size > 1, without allocating (this runs for every input of every call).
+bool has_compiled_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                         const std::vector<std::uint8_t>& dim_order) {
+  const std::size_t nd = shape.size();
+  if (strides.size() != nd) return false;
+  for (int64_t s : shape) {
+    if (s == 0) return true;  // empty: any layout is the same
+  }
+  std::array<bool, 64> seen{};
+  bool valid = dim_order.size() == nd && nd <= seen.size();
+  for (std::size_t i = 0; valid && i < nd; ++i) {
+    if (dim_order[i] >= nd || seen[dim_order[i]]) valid = false;
+    else seen[dim_order[i]] = true;
+  }
+  int64_t expect = 1;
+  for (std::size_t i = nd; i-- > 0;) {
+    const std::size_t d = valid ? dim_order[i] : i;
+    if (shape[d] > 1 && strides[d] != expect) return false;
+    expect *= shape[d];
+  }
+  return true;
+}
+
+std::string input_label(const Delegate& d, std::size_t i) { return d.label + " input " + std::to_string(i); }
+
+}  // namespace
+
+bool stage_upload(RunState& run, const Tensor& t, void* dst) {
+  const std::size_t n = t.nbytes();
+  const std::size_t offset = (run.staging_offset + 255) / 256 * 256;
+  char* pinned = static_cast<char*>(run.slot.pinned);
+  if (pinned == nullptr || offset + n > run.slot.pinned_capacity) return false;
+  Tensor staging = Tensor::from_blob(pinned + offset, t.shape(), t.dtype(), Device::cpu());
+  staging.copy_from(t);  // host -> host, re-strides if needed
+  check_cuda(cudaMemcpyAsync(dst, pinned + offset, n, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(run.stream)),
+             "cudaMemcpyAsync (input upload)");
+  run.staging_offset = offset + n;
+  run.staged = true;
+  return true;
+}
+
+namespace {
+
 // A new handle on the module's device for the delegate (Run steals it).
-AtenTensorHandle to_model_input(RunState& run, const Value& v, const TensorSpec& spec, const std::string& what) {
+AtenTensorHandle to_model_input(RunState& run, const Value& v, const TensorSpec& spec, const Delegate& d, std::size_t i) {
   const Device& device = run.device();
-  void* stream = run.stream;
   const Tensor& t = v.tensor;
-  if (!t.defined()) throw Error(ErrorCode::kInternal, what + ": the value was never produced");
+  if (!t.defined()) throw Error(ErrorCode::kInternal, input_label(d, i) + ": the value was never produced");
   const int32_t dtype = static_cast<int32_t>(t.dtype());
   const int32_t dev_type = device.is_cuda() ? aoti_torch_device_type_cuda() : aoti_torch_device_type_cpu();
   const int32_t dev_index = device.is_cuda() ? device.index : 0;
-  const std::vector<int64_t> want_strides = runtime::strides_for_dim_order(t.shape(), spec.dim_order);
   const int64_t ndim = t.dim();
   AtenTensorHandle h = nullptr;
   auto shim_fail = [&](const char* fn) {
-    return Error(ErrorCode::kModel, what + ": " + fn + " failed: " + aoti_cuda_shim_last_error());
+    return Error(ErrorCode::kModel, input_label(d, i) + ": " + fn + " failed: " + aoti_cuda_shim_last_error());
   };
 
-  if (t.device() == device && runtime::same_layout(t.shape(), t.strides(), want_strides)) {
+  if (t.device() == device && has_compiled_layout(t.shape(), t.strides(), spec.dim_order)) {
     if (v.handle != nullptr) {
       // Shares the refcounted storage: safe even if the model returns it as an output.
       if (aoti_torch_new_tensor_handle(v.handle, &h) != AOTI_TORCH_SUCCESS) throw shim_fail("aoti_torch_new_tensor_handle");
@@ -72,6 +97,7 @@ AtenTensorHandle to_model_input(RunState& run, const Value& v, const TensorSpec&
     return h;
   }
   // Copy into a model-owned tensor in the layout the model was compiled for.
+  const std::vector<int64_t> want_strides = runtime::strides_for_dim_order(t.shape(), spec.dim_order);
   if (aoti_torch_empty_strided(ndim, t.shape().data(), want_strides.data(), dtype, dev_type, dev_index, &h) !=
       AOTI_TORCH_SUCCESS) {
     throw shim_fail("aoti_torch_empty_strided");
@@ -79,58 +105,18 @@ AtenTensorHandle to_model_input(RunState& run, const Value& v, const TensorSpec&
   try {
     void* dst = nullptr;
     if (aoti_torch_get_data_ptr(h, &dst) != AOTI_TORCH_SUCCESS) throw shim_fail("aoti_torch_get_data_ptr");
-    const std::size_t n = t.nbytes();
     const bool contiguous_target = runtime::same_layout(t.shape(), want_strides, contiguous_strides(t.shape()));
-    if (device.is_cuda() && t.device().is_cpu() && contiguous_target && n > 0) {
-      // Host -> pinned staging -> async H2D on the run stream.
-      const std::size_t offset = (run.staging_offset + 255) / 256 * 256;
-      char* pinned = static_cast<char*>(run.slot.pinned);
-      if (pinned == nullptr || offset + n > run.slot.pinned_capacity) {
-        // Not budgeted up front (a host value made mid-plan): copy synchronously.
-        Tensor target = Tensor::from_blob(dst, t.shape(), t.dtype(), device, want_strides);
-        target.copy_from(t, stream);
-        return h;
-      }
-      Tensor staging = Tensor::from_blob(pinned + offset, t.shape(), t.dtype(), Device::cpu());
-      staging.copy_from(t);  // host -> host, re-strides if needed
-      check_cuda(cudaMemcpyAsync(dst, pinned + offset, n, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)),
-                 "cudaMemcpyAsync (input upload)");
-      run.staging_offset = offset + n;
-      run.staged = true;
-    } else if (n > 0) {
+    const bool staged = device.is_cuda() && t.device().is_cpu() && contiguous_target && t.nbytes() > 0 &&
+                        stage_upload(run, t, dst);
+    if (!staged && t.nbytes() > 0) {
       Tensor target = Tensor::from_blob(dst, t.shape(), t.dtype(), device, want_strides);
-      target.copy_from(t, stream);
+      target.copy_from(t, run.stream);
     }
   } catch (...) {
     (void)aoti_torch_delete_tensor_object(h);
     throw;
   }
   return h;
-}
-
-Value wrap_output(AtenTensorHandle h, const std::string& what) {
-  auto owner = own_handle(h);  // from here on the handle is released whatever happens
-  void* data = nullptr;
-  int64_t dim = 0;
-  int64_t* sizes = nullptr;
-  int64_t* strides = nullptr;
-  int32_t dtype = 0, dev_type = 0, dev_index = 0;
-  if (aoti_torch_get_data_ptr(h, &data) != AOTI_TORCH_SUCCESS || aoti_torch_get_dim(h, &dim) != AOTI_TORCH_SUCCESS ||
-      aoti_torch_get_sizes(h, &sizes) != AOTI_TORCH_SUCCESS || aoti_torch_get_strides(h, &strides) != AOTI_TORCH_SUCCESS ||
-      aoti_torch_get_dtype(h, &dtype) != AOTI_TORCH_SUCCESS || aoti_torch_get_device_type(h, &dev_type) != AOTI_TORCH_SUCCESS ||
-      aoti_torch_get_device_index(h, &dev_index) != AOTI_TORCH_SUCCESS) {
-    throw Error(ErrorCode::kModel, what + ": reading the output tensor failed: " + aoti_cuda_shim_last_error());
-  }
-  if (!is_valid_dtype(dtype) || dim < 0 || dim > 64) {
-    throw Error(ErrorCode::kModel, what + ": the model returned a tensor with dtype code " + std::to_string(dtype) +
-                                       " and " + std::to_string(dim) + " dimensions");
-  }
-  const Device dev = dev_type == aoti_torch_device_type_cuda() ? Device::cuda(dev_index) : Device::cpu();
-  std::vector<int64_t> shape(sizes, sizes + dim), st(strides, strides + dim);
-  Value v;
-  v.tensor = Tensor::from_blob(data, std::move(shape), static_cast<DType>(dtype), dev, std::move(owner), std::move(st));
-  v.handle = h;
-  return v;
 }
 
 std::string run_failure_hint(const TargetDevice& target, const Delegate& d) {
@@ -146,21 +132,27 @@ std::string run_failure_hint(const TargetDevice& target, const Delegate& d) {
          ", the library holds " + k.describe() + ")";
 }
 
-// Converts the call's inputs to model-owned handles. On failure the handles
-// made so far are released and queued staging copies are accounted for.
-void make_inputs(RunState& run, const Delegate& d, const std::vector<int32_t>& args, std::vector<AtenTensorHandle>& ins) {
+void delete_handles(std::vector<AtenTensorHandle>& hs) noexcept {
+  for (AtenTensorHandle& h : hs) {
+    if (h != nullptr) (void)aoti_torch_delete_tensor_object(h);
+    h = nullptr;
+  }
+}
+
+// Converts the call's inputs to model-owned handles (into run.slot.ins). On
+// failure the handles made so far are released and queued staging copies are
+// accounted for.
+void make_inputs(RunState& run, const Delegate& d, const std::vector<int32_t>& args) {
   auto stream = static_cast<cudaStream_t>(run.stream);
+  std::vector<AtenTensorHandle>& ins = run.slot.ins;
+  ins.assign(d.n_in, nullptr);
   try {
     for (std::size_t i = 0; i < d.n_in; ++i) {
       const auto vi = static_cast<std::size_t>(args[i]);
-      ins[i] = to_model_input(run, run.values[vi], run.method.spec->values[vi].tensor,
-                              d.label + " input " + std::to_string(i));
+      ins[i] = to_model_input(run, run.values[vi], run.method.spec->values[vi].tensor, d, i);
     }
   } catch (...) {
-    for (AtenTensorHandle& h : ins) {
-      if (h != nullptr) (void)aoti_torch_delete_tensor_object(h);
-      h = nullptr;
-    }
+    delete_handles(ins);
     if (run.staged) {
       // Copies already queued still read the pinned buffer: the next call must wait for them.
       try {
@@ -171,37 +163,44 @@ void make_inputs(RunState& run, const Delegate& d, const std::vector<int32_t>& a
     }
     throw;
   }
-  if (run.staged) run.slot.staging_used(stream);
+  if (run.staged) {
+    run.slot.staging_used(stream);
+    run.staged = false;
+  }
 }
 
 // Takes ownership of the outputs of a successful Run (a handle may fill several
 // output slots) and stores them in the value table.
-void take_outputs(RunState& run, const Delegate& d, const std::vector<int32_t>& args,
-                  const std::vector<AtenTensorHandle>& outs) {
-  std::vector<std::pair<AtenTensorHandle, std::size_t>> taken;  // handle -> output index holding its Value
-  std::vector<Value> produced(d.n_out);
+void take_outputs(RunState& run, const Delegate& d, const std::vector<int32_t>& args) {
+  const std::vector<AtenTensorHandle>& outs = run.slot.outs;
   std::exception_ptr failure;
   for (std::size_t j = 0; j < d.n_out; ++j) {
     AtenTensorHandle h = outs[j];
+    Value& dst = run.values[static_cast<std::size_t>(args[d.n_in + j])];
+    dst = Value{};
     if (h == nullptr) continue;
-    auto it = std::find_if(taken.begin(), taken.end(), [&](const auto& p) { return p.first == h; });
-    if (it != taken.end()) {
-      produced[j] = produced[it->second];
+    std::size_t first = j;
+    for (std::size_t k = 0; k < j; ++k) {
+      if (outs[k] == h) {
+        first = k;
+        break;
+      }
+    }
+    if (first != j) {
+      dst = run.values[static_cast<std::size_t>(args[d.n_in + first])];
       continue;
     }
-    taken.emplace_back(h, j);
     try {
-      produced[j] = wrap_output(h, d.label + " output " + std::to_string(j));
+      dst = wrap_output(h, d.label, j);
     } catch (...) {
       if (!failure) failure = std::current_exception();  // keep going so every handle gets an owner
     }
   }
   if (failure) std::rethrow_exception(failure);
   for (std::size_t j = 0; j < d.n_out; ++j) {
-    if (!produced[j].tensor.defined()) {
+    if (!run.values[static_cast<std::size_t>(args[d.n_in + j])].tensor.defined()) {
       throw Error(ErrorCode::kModel, d.label + ": output " + std::to_string(j) + " was not written by the model");
     }
-    run.values[static_cast<std::size_t>(args[d.n_in + j])] = produced[j];
   }
 }
 
@@ -209,8 +208,10 @@ void run_delegate(RunState& run, const PlanStep& step) {
   Delegate& d = *run.method.delegates[static_cast<std::size_t>(step.delegate)];
   // This call's arguments (a delegate may be called more than once).
   const std::vector<int32_t>& args = step.args.empty() ? d.spec->args : step.args;
-  std::vector<AtenTensorHandle> ins(d.n_in, nullptr), outs(d.n_out, nullptr);
-  make_inputs(run, d, args, ins);
+  make_inputs(run, d, args);
+  std::vector<AtenTensorHandle>& ins = run.slot.ins;
+  std::vector<AtenTensorHandle>& outs = run.slot.outs;
+  outs.assign(d.n_out, nullptr);
   aoti_cuda_shim_clear_error();
   const auto& api = d.library->api();
   int32_t rc = 0;
@@ -220,9 +221,7 @@ void run_delegate(RunState& run, const PlanStep& step) {
   }
   if (rc != 0) {
     const std::string detail = model_failure_detail(api);
-    for (AtenTensorHandle h : ins) {  // those not stolen before the failure
-      if (h != nullptr) (void)aoti_torch_delete_tensor_object(h);
-    }
+    delete_handles(ins);  // those not stolen before the failure
     std::vector<AtenTensorHandle> seen;
     for (AtenTensorHandle h : outs) {
       if (h != nullptr && std::find(seen.begin(), seen.end(), h) == seen.end()) {
@@ -232,10 +231,9 @@ void run_delegate(RunState& run, const PlanStep& step) {
     }
     throw Error(ErrorCode::kModel, d.label + ": AOTInductorModelContainerRun failed: " + detail + run_failure_hint(run.target, d));
   }
-  // Success: every input was stolen.
-  take_outputs(run, d, args, outs);
+  std::fill(ins.begin(), ins.end(), nullptr);  // success: every input was stolen
+  take_outputs(run, d, args);
 }
-
 
 // A copy step (et_copy h2d/d2h): the value moved to the module's device or the host.
 void run_copy(RunState& run, const PlanStep& step) {
@@ -255,6 +253,68 @@ void run_copy(RunState& run, const PlanStep& step) {
   }
 }
 
+[[noreturn]] void throw_input_mismatch(const MethodSpec& ms, std::size_t i, const Tensor& t) {
+  const TensorSpec& want = ms.inputs[i].tensor;
+  const std::string where = "method '" + ms.name + "' input " + std::to_string(i);
+  if (!t.defined()) throw Error(ErrorCode::kInvalidArgument, where + ": the tensor is undefined");
+  if (t.dtype() != want.dtype) {
+    throw Error(ErrorCode::kInvalidArgument, where + ": dtype mismatch: expected " + spec_str(want) + ", got " + tensor_str(t));
+  }
+  if (t.shape().size() != want.sizes.size()) {
+    throw Error(ErrorCode::kInvalidArgument, where + ": rank mismatch: expected " + std::to_string(want.sizes.size()) +
+                                                 "-d " + spec_str(want) + ", got " + std::to_string(t.dim()) + "-d " + tensor_str(t));
+  }
+  for (std::size_t d = 0; d < want.sizes.size(); ++d) {
+    const int64_t got = t.shape()[d];
+    const bool ok = want.dynamic ? (got >= 0 && got <= want.sizes[d]) : got == want.sizes[d];
+    if (!ok) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  where + ": dimension " + std::to_string(d) + " is " + std::to_string(got) + ", expected " +
+                      (want.dynamic ? "at most " : "") + std::to_string(want.sizes[d]) + " (expected " +
+                      spec_str(want) + ", got " + tensor_str(t) + ")");
+    }
+  }
+  throw Error(ErrorCode::kInvalidArgument, where + ": null data");
+}
+
+bool input_ok(const TensorSpec& want, const Tensor& t) {
+  if (!t.defined() || t.dtype() != want.dtype || t.shape().size() != want.sizes.size()) return false;
+  for (std::size_t d = 0; d < want.sizes.size(); ++d) {
+    const int64_t got = t.shape()[d];
+    if (want.dynamic ? (got < 0 || got > want.sizes[d]) : got != want.sizes[d]) return false;
+  }
+  return !(t.numel() > 0 && t.data() == nullptr);
+}
+
+// Waits for the slot's own stream, then moves the frees of returned outputs off it.
+void finish_on_own_stream(const RunState& run) {
+  const MethodSpec& ms = *run.method.spec;
+  const cudaError_t err = cudaStreamSynchronize(static_cast<cudaStream_t>(run.stream));
+  if (err != cudaSuccess) throw common::cuda_error(err, "running method '" + ms.name + "'");
+  // The shim frees a model-made tensor (cudaFreeAsync) on the stream it was
+  // allocated on: here the slot's stream, which dies with the Module while
+  // returned outputs may live on. The run is complete, so release them on
+  // the legacy default stream instead, which outlives every Module.
+  for (const ValueSpec& out : ms.outputs) {
+    const auto vi = static_cast<std::size_t>(out.value_index);
+    if (vi >= run.values.size()) continue;
+    const AtenTensorHandle h = run.values[vi].handle;
+    if (h != nullptr) (void)shim::set_storage_free_stream(h, nullptr);
+  }
+}
+
+bool graphs_wanted(const Method& m, const TargetDevice& target, const RunOptions& ro) {
+  if (ro.use_graph == GraphUse::kOff) return false;
+  if (ro.use_graph == GraphUse::kAsLoaded && !m.graphs->requested) return false;
+  if (!target.device.is_cuda()) {
+    m.graphs->disable(m.spec->name, "CUDA graphs need a CUDA device (the Module is loaded on the CPU)");
+    return false;
+  }
+  return m.graphs->available.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
 void run_plan(RunState& run) {
   for (const PlanStep& step : run.method.spec->plan) {
     switch (step.kind) {
@@ -272,91 +332,42 @@ void run_plan(RunState& run) {
   }
 }
 
-// The method's outputs, on the device RunOptions::outputs asks for.
-std::vector<Tensor> collect_outputs(const RunState& run, const std::vector<Tensor>& inputs, const RunOptions& ro) {
-  const MethodSpec& ms = *run.method.spec;
-  const bool cuda = run.device().is_cuda();
-  bool want_device = false;
-  if (cuda) {
-    if (ro.outputs == OutputLocation::kDevice) want_device = true;
-    else if (ro.outputs == OutputLocation::kSameAsInputs) want_device = !inputs.empty() && inputs[0].device().is_cuda();
-  }
-  std::vector<Tensor> result;
-  result.reserve(ms.outputs.size());
-  for (std::size_t i = 0; i < ms.outputs.size(); ++i) {
-    const Tensor& t = run.values[static_cast<std::size_t>(ms.outputs[i].value_index)].tensor;
-    if (!t.defined()) {
-      throw Error(ErrorCode::kInternal, "method '" + ms.name + "': output " + std::to_string(i) + " (value " +
-                                            std::to_string(ms.outputs[i].value_index) + ") was never produced");
-    }
-    if (!cuda || t.device().is_cuda() == want_device) {
-      result.push_back(t);
-    } else {
-      result.push_back(t.to(want_device ? run.device() : Device::cpu(), run.stream));
-    }
-  }
-  return result;
-}
-
-// Waits for the slot's own stream, then moves the frees of returned outputs off it.
-void finish_on_own_stream(const RunState& run) {
-  const MethodSpec& ms = *run.method.spec;
-  check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(run.stream)), ("running method '" + ms.name + "'").c_str());
-  // The shim frees a model-made tensor (cudaFreeAsync) on the stream it was
-  // allocated on: here the slot's stream, which dies with the Module while
-  // returned outputs may live on. The run is complete, so release them on
-  // the legacy default stream instead, which outlives every Module.
-  for (const ValueSpec& out : ms.outputs) {
-    const AtenTensorHandle h = run.values[static_cast<std::size_t>(out.value_index)].handle;
-    if (h != nullptr) (void)shim::set_storage_free_stream(h, nullptr);
-  }
-}
-
-}  // namespace
-
 void validate_inputs(const MethodSpec& ms, const std::vector<Tensor>& inputs) {
   if (inputs.size() != ms.inputs.size()) {
     throw Error(ErrorCode::kInvalidArgument, "method '" + ms.name + "' takes " + std::to_string(ms.inputs.size()) +
                                                  " input(s), got " + std::to_string(inputs.size()));
   }
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    const TensorSpec& want = ms.inputs[i].tensor;
-    const std::string where = "method '" + ms.name + "' input " + std::to_string(i);
-    if (!t.defined()) throw Error(ErrorCode::kInvalidArgument, where + ": the tensor is undefined");
-    if (t.dtype() != want.dtype) {
-      throw Error(ErrorCode::kInvalidArgument, where + ": dtype mismatch: expected " + spec_str(want) + ", got " + tensor_str(t));
-    }
-    if (t.shape().size() != want.sizes.size()) {
-      throw Error(ErrorCode::kInvalidArgument, where + ": rank mismatch: expected " + std::to_string(want.sizes.size()) +
-                                                   "-d " + spec_str(want) + ", got " + std::to_string(t.dim()) + "-d " + tensor_str(t));
-    }
-    for (std::size_t d = 0; d < want.sizes.size(); ++d) {
-      const int64_t got = t.shape()[d];
-      const bool ok = want.dynamic ? (got >= 0 && got <= want.sizes[d]) : got == want.sizes[d];
-      if (!ok) {
-        throw Error(ErrorCode::kInvalidArgument,
-                    where + ": dimension " + std::to_string(d) + " is " + std::to_string(got) + ", expected " +
-                        (want.dynamic ? "at most " : "") + std::to_string(want.sizes[d]) + " (expected " +
-                        spec_str(want) + ", got " + tensor_str(t) + ")");
-      }
-    }
-    if (t.numel() > 0 && t.data() == nullptr) throw Error(ErrorCode::kInvalidArgument, where + ": null data");
+    if (!input_ok(ms.inputs[i].tensor, inputs[i])) throw_input_mismatch(ms, i, inputs[i]);
   }
 }
 
 std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const std::vector<Tensor>& inputs,
-                                   const RunOptions& ro) {
+                                   const RunOptions& ro, const std::vector<Tensor>* bound) {
   const MethodSpec& ms = *m.spec;
   validate_inputs(ms, inputs);
+  if (bound != nullptr) validate_bound_outputs(ms, target, *bound);
   SlotLease lease(m);
   RunState run(m, target, lease.slot());
+  ValuesReset reset(run.values);
   common::DeviceGuard guard(target.ordinal());
-  std::unique_ptr<CurrentStreamScope> stream_scope;
+  std::optional<CurrentStreamScope> stream_scope;
+  const bool cuda = target.device.is_cuda();
   const bool own_stream = ro.stream == nullptr;
-  if (target.device.is_cuda()) {
+  bool want_device = false;
+  if (cuda) {
     run.stream = own_stream ? static_cast<void*>(run.slot.own_stream()) : ro.stream;
-    stream_scope = std::make_unique<CurrentStreamScope>(target.device.index, run.stream);
+    stream_scope.emplace(target.device.index, run.stream);
+    want_device = ro.outputs == OutputLocation::kDevice ||
+                  (ro.outputs == OutputLocation::kSameAsInputs && !inputs.empty() && inputs[0].device().is_cuda());
+  }
+  const bool graphs = graphs_wanted(m, target, ro);
+  std::vector<Tensor> result;
+  if (graphs && run_with_graph(run, inputs, want_device, bound, result)) {
+    if (own_stream) finish_on_own_stream(run);
+    return result;
+  }
+  if (cuda) {
     // Pinned staging for every host input, budgeted up front (256-byte aligned pieces).
     std::size_t staging_bytes = 0;
     for (const Tensor& t : inputs) {
@@ -369,8 +380,11 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
     run.values[static_cast<std::size_t>(ms.inputs[i].value_index)].tensor = inputs[i];
   }
   run_plan(run);
-  std::vector<Tensor> result = collect_outputs(run, inputs, ro);
-  if (target.device.is_cuda() && own_stream) finish_on_own_stream(run);
+  const ProducedOutputs produced{&run.values, &ms.outputs};
+  if (bound != nullptr) write_bound_outputs(run, produced, *bound);
+  else result = deliver_outputs(run, produced, want_device, /*copy_device=*/false);
+  if (cuda && own_stream) finish_on_own_stream(run);
+  if (graphs) note_plain_run(run, inputs);
   return result;
 }
 

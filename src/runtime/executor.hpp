@@ -3,13 +3,17 @@
 // A call leases a slot of the method, makes the device and the run stream
 // current (the caller's RunOptions::stream, else the slot's own stream, also
 // installed as the shim's current stream so everything the model allocates is
-// ordered on it), then walks the plan steps over a value table held in a
-// RunState: delegate calls (inputs converted to model-owned handles, host
-// inputs staged through the slot's pinned buffer), moves, host<->device copies.
-// Outputs are moved where RunOptions::outputs wants them.
+// ordered on it), then either replays a captured CUDA graph (graph_cache.hpp)
+// or walks the plan steps over a value table held in a RunState: delegate
+// calls (inputs converted to model-owned handles, host inputs staged through
+// the slot's pinned buffer), moves, host<->device copies. Outputs are then
+// delivered where RunOptions::outputs wants them, or written into the
+// caller's bound tensors (outputs.hpp).
+//
+// The success path builds no strings and reuses the slot's scratch vectors;
+// messages are composed only when something fails.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "aoti_cuda/module.hpp"
@@ -17,10 +21,11 @@
 
 namespace aoti_cuda::runtime {
 
-/// Runs `m` once with `inputs` on `target` (the Module's device). Thread-safe
-/// per method up to its slot count (further callers wait for a slot).
+/// Runs `m` once with `inputs` on `target` (the Module's device). With
+/// `bound` (execute_into), writes the outputs there and returns nothing.
+/// Thread-safe per method up to its slot count (further callers wait for a slot).
 std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const std::vector<Tensor>& inputs,
-                                   const RunOptions& options);
+                                   const RunOptions& options, const std::vector<Tensor>* bound = nullptr);
 
 /// Throws kInvalidArgument unless `inputs` match the method's input specs
 /// (count, dtype, rank, sizes within dynamic upper bounds, data present).

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/cuda.hpp"
+#include "runtime/graph_cache.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -28,11 +29,19 @@ Delegate::~Delegate() {
   if (cuda_device >= 0) (void)cudaGetLastError();
 }
 
+Method::Method() : graphs(std::make_unique<MethodGraphs>()) {}
+Method::~Method() = default;
+
+Slot::Slot() = default;
+
 Slot::~Slot() {
   if (device < 0) return;
   {
     DeviceGuard on_device(device, DeviceGuard::OnFailure::kIgnore);
     if (stream != nullptr) (void)cudaStreamSynchronize(stream);
+    graphs.reset();  // graphs (and their memory) before the stream they were captured on
+    values.clear();
+    if (pinned_out != nullptr) (void)cudaFreeHost(pinned_out);
     if (staging_done != nullptr) {
       (void)cudaEventSynchronize(staging_done);
       (void)cudaEventDestroy(staging_done);
@@ -62,6 +71,18 @@ void* Slot::staging(std::size_t bytes) {
     pinned_capacity = want;
   }
   return pinned;
+}
+
+void* Slot::output_staging(std::size_t bytes) {
+  if (bytes > pinned_out_capacity) {
+    if (pinned_out != nullptr) (void)cudaFreeHost(pinned_out);
+    pinned_out = nullptr;
+    pinned_out_capacity = 0;
+    const std::size_t want = std::max<std::size_t>(bytes, 1 << 16);
+    check_cuda(cudaMallocHost(&pinned_out, want), "cudaMallocHost (output staging)");
+    pinned_out_capacity = want;
+  }
+  return pinned_out;
 }
 
 void Slot::staging_used(cudaStream_t s) {

@@ -68,6 +68,15 @@ struct Delegate {
   ~Delegate();  ///< deletes the container, then unloads the kernel modules (library dlclosed last)
 };
 
+class SlotGraphs;   // runtime/graph_cache.hpp
+struct MethodGraphs;
+
+/// A value of the method's value table during one call.
+struct Value {
+  Tensor tensor;
+  AtenTensorHandle handle = nullptr;  ///< the shim handle owned by tensor's owner, when it came from the model
+};
+
 /// Resources of one in-flight call (a method allows LoadOptions::num_models).
 struct Slot {
   int device = -1;                ///< CUDA ordinal, -1 for CPU modules
@@ -76,8 +85,16 @@ struct Slot {
   std::size_t pinned_capacity = 0;
   cudaEvent_t staging_done = nullptr;  ///< recorded after the last copy out of `pinned`
   bool staging_pending = false;
+  void* pinned_out = nullptr;          ///< host staging for outputs (filled and drained within one call)
+  std::size_t pinned_out_capacity = 0;
+  /// Per-call scratch kept between calls so a steady-state call does not
+  /// allocate them again (emptied, capacity kept, at the end of each call).
+  std::vector<Value> values;
+  std::vector<AtenTensorHandle> ins, outs;
+  /// This slot's captured graphs (created on first use).
+  std::unique_ptr<SlotGraphs> graphs;
 
-  Slot() = default;
+  Slot();
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
   ~Slot();
@@ -88,6 +105,8 @@ struct Slot {
   void* staging(std::size_t bytes);
   /// Records that copies out of the staging buffer were queued on `s`.
   void staging_used(cudaStream_t s);
+  /// A pinned buffer of at least `bytes` for downloading outputs (no copy in flight uses it).
+  void* output_staging(std::size_t bytes);
 };
 
 /// A loaded method: its delegates (parallel to spec->delegates) and slot pool.
@@ -98,6 +117,11 @@ struct Method {
   std::vector<std::size_t> free_slots;
   std::mutex mu;
   std::condition_variable cv;
+  /// CUDA graph settings and counters (runtime/graph_cache.hpp).
+  std::unique_ptr<MethodGraphs> graphs;
+
+  Method();
+  ~Method();
 };
 
 /// Takes a free slot of a method (waits for one) and gives it back.

@@ -2,9 +2,12 @@
 // constant sharing in constant_sharing.cpp, running in executor.cpp.
 #include "aoti_cuda/module.hpp"
 
+#include <algorithm>
+
 #include "common/text.hpp"
 #include "runtime/constant_sharing.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/graph_cache.hpp"
 #include "runtime/method.hpp"
 #include "runtime/method_loader.hpp"
 
@@ -34,6 +37,7 @@ struct Module::Impl {
   explicit Impl(Program p) : program(std::move(p)) {}
 
   void load(const LoadOptions& opts, double parse_ms, Clock::time_point t_start);
+  void configure_graphs(const LoadOptions& opts);
   Method& find(std::string_view name) const;
 };
 
@@ -45,6 +49,9 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
   };
   progress("parse", "", 1, 1);
   if (opts.num_models == 0) throw Error(ErrorCode::kInvalidArgument, "LoadOptions::num_models must be at least 1");
+  if (opts.max_graphs_per_method == 0) {
+    throw Error(ErrorCode::kInvalidArgument, "LoadOptions::max_graphs_per_method must be at least 1");
+  }
   if (opts.device.is_cuda() && opts.device.index < 0) {
     throw Error(ErrorCode::kInvalidArgument, "LoadOptions::device has a negative CUDA ordinal");
   }
@@ -53,7 +60,27 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
   sharing = runtime::ConstantSharing(target);
   runtime::MethodLoader loader(options, target, timings, progress);
   methods = loader.load(selected, opts.share_constants_across_methods ? &sharing : nullptr);
+  configure_graphs(opts);
   timings.total_ms = parse_ms + ms_since(t_start);
+}
+
+void Module::Impl::configure_graphs(const LoadOptions& opts) {
+  for (const std::string& name : opts.cuda_graph_methods) {
+    const bool loaded = std::any_of(methods.begin(), methods.end(), [&](const auto& m) { return m->spec->name == name; });
+    if (!loaded) {
+      throw Error(ErrorCode::kInvalidArgument, "LoadOptions::cuda_graph_methods names '" + name +
+                                                   "', which is not a loaded method");
+    }
+  }
+  for (const auto& m : methods) {
+    runtime::MethodGraphs& g = *m->graphs;
+    g.requested = opts.cuda_graphs || std::find(opts.cuda_graph_methods.begin(), opts.cuda_graph_methods.end(),
+                                                m->spec->name) != opts.cuda_graph_methods.end();
+    g.max_per_slot = opts.max_graphs_per_method;
+    if (g.requested && !target.device.is_cuda()) {
+      g.disable(m->spec->name, "CUDA graphs need a CUDA device (the Module is loaded on the CPU)");
+    }
+  }
 }
 
 Method& Module::Impl::find(std::string_view name) const {
@@ -121,6 +148,25 @@ MethodMeta Module::method_meta(std::string_view method) const {
 std::vector<Tensor> Module::execute(std::string_view method, const std::vector<Tensor>& inputs, const RunOptions& options) {
   auto& impl = checked(impl_);
   return runtime::execute_method(impl.find(method), impl.target, inputs, options);
+}
+
+void Module::execute_into(std::string_view method, const std::vector<Tensor>& inputs,
+                          const std::vector<Tensor>& outputs, const RunOptions& options) {
+  auto& impl = checked(impl_);
+  (void)runtime::execute_method(impl.find(method), impl.target, inputs, options, &outputs);
+}
+
+GraphStatus Module::graph_status(std::string_view method) const {
+  const runtime::MethodGraphs& g = *checked(impl_).find(method).graphs;
+  GraphStatus st;
+  st.requested = g.requested;
+  st.available = g.available.load();
+  st.reason = g.reason();
+  st.graphs = g.graphs.load();
+  st.captures = g.captures.load();
+  st.replays = g.replays.load();
+  st.evictions = g.evictions.load();
+  return st;
 }
 
 const Program& Module::program() const { return checked(impl_).program; }

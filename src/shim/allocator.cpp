@@ -4,6 +4,9 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
+#include <optional>
+#include <unordered_map>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -28,7 +31,7 @@ struct DeviceState {
   std::size_t peak_bytes_in_use = 0;
   std::size_t live_allocations = 0;
   std::size_t total_allocations = 0;
-  bool pool_configured = false;
+  std::atomic<bool> pool_configured{false};  ///< read without the mutex on the allocation path
   cudaMemPool_t pool = nullptr;
 };
 
@@ -112,61 +115,175 @@ void* exchange_current_stream(int device, void* stream) {
   return previous;
 }
 
-void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
-  check_device(device);
-  if (nbytes == 0) return nullptr;
-  const std::string where = std::to_string(nbytes) + " bytes on cuda:" + std::to_string(device);
+namespace {
+
+// Every live CaptureArena block, for cuda_free (a block is never returned to
+// the pool). `g_arena_blocks` keeps the common case (no graphs) lock-free.
+struct ArenaRegistry {
+  std::mutex mutex;
+  std::unordered_map<void*, CaptureArena*> owner;
+};
+ArenaRegistry& arena_registry() {
+  static ArenaRegistry* r = new ArenaRegistry();  // leaked like state()
+  return *r;
+}
+std::atomic<std::size_t> g_arena_blocks{0};
+thread_local CaptureArena* t_arena = nullptr;
+
+std::string allocation_where(std::size_t nbytes, int device) {
+  return std::to_string(nbytes) + " bytes on cuda:" + std::to_string(device);
+}
+
+void count_allocation(int device, std::size_t nbytes) {
   AllocatorState& s = state();
-  DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
-  std::unique_ptr<DeviceSwitch> on_device;  // outlives the try: cudaMallocAsync below runs on `device`
-  try {
-    on_device = std::make_unique<DeviceSwitch>(device);
-    std::lock_guard<std::mutex> lock(s.mutex);
-    configure_pool_locked(dev, device);
-  } catch (const Error& e) {
-    throw Error(e.code(), "CUDA allocation of " + where + ": " + e.what());
-  }
-  void* ptr = nullptr;
-  cudaError_t err = cudaMallocAsync(&ptr, nbytes, static_cast<cudaStream_t>(stream));
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();
-    std::size_t in_use = 0;
-    {
-      std::lock_guard<std::mutex> lock(s.mutex);
-      in_use = dev.bytes_in_use;
-    }
-    if (err == cudaErrorMemoryAllocation) {
-      throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + where + " (" + cuda_error_text(err) + "; " +
-                                               std::to_string(in_use) + " bytes in use by aoti_cuda on this device)");
-    }
-    throw_cuda_error(err, "cudaMallocAsync of " + where);
-  }
   std::lock_guard<std::mutex> lock(s.mutex);
+  DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
   dev.bytes_in_use += nbytes;
   if (dev.bytes_in_use > dev.peak_bytes_in_use) dev.peak_bytes_in_use = dev.bytes_in_use;
   dev.live_allocations += 1;
   dev.total_allocations += 1;
+}
+
+void uncount_allocation(int device, std::size_t nbytes) {
+  AllocatorState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
+  dev.bytes_in_use -= nbytes <= dev.bytes_in_use ? nbytes : dev.bytes_in_use;
+  if (dev.live_allocations > 0) dev.live_allocations -= 1;
+}
+
+[[noreturn]] void throw_allocation_failure(cudaError_t err, std::size_t nbytes, int device, const char* fn) {
+  (void)cudaGetLastError();
+  std::size_t in_use = 0;
+  {
+    AllocatorState& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    in_use = s.devices[static_cast<std::size_t>(device)].bytes_in_use;
+  }
+  if (err == cudaErrorMemoryAllocation) {
+    throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + allocation_where(nbytes, device) + " (" +
+                                             cuda_error_text(err) + "; " + std::to_string(in_use) +
+                                             " bytes in use by aoti_cuda on this device)");
+  }
+  throw_cuda_error(err, std::string(fn) + " of " + allocation_where(nbytes, device));
+}
+
+}  // namespace
+
+void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
+  check_device(device);
+  if (nbytes == 0) return nullptr;
+  if (t_arena != nullptr && t_arena->device() == device) return t_arena->allocate(nbytes);
+  AllocatorState& s = state();
+  DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
+  // The guard outlives the try: cudaMallocAsync below runs on `device`. No
+  // message is built on this path unless something fails.
+  std::optional<DeviceSwitch> on_device;
+  try {
+    on_device.emplace(device);
+    if (!dev.pool_configured) {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      configure_pool_locked(dev, device);
+    }
+  } catch (const Error& e) {
+    throw Error(e.code(), "CUDA allocation of " + allocation_where(nbytes, device) + ": " + e.what());
+  }
+  void* ptr = nullptr;
+  const cudaError_t err = cudaMallocAsync(&ptr, nbytes, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) throw_allocation_failure(err, nbytes, device, "cudaMallocAsync");
+  count_allocation(device, nbytes);
   return ptr;
 }
 
 int cuda_free(void* ptr, std::size_t nbytes, int device, void* stream) noexcept {
   if (ptr == nullptr) return cudaSuccess;
   if (device < 0 || device >= kMaxCudaDevices) return cudaErrorInvalidDevice;
+  if (g_arena_blocks.load(std::memory_order_acquire) > 0) {
+    ArenaRegistry& r = arena_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.owner.find(ptr);
+    if (it != r.owner.end()) {
+      // An arena block: reusable while its capture runs, else kept until the arena goes.
+      CaptureArena* arena = it->second;
+      if (arena == t_arena) {
+        for (const CaptureArena::Block& b : arena->blocks_) {
+          if (b.ptr == ptr) {
+            arena->free_.push_back(b);
+            break;
+          }
+        }
+      }
+      return cudaSuccess;
+    }
+  }
   cudaError_t err = cudaSuccess;
   {
     DeviceSwitch on_device(device, DeviceSwitch::OnFailure::kIgnore);
     err = cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
     if (err != cudaSuccess) (void)cudaGetLastError();
   }
-  if (err == cudaSuccess) {
-    AllocatorState& s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
-    dev.bytes_in_use -= nbytes <= dev.bytes_in_use ? nbytes : dev.bytes_in_use;
-    if (dev.live_allocations > 0) dev.live_allocations -= 1;
-  }
+  if (err == cudaSuccess) uncount_allocation(device, nbytes);
   return err;
 }
+
+void* CaptureArena::allocate(std::size_t nbytes) {
+  {
+    std::lock_guard<std::mutex> lock(arena_registry().mutex);
+    for (std::size_t i = 0; i < free_.size(); ++i) {
+      if (free_[i].size >= nbytes && free_[i].size <= 2 * nbytes) {
+        void* p = free_[i].ptr;
+        free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+        return p;
+      }
+    }
+  }
+  const std::size_t size = (nbytes + 511) / 512 * 512;
+  blocks_.reserve(blocks_.size() + 1);  // no throw after the cudaMalloc below
+  void* ptr = nullptr;
+  cudaError_t err = cudaSuccess;
+  {
+    DeviceSwitch on_device(device_);
+    // cudaMalloc is not a stream operation, but a thread-local capture treats
+    // it as unsafe; it is what this arena is for, so relax the mode around it.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    err = cudaMalloc(&ptr, size);
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+  }
+  if (err != cudaSuccess) throw_allocation_failure(err, size, device_, "cudaMalloc (graph capture)");
+  {
+    ArenaRegistry& r = arena_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    try {
+      r.owner.emplace(ptr, this);
+    } catch (...) {
+      (void)cudaFree(ptr);
+      throw;
+    }
+    blocks_.push_back(Block{ptr, size});
+    g_arena_blocks.fetch_add(1, std::memory_order_release);
+  }
+  bytes_ += size;
+  count_allocation(device_, size);
+  return ptr;
+}
+
+CaptureArena::~CaptureArena() {
+  {
+    ArenaRegistry& r = arena_registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    for (const Block& b : blocks_) r.owner.erase(b.ptr);
+    g_arena_blocks.fetch_sub(blocks_.size(), std::memory_order_release);
+  }
+  DeviceSwitch on_device(device_, DeviceSwitch::OnFailure::kIgnore);
+  for (const Block& b : blocks_) {
+    if (cudaFree(b.ptr) == cudaSuccess) uncount_allocation(device_, b.size);
+  }
+  (void)cudaGetLastError();
+}
+
+CaptureArenaScope::CaptureArenaScope(CaptureArena* arena) noexcept : previous_(t_arena) { t_arena = arena; }
+CaptureArenaScope::~CaptureArenaScope() { t_arena = previous_; }
 
 AOTITorchError set_storage_free_stream(AtenTensorHandle handle, void* stream) noexcept {
   return shim_call("set_storage_free_stream", [&] {

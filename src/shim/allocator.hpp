@@ -17,6 +17,15 @@
 //     call set_storage_free_stream() to move the free to another stream first
 //     (after ordering the two streams, e.g. with an event: the free is only
 //     ordered after work on the stream it is enqueued on).
+//   * CUDA graph capture: while a CaptureArena is installed on a thread
+//     (CaptureArenaScope), that thread's CUDA allocations on the arena's
+//     device come from plain cudaMalloc blocks owned by the arena instead of
+//     the pool (cudaMallocAsync would be captured as graph memory nodes whose
+//     lifetime the graph, not the tensor, then decides). A block freed while
+//     its arena is installed returns to the arena for later allocations of
+//     the same capture (safe: a capture is one stream, in order); a block
+//     freed afterwards (e.g. a graph output's handle) stays allocated. Every
+//     block is released with the arena, after the graphs using it are gone.
 //   * Copies involving host memory synchronize the stream before returning,
 //     except non_blocking copies whose host side is page-locked memory the
 //     shim allocated (empty_strided_pinned); item_* always synchronizes.
@@ -31,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "aoti_cuda/shim.h"
 #include "common/cuda.hpp"
@@ -71,6 +81,48 @@ using common::host_allocate;
 using common::host_free;
 using common::pinned_allocate;
 using common::pinned_free;
+
+/// Device memory owned by one captured CUDA graph (see policies). Not
+/// copyable; thread-compatible (the capturing thread installs it).
+class CaptureArena {
+ public:
+  explicit CaptureArena(int device) : device_(device) {}
+  /// Frees every block (the caller has destroyed the graph and its stream is idle).
+  ~CaptureArena();
+  CaptureArena(const CaptureArena&) = delete;
+  CaptureArena& operator=(const CaptureArena&) = delete;
+
+  int device() const noexcept { return device_; }
+  /// Bytes of device memory the arena holds.
+  std::size_t bytes() const noexcept { return bytes_; }
+  /// A block of at least nbytes: a released one of up to twice the size, else
+  /// a new cudaMalloc (made with the thread's capture mode relaxed, so it is
+  /// legal inside a thread-local capture). Throws like cuda_allocate.
+  void* allocate(std::size_t nbytes);
+
+ private:
+  friend int cuda_free(void*, std::size_t, int, void*) noexcept;
+  struct Block {
+    void* ptr;
+    std::size_t size;
+  };
+  int device_;
+  std::size_t bytes_ = 0;
+  std::vector<Block> blocks_;  ///< every block (owned)
+  std::vector<Block> free_;    ///< released during the capture, reusable
+};
+
+/// RAII: installs `arena` as the calling thread's capture arena (restores the previous one).
+class CaptureArenaScope {
+ public:
+  explicit CaptureArenaScope(CaptureArena* arena) noexcept;
+  ~CaptureArenaScope();
+  CaptureArenaScope(const CaptureArenaScope&) = delete;
+  CaptureArenaScope& operator=(const CaptureArenaScope&) = delete;
+
+ private:
+  CaptureArena* previous_;
+};
 
 /// Moves the stream on which the handle's storage will be freed (e.g. before the
 /// stream it was allocated on is destroyed; the caller orders the two streams,

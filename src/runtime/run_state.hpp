@@ -1,0 +1,63 @@
+// Private runtime: the state of one call while its plan runs, shared by the
+// plain path (executor.cpp), graph capture (graph_cache.cpp) and output
+// delivery (outputs.cpp).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "runtime/method.hpp"
+
+namespace aoti_cuda::runtime {
+
+/// Everything one call of a method works with, passed to each plan step.
+struct RunState {
+  RunState(Method& m, const TargetDevice& t, Slot& s) : method(m), target(t), slot(s), values(s.values) {}
+
+  Method& method;
+  const TargetDevice& target;
+  Slot& slot;
+  void* stream = nullptr;            ///< the run stream (nullptr on CPU modules)
+  std::vector<Value>& values;        ///< the method's value table (the slot's scratch)
+  std::size_t staging_offset = 0;    ///< next free byte of slot.pinned for host inputs
+  bool staged = false;               ///< copies out of slot.pinned were queued on `stream`
+
+  const Device& device() const { return target.device; }
+};
+
+/// Host -> the slot's pinned staging -> async H2D to `dst` (t's bytes,
+/// contiguous) on the run stream; false when the staging buffer was not
+/// budgeted for it (the caller then copies synchronously).
+bool stage_upload(RunState& run, const Tensor& t, void* dst);
+
+/// Walks the method's plan over run.values (inputs already in place).
+void run_plan(RunState& run);
+
+/// Wraps a model-made handle as an owned Value (the handle is released with
+/// the last copy of the tensor, also when this throws). Messages name it
+/// "<owner> output <index>".
+Value wrap_output(AtenTensorHandle h, const std::string& owner, std::size_t index);
+
+/// A method's outputs as a call produced them: table[specs[i].value_index],
+/// or table[i] when specs is null (a graph's output list).
+struct ProducedOutputs {
+  const std::vector<Value>* table = nullptr;
+  const std::vector<ValueSpec>* specs = nullptr;
+  const Value& operator[](std::size_t i) const {
+    return specs != nullptr ? (*table)[static_cast<std::size_t>((*specs)[i].value_index)] : (*table)[i];
+  }
+};
+
+/// Empties the value table (keeping its capacity) on scope exit.
+class ValuesReset {
+ public:
+  explicit ValuesReset(std::vector<Value>& v) : v_(v) {}
+  ~ValuesReset() { v_.clear(); }
+  ValuesReset(const ValuesReset&) = delete;
+  ValuesReset& operator=(const ValuesReset&) = delete;
+
+ private:
+  std::vector<Value>& v_;
+};
+
+}  // namespace aoti_cuda::runtime

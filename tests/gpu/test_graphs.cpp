@@ -1,0 +1,336 @@
+// CUDA graphs and bound outputs on a real device, for every exported fixture
+// (manifest-driven, tests/fixtures): graph replays bit-identical to the plain
+// path call by call (so stateful programs advance the same way), dynamic
+// shapes with the LRU bound, concurrent slots, caller streams, bound outputs,
+// and no device memory growth over many replays.
+#include <cuda_runtime_api.h>
+#include <dirent.h>
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aoti_cuda/aoti_cuda.hpp"
+#include "aoti_cuda/memory.hpp"
+#include "support/gpu.hpp"
+
+using aoti_cuda::Device;
+using aoti_cuda::DType;
+using aoti_cuda::GraphStatus;
+using aoti_cuda::GraphUse;
+using aoti_cuda::LoadOptions;
+using aoti_cuda::Module;
+using aoti_cuda::OutputLocation;
+using aoti_cuda::RunOptions;
+using aoti_cuda::Tensor;
+using json = nlohmann::json;
+
+namespace {
+
+struct MethodCase {
+  std::string method;
+  std::vector<Tensor> inputs;      // host tensors from the manifest's files
+  std::vector<Tensor> alt_inputs;  // the alt_case's, when there is one
+};
+struct Fixture {
+  std::string name, pte;
+  std::vector<MethodCase> methods;
+};
+
+DType parse_dtype(const std::string& s) {
+  if (s == "float32") return DType::kFloat32;
+  if (s == "bfloat16") return DType::kBFloat16;
+  if (s == "float16") return DType::kFloat16;
+  if (s == "int64") return DType::kInt64;
+  if (s == "int32") return DType::kInt32;
+  if (s == "bool") return DType::kBool;
+  throw std::runtime_error("manifest: unknown dtype " + s);
+}
+
+std::vector<Tensor> read_tensors(const std::string& dir, const json& arr) {
+  std::vector<Tensor> out;
+  for (const auto& t : arr) {
+    Tensor x = Tensor::empty(t.at("shape").get<std::vector<int64_t>>(), parse_dtype(t.at("dtype").get<std::string>()));
+    std::ifstream f(dir + "/" + t.at("file").get<std::string>(), std::ios::binary);
+    f.read(static_cast<char*>(x.data()), static_cast<std::streamsize>(x.nbytes()));
+    REQUIRE(static_cast<std::size_t>(f.gcount()) == x.nbytes());
+    out.push_back(x);
+  }
+  return out;
+}
+
+// Every runnable fixture under tests/fixtures, sorted by name.
+std::vector<Fixture> fixtures() {
+  std::vector<Fixture> out;
+  const std::string root = AOTI_CUDA_TEST_FIXTURES;
+  DIR* d = opendir(root.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const std::string dir = root + "/" + e->d_name;
+    struct stat st{};
+    if (e->d_name[0] == '.' || ::stat((dir + "/manifest.json").c_str(), &st) != 0) continue;
+    std::ifstream in(dir + "/manifest.json");
+    const json j = json::parse(in);
+    if (j.value("expect_not_runnable", false)) continue;
+    Fixture f;
+    f.name = e->d_name;
+    f.pte = dir + "/" + j.at("pte").get<std::string>();
+    for (auto it = j.at("methods").begin(); it != j.at("methods").end(); ++it) {
+      MethodCase c;
+      c.method = it.key();
+      c.inputs = read_tensors(dir, it.value().at("inputs"));
+      if (it.value().contains("alt_case")) c.alt_inputs = read_tensors(dir, it.value()["alt_case"].at("inputs"));
+      f.methods.push_back(c);
+    }
+    out.push_back(f);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end(), [](const Fixture& a, const Fixture& b) { return a.name < b.name; });
+  return out;
+}
+
+const Fixture& fixture(const std::string& name) {
+  static const std::vector<Fixture> all = fixtures();
+  for (const Fixture& f : all) {
+    if (f.name == name) return f;
+  }
+  FAIL("fixture " << name << " is missing");
+  throw std::logic_error("unreachable");
+}
+
+std::vector<Tensor> on_device(const std::vector<Tensor>& host) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : host) out.push_back(t.to_device());
+  return out;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  const Tensor ha = a.device().is_cuda() ? a.to_host() : a;
+  const Tensor hb = b.device().is_cuda() ? b.to_host() : b;
+  return ha.shape() == hb.shape() && ha.dtype() == hb.dtype() && ha.nbytes() == hb.nbytes() &&
+         std::memcmp(ha.data(), hb.data(), ha.nbytes()) == 0;
+}
+
+void check_same(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO(what << " output " << i);
+    CHECK(same_bytes(got[i], want[i]));
+  }
+}
+
+LoadOptions graph_options(std::size_t max_graphs = 4) {
+  LoadOptions o;
+  o.cuda_graphs = true;
+  o.max_graphs_per_method = max_graphs;
+  return o;
+}
+
+RunOptions device_io() {
+  RunOptions r;
+  r.outputs = OutputLocation::kDevice;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("graphs: every fixture, call by call bit-identical to the plain path" * AOTI_CUDA_GPU_CASE) {
+  for (const Fixture& f : fixtures()) {
+    CAPTURE(f.name);
+    Module plain(f.pte);
+    Module graphs(f.pte, graph_options());
+    // The same sequence on both: state kept by the program (KV caches) advances alike.
+    for (const MethodCase& c : f.methods) {
+      const std::vector<Tensor> din = on_device(c.inputs);
+      for (int call = 0; call < 4; ++call) {
+        CAPTURE(c.method);
+        CAPTURE(call);
+        const bool host_io = call == 3;  // the last call with host inputs and outputs
+        const RunOptions ro = host_io ? RunOptions{} : device_io();
+        const std::vector<Tensor>& in = host_io ? c.inputs : din;
+        auto want = plain.execute(c.method, in, ro);
+        auto got = graphs.execute(c.method, in, ro);
+        check_same(got, want, f.name + "." + c.method);
+        if (host_io) {
+          for (const Tensor& t : got) CHECK(t.device().is_cpu());
+        }
+      }
+      const GraphStatus st = graphs.graph_status(c.method);
+      MESSAGE(f.name << "." << c.method << ": captures " << st.captures << ", replays " << st.replays
+                     << (st.available ? "" : ", graphs off: " + st.reason));
+      CHECK(st.requested);
+      if (st.available) {
+        CHECK(st.captures == 1);
+        CHECK(st.replays == 3);  // call 0 warms up, call 1 captures and replays, 2 and 3 replay
+      }
+    }
+  }
+  // The plain fixtures must be capturable.
+  for (const char* name : {"add", "mlp", "conv", "kv_cache"}) {
+    Module m(fixture(name).pte, graph_options());
+    const auto in = on_device(fixture(name).methods[0].inputs);
+    for (int i = 0; i < 3; ++i) (void)m.execute(fixture(name).methods[0].method, in, device_io());
+    const GraphStatus st = m.graph_status(fixture(name).methods[0].method);
+    INFO(name << ": " << st.reason);
+    CHECK(st.available);
+    CHECK(st.replays == 2);
+  }
+}
+
+TEST_CASE("graphs: a stateful program advances under graphs" * AOTI_CUDA_GPU_CASE) {
+  const Fixture& f = fixture("kv_cache");
+  const MethodCase& c = f.methods[0];
+  Module plain(f.pte);
+  Module graphs(f.pte, graph_options());
+  const auto in = on_device(c.inputs);
+  Tensor previous;
+  int changed = 0;
+  for (int call = 0; call < 8; ++call) {
+    CAPTURE(call);
+    auto want = plain.execute(c.method, in, device_io());
+    auto got = graphs.execute(c.method, in, device_io());
+    check_same(got, want, "kv_cache");
+    if (previous.defined() && !same_bytes(previous, got[0])) ++changed;
+    previous = got[0];
+  }
+  CHECK(changed >= 6);  // the cache is written in place by each call (also by replays)
+  CHECK(graphs.graph_status(c.method).replays == 7);
+}
+
+TEST_CASE("graphs: shape changes on a dynamic program, LRU bound respected" * AOTI_CUDA_GPU_CASE) {
+  for (const char* name : {"dynamic_mlp", "sdpa_bf16_dynamic"}) {
+    const Fixture& f = fixture(name);
+    const MethodCase& c = f.methods[0];
+    REQUIRE(!c.alt_inputs.empty());
+    Module plain(f.pte);
+    Module graphs(f.pte, graph_options(1));
+    const auto a = on_device(c.inputs), b = on_device(c.alt_inputs);
+    // a a a b b b a a : every call matches the plain path
+    const std::vector<const std::vector<Tensor>*> seq = {&a, &a, &a, &b, &b, &b, &a, &a};
+    for (std::size_t k = 0; k < seq.size(); ++k) {
+      CAPTURE(name);
+      CAPTURE(k);
+      check_same(graphs.execute(c.method, *seq[k], device_io()), plain.execute(c.method, *seq[k], device_io()), name);
+      CHECK(graphs.graph_status(c.method).graphs <= 1);
+    }
+    const GraphStatus st = graphs.graph_status(c.method);
+    INFO(st.reason);
+    CHECK(st.available);
+    CHECK(st.captures == 3);   // a, b, then a again after its eviction
+    CHECK(st.evictions == 2);
+    CHECK(st.replays == 6);    // all but the two warm-up calls
+  }
+}
+
+TEST_CASE("graphs: concurrent calls (num_models = 3) replay their own graphs" * AOTI_CUDA_GPU_CASE) {
+  const Fixture& f = fixture("mlp");
+  const MethodCase& c = f.methods[0];
+  Module plain(f.pte);
+  const auto want = plain.execute(c.method, c.inputs);  // host result
+  LoadOptions o = graph_options();
+  o.num_models = 3;
+  Module m(f.pte, o);
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      cudaStream_t s = nullptr;
+      if (t % 2 == 1) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+      RunOptions ro;
+      ro.stream = s;
+      ro.outputs = OutputLocation::kHost;
+      const auto din = on_device(c.inputs);
+      for (int i = 0; i < 40; ++i) {
+        auto got = m.execute(c.method, t % 3 == 0 ? c.inputs : din, ro);
+        if (!same_bytes(got[0], want[0])) mismatches.fetch_add(1);
+      }
+      if (s != nullptr) cudaStreamDestroy(s);
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(mismatches.load() == 0);
+  const GraphStatus st = m.graph_status(c.method);
+  CHECK(st.available);
+  CHECK(st.captures >= 1);
+  CHECK(st.captures <= 3);  // at most one per slot
+  CHECK(st.replays >= 240 - 6);
+}
+
+TEST_CASE("graphs: bound outputs, device and pinned host, with and without graphs" * AOTI_CUDA_GPU_CASE) {
+  for (const char* name : {"mlp", "multi_out", "block"}) {
+    const Fixture& f = fixture(name);
+    const MethodCase& c = f.methods[0];
+    Module plain(f.pte);
+    const auto want = plain.execute(c.method, c.inputs);
+    for (bool use_graphs : {false, true}) {
+      CAPTURE(name);
+      CAPTURE(use_graphs);
+      Module m(f.pte, use_graphs ? graph_options() : LoadOptions{});
+      std::vector<Tensor> dev_out, host_out;
+      for (const Tensor& w : want) {
+        dev_out.push_back(Tensor::empty(w.shape(), w.dtype(), Device::cuda(0)));
+        host_out.push_back(Tensor::empty(w.shape(), w.dtype(), Device::cpu(), /*pinned=*/true));
+      }
+      const auto din = on_device(c.inputs);
+      for (int i = 0; i < 4; ++i) {
+        for (Tensor& t : host_out) std::memset(t.data(), 0, t.nbytes());
+        m.execute_into(c.method, din, dev_out);
+        m.execute_into(c.method, c.inputs, host_out);
+        check_same(dev_out, want, "device bound");
+        check_same(host_out, want, "host bound");
+      }
+      if (use_graphs) CHECK(m.graph_status(c.method).replays == 7);  // all but the first call
+      // A mismatching bound output names the output.
+      std::vector<Tensor> wrong = dev_out;
+      wrong[0] = Tensor::empty({1}, wrong[0].dtype(), Device::cuda(0));
+      try {
+        m.execute_into(c.method, din, wrong);
+        FAIL("a wrong bound output was accepted");
+      } catch (const aoti_cuda::Error& e) {
+        CHECK(std::string(e.what()).find("output 0") != std::string::npos);
+      }
+    }
+  }
+}
+
+TEST_CASE("graphs: no device memory growth over many replays; caller stream" * AOTI_CUDA_GPU_CASE) {
+  const Fixture& f = fixture("block");
+  const MethodCase& c = f.methods[0];
+  Module plain(f.pte);
+  const auto want = plain.execute(c.method, c.inputs);
+  Module m(f.pte, graph_options());
+  const auto din = on_device(c.inputs);
+  std::vector<Tensor> out;
+  for (const Tensor& w : want) out.push_back(Tensor::empty(w.shape(), w.dtype(), Device::cuda(0)));
+  for (int i = 0; i < 3; ++i) m.execute_into(c.method, din, out);
+  cudaDeviceSynchronize();
+  const auto stats0 = aoti_cuda::device_memory_stats(0);
+  std::size_t free0 = 0, total = 0;
+  cudaMemGetInfo(&free0, &total);
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  RunOptions ro;
+  ro.stream = s;
+  for (int i = 0; i < 300; ++i) {
+    m.execute_into(c.method, din, out, i % 2 == 0 ? RunOptions{} : ro);
+    if (i % 50 == 0) (void)m.execute(c.method, din, device_io());  // returned outputs come and go
+  }
+  cudaStreamSynchronize(s);
+  cudaDeviceSynchronize();
+  check_same(out, want, "after 300 replays");
+  const auto stats1 = aoti_cuda::device_memory_stats(0);
+  std::size_t free1 = 0;
+  cudaMemGetInfo(&free1, &total);
+  CHECK(stats1.bytes_in_use == stats0.bytes_in_use);
+  CHECK(stats1.live_allocations == stats0.live_allocations);
+  CHECK(free1 + (4u << 20) >= free0);  // within 4 MiB (pool bookkeeping)
+  CHECK(m.graph_status(c.method).replays >= 300);
+  cudaStreamDestroy(s);
+}
