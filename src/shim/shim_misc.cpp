@@ -6,6 +6,7 @@
 #include <string>
 
 #include "aoti_cuda/shim.h"
+#include "common/env.hpp"
 #include "shim/error_state.hpp"
 #include "shim/tensor_object.hpp"
 
@@ -67,7 +68,8 @@ void aoti_torch_warn(const char* func, const char* file, uint32_t line, const ch
       log.last = text;
       log.count += 1;
     }
-    if (std::getenv("AOTI_CUDA_QUIET") == nullptr) std::fprintf(stderr, "[aoti_cuda] warning: %s\n", text.c_str());
+    // One rule for every switch: unset, "" and "0" mean off (common/env.hpp).
+    if (!aoti_cuda::env_flag("AOTI_CUDA_QUIET")) std::fprintf(stderr, "[aoti_cuda] warning: %s\n", text.c_str());
   } catch (...) {
     // A warning must never fail the caller.
   }

@@ -72,7 +72,7 @@ TEST_CASE("cli tensor io: .npy round trip and comparison") {
   CHECK(aoti_cuda_cli::compare_to_file(t, bin, 0, 0).ok);
   // A wrong dtype in the .npy is named.
   CHECK_THROWS_WITH_AS(aoti_cuda_cli::load_tensor(npy, spec({2, 3}, false, DType::kInt32)),
-                       doctest::Contains("holds float32 but the method expects int32"), aoti_cuda::Error);
+                       doctest::Contains("holds float32 but int32 is expected"), aoti_cuda::Error);
   // Mismatching values are reported.
   t.data_ptr<float>()[4] += 1.0f;
   const auto c = aoti_cuda_cli::compare_to_file(t, bin, 1e-3, 0);

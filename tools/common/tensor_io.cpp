@@ -18,7 +18,7 @@ using aoti_cuda::TensorSpec;
 
 std::vector<char> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kNotFound, "cannot open input file '" + path + "'");
+  if (!f) throw Error(ErrorCode::kNotFound, "cannot open file '" + path + "'");
   return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
@@ -104,16 +104,16 @@ std::string join_shape(const std::vector<int64_t>& s) {
 void check_against_spec(const std::string& path, const std::vector<int64_t>& shape, DType dtype,
                         const TensorSpec& spec) {
   if (dtype != spec.dtype) {
-    throw Error(ErrorCode::kInvalidArgument, "input file '" + path + "' holds " + aoti_cuda::dtype_name(dtype) +
-                                                 " but the method expects " + aoti_cuda::dtype_name(spec.dtype));
+    throw Error(ErrorCode::kInvalidArgument, "file '" + path + "' holds " + aoti_cuda::dtype_name(dtype) +
+                                                  " but " + aoti_cuda::dtype_name(spec.dtype) + " is expected");
   }
   bool ok = shape.size() == spec.sizes.size();
   for (size_t i = 0; ok && i < shape.size(); ++i) {
     ok = spec.dynamic ? (shape[i] >= 0 && shape[i] <= spec.sizes[i]) : shape[i] == spec.sizes[i];
   }
   if (!ok) {
-    throw Error(ErrorCode::kInvalidArgument, "input file '" + path + "' has shape [" + join_shape(shape) +
-                                                 "] but the method expects " + describe(spec));
+    throw Error(ErrorCode::kInvalidArgument, "file '" + path + "' has shape [" + join_shape(shape) +
+                                                 "] but " + describe(spec) + " is expected");
   }
 }
 
@@ -328,13 +328,27 @@ void save_tensor(const Tensor& t, const std::string& path) {
 Comparison compare_to_file(const Tensor& got, const std::string& expected_path, double atol, double rtol) {
   Comparison c;
   const std::vector<char> bytes = read_file(expected_path);
-  if (bytes.size() != got.nbytes()) {
+  Tensor want;
+  if (ends_with(expected_path, ".npy")) {
+    // .npy carries dtype and shape: both must be the output's.
+    TensorSpec spec;
+    spec.dtype = got.dtype();
+    spec.sizes = got.shape();
+    try {
+      want = load_npy(expected_path, bytes, spec);
+    } catch (const Error& e) {
+      c.ok = false;
+      c.message = std::string("cannot compare with output ") + describe(got) + ": " + e.what();
+      return c;
+    }
+  } else if (bytes.size() != got.nbytes()) {
     c.ok = false;
     c.message = "expected file '" + expected_path + "' is " + std::to_string(bytes.size()) + " bytes, output " +
                 describe(got) + " is " + std::to_string(got.nbytes());
     return c;
+  } else {
+    want = Tensor::from_blob(const_cast<char*>(bytes.data()), got.shape(), got.dtype());
   }
-  Tensor want = Tensor::from_blob(const_cast<char*>(bytes.data()), got.shape(), got.dtype());
   for (int64_t i = 0; i < got.numel(); ++i) {
     const double g = element_as_double(got, i), w = element_as_double(want, i);
     const double err = std::fabs(g - w);

@@ -1,0 +1,209 @@
+// check_library: can this process run a model library? Everything decidable
+// without mapping the library's bytes as code (see library_check.hpp).
+#include "aoti_cuda/library_check.hpp"
+
+#include <dlfcn.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+
+#include <algorithm>
+#include <map>
+
+#include "aoti_cuda/error.hpp"
+#include "format/elf_sections.hpp"
+#include "format/mapped_file.hpp"
+
+namespace aoti_cuda {
+namespace {
+
+bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+void add(LibraryReport& r, const char* name, CheckStatus st, std::string detail) {
+  r.checks.push_back({name, st, std::move(detail)});
+}
+
+// Path of the system library `soname` as this process's dynamic loader finds
+// it ("" when it cannot be found). Loads it (RTLD_LAZY | RTLD_LOCAL) when not
+// loaded yet, as dlopen of the model library would; the handle is dropped.
+std::string locate_library(const std::string& soname) {
+  void* h = ::dlopen(soname.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
+  if (h == nullptr) h = ::dlopen(soname.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (h == nullptr) {
+    (void)::dlerror();
+    return "";
+  }
+  std::string path;
+  link_map* lm = nullptr;
+  if (::dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != nullptr && lm->l_name != nullptr) path = lm->l_name;
+  ::dlclose(h);
+  return path;
+}
+
+void check_needed(const ElfInfo& elf, LibraryReport& r, std::map<std::string, std::string>& paths) {
+  std::vector<std::string> missing;
+  for (const std::string& n : elf.needed) {
+    paths[n] = locate_library(n);
+    if (paths[n].empty()) missing.push_back(n + (starts_with(n, "libcuda.so") ? " (the NVIDIA driver)" : ""));
+  }
+  if (missing.empty()) {
+    add(r, "needed_libraries", CheckStatus::kPass, elf.needed.empty() ? "none" : join(elf.needed, " "));
+  } else {
+    add(r, "needed_libraries", CheckStatus::kFail, "not found on this machine: " + join(missing));
+  }
+}
+
+void check_versions(ByteView so, LibraryReport& r, const std::map<std::string, std::string>& paths) {
+  try {
+    r.version_needs = elf_version_needs(so);
+  } catch (const Error& e) {
+    add(r, "symbol_versions", CheckStatus::kFail, e.what());
+    return;
+  }
+  std::map<std::string, std::vector<std::string>> defined;  // file -> versions it defines here
+  std::vector<std::string> unmet, unknown;
+  for (const VersionNeed& v : r.version_needs) {
+    auto p = paths.find(v.file);
+    if (p == paths.end() || p->second.empty()) {
+      unknown.push_back(v.file + " " + v.version);
+      continue;
+    }
+    if (!defined.count(v.file)) {
+      try {
+        const format::MappedFile f(p->second);
+        defined[v.file] = format::elf_version_definitions({f.data(), f.size()});
+      } catch (const Error&) {
+        defined[v.file] = {};
+      }
+    }
+    const auto& d = defined[v.file];
+    if (std::find(d.begin(), d.end(), v.version) == d.end()) unmet.push_back(v.version + " from " + v.file);
+  }
+  const std::string glibc = std::string("this machine has glibc ") + gnu_get_libc_version();
+  if (!unmet.empty()) {
+    add(r, "symbol_versions", CheckStatus::kFail,
+        "needs " + join(unmet) + "; " + glibc + " (the library was built on a machine with a newer C/C++ runtime)");
+  } else if (!unknown.empty()) {
+    add(r, "symbol_versions", CheckStatus::kNotChecked, "libraries not found: " + join(unknown));
+  } else {
+    add(r, "symbol_versions", CheckStatus::kPass,
+        std::to_string(r.version_needs.size()) + " version needs met; " + glibc);
+  }
+}
+
+// The loader's rule: shim, aoti_cuda and CUDA runtime imports must resolve in
+// the process's global scope; operator shims must come from libaoti_cuda.
+void check_imports(const ElfInfo& elf, LibraryReport& r) {
+  Dl_info self{};
+  void* own = nullptr;
+  if (::dladdr(reinterpret_cast<void*>(&check_library), &self) != 0 && self.dli_fname != nullptr) {
+    own = ::dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  }
+  std::vector<std::string> missing;
+  for (const std::string& s : elf.undefined_symbols) {
+    if (starts_with(s, "aoti_torch_cuda_") || starts_with(s, "aoti_torch_cpu_")) {
+      const bool provided = own != nullptr && ::dlsym(own, s.c_str()) != nullptr;
+      r.op_shims.push_back({s, provided});
+      if (!provided) missing.push_back(s);
+    } else if (starts_with(s, "aoti_torch_") || starts_with(s, "aoti_cuda_") || starts_with(s, "cuda")) {
+      if (::dlsym(RTLD_DEFAULT, s.c_str()) == nullptr) missing.push_back(s);
+    }
+  }
+  if (own != nullptr) ::dlclose(own);
+  (void)::dlerror();
+  if (missing.empty()) {
+    add(r, "imports", CheckStatus::kPass, "every shim and CUDA runtime import is provided");
+  } else {
+    add(r, "imports", CheckStatus::kFail,
+        std::to_string(missing.size()) + " import(s) this build does not provide: " + join(missing, " "));
+  }
+}
+
+void check_gpu(ByteView so, const LibraryCheckOptions& o, LibraryReport& r) {
+  const CudaKernelInfo k = inspect_cuda_kernels(so);
+  if (o.gpu_sms.empty()) {
+    add(r, "gpu_architecture", CheckStatus::kNotChecked, o.no_gpu_reason + "; kernels: " + k.describe());
+    return;
+  }
+  std::vector<std::string> bad;
+  for (int sm : o.gpu_sms) {
+    if (!k.runs_on(sm)) bad.push_back("sm_" + std::to_string(sm));
+  }
+  if (bad.empty()) {
+    add(r, "gpu_architecture", CheckStatus::kPass, "kernels " + k.describe() + " run on the GPUs present");
+  } else {
+    add(r, "gpu_architecture", CheckStatus::kFail, "kernels " + k.describe() + " cannot run on " + join(bad));
+  }
+}
+
+void check_weights(ByteView so, const LibraryCheckOptions& o, LibraryReport& r) {
+  if (!o.has_weights) {
+    add(r, "weights", CheckStatus::kNotChecked, "no weights blob given");
+    return;
+  }
+  const std::optional<std::uint64_t> want = elf_external_weights_size(so);
+  if (!want) {
+    add(r, "weights", CheckStatus::kNotChecked,
+        "the library records no weights size; loading it checks the blob against its constant table");
+  } else if (*want != o.weights.size) {
+    add(r, "weights", CheckStatus::kFail,
+        "the library was compiled for a " + std::to_string(*want) + "-byte weights blob; " + o.weights_label + " has " +
+            std::to_string(o.weights.size) + " bytes (a data file from another export?)");
+  } else {
+    add(r, "weights", CheckStatus::kPass, std::to_string(*want) + " bytes, the size the library was compiled for");
+  }
+}
+
+}  // namespace
+
+const char* to_string(CheckStatus s) noexcept {
+  switch (s) {
+    case CheckStatus::kPass: return "pass";
+    case CheckStatus::kFail: return "FAIL";
+    case CheckStatus::kNotChecked: return "not checked";
+  }
+  return "?";
+}
+
+bool LibraryReport::runnable() const noexcept {
+  return std::none_of(checks.begin(), checks.end(), [](const LibraryCheck& c) { return c.status == CheckStatus::kFail; });
+}
+
+std::string LibraryReport::failures() const {
+  std::vector<std::string> f;
+  for (const LibraryCheck& c : checks) {
+    if (c.status == CheckStatus::kFail) f.push_back(c.name + ": " + c.detail);
+  }
+  return join(f, "; ");
+}
+
+LibraryReport check_library(ByteView so, const LibraryCheckOptions& options) {
+  LibraryReport r;
+  ElfInfo elf;
+  try {
+    elf = inspect_elf(so);
+    if (!elf.is_shared_object) throw Error(ErrorCode::kInvalidProgram, "not a shared object (e_type " + std::to_string(elf.type) + ")");
+    add(r, "elf", CheckStatus::kPass, "ELF" + std::to_string(elf.elf_class) + " " + elf.machine_name + " shared object");
+  } catch (const Error& e) {
+    add(r, "elf", CheckStatus::kFail, e.what());
+    return r;
+  }
+  const std::vector<std::string> damage = elf_integrity_problems(so);
+  add(r, "integrity", damage.empty() ? CheckStatus::kPass : CheckStatus::kFail,
+      damage.empty() ? "tables, relocations and code pages consistent" : "damaged: " + join(damage, "; "));
+  std::map<std::string, std::string> paths;
+  check_needed(elf, r, paths);
+  check_versions(so, r, paths);
+  check_imports(elf, r);
+  check_gpu(so, options, r);
+  check_weights(so, options, r);
+  std::sort(r.op_shims.begin(), r.op_shims.end(), [](const OpShimImport& a, const OpShimImport& b) { return a.name < b.name; });
+  return r;
+}
+
+}  // namespace aoti_cuda
