@@ -18,6 +18,13 @@ namespace {
 
 bool starts_with(const std::string& s, const char* p) { return s.rfind(p, 0) == 0; }
 
+// aoti_torch_cuda_* / aoti_torch_cpu_* names are ATen operator shims (the C
+// shim code generator's naming), except these few runtime helpers of shim.h.
+bool is_op_shim(const std::string& s) {
+  if (!starts_with(s, "aoti_torch_cuda_") && !starts_with(s, "aoti_torch_cpu_")) return false;
+  return !starts_with(s, "aoti_torch_cuda_caching_allocator_") && s != "aoti_torch_cuda_guard_set_index";
+}
+
 std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
   std::string s;
   for (const std::string& x : v) s += (s.empty() ? "" : sep) + x;
@@ -106,7 +113,7 @@ void check_imports(const ElfInfo& elf, LibraryReport& r) {
   }
   std::vector<std::string> missing;
   for (const std::string& s : elf.undefined_symbols) {
-    if (starts_with(s, "aoti_torch_cuda_") || starts_with(s, "aoti_torch_cpu_")) {
+    if (is_op_shim(s)) {
       const bool provided = own != nullptr && ::dlsym(own, s.c_str()) != nullptr;
       r.op_shims.push_back({s, provided});
       if (!provided) missing.push_back(s);

@@ -60,6 +60,13 @@ int main(int argc, char** argv) {
   }
   const bool json = wants_json(argc, argv);
   std::string command;
+  bool known = argc < 2 || argv[1][0] == '-';
+  for (const Entry& e : commands) known = known || e.app->get_name() == argv[1];
+  if (!known) {
+    return report({aoti_cuda_cli::kExitUsage, "usage",
+                   std::string("unknown command '") + argv[1] + "' (commands: inspect, run, bench, devices)"},
+                  "", json);
+  }
   try {
     app.parse(argc, argv);
     for (const Entry& e : commands) {
