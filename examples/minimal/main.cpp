@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   }
   try {
     aoti_cuda::Module module(argv[1]);  // finds aoti_cuda_blob.ptd beside the .pte
-    const std::string method = module.method_names().front();
+    const std::string method = module.default_method();  // "forward", else the first method
     const aoti_cuda::MethodMeta meta = module.method_meta(method);
 
     std::vector<aoti_cuda::Tensor> inputs;

@@ -117,12 +117,29 @@ struct RunOptions {
   OutputLocation outputs = OutputLocation::kSameAsInputs;
 };
 
+/// A dimension of an input that may vary at run time, up to `max`.
+struct DynamicDim {
+  std::size_t dim = 0;  ///< index into the input's sizes
+  int64_t max = 0;      ///< upper bound (TensorSpec::sizes[dim])
+};
+
 /// Public description of a loaded method's signature.
 struct MethodMeta {
   std::string name;
   std::vector<TensorSpec> inputs;   ///< in call order; `dynamic` marks tensors whose sizes are upper bounds
   std::vector<TensorSpec> outputs;  ///< in return order
   std::size_t num_delegates = 0;    ///< CudaBackend delegates (model libraries) the method runs
+  /// Names the model library gives the inputs / outputs (the exported
+  /// program's argument names, from AOTInductorModelContainerGetInputName /
+  /// GetOutputName), parallel to inputs / outputs; "" where unavailable (a
+  /// value that reaches no delegate directly, or a library without names).
+  std::vector<std::string> input_names, output_names;
+  /// Parallel to inputs: the dimensions that may vary, with their bounds.
+  /// Empty for a static input. For a dynamic input the model library's own
+  /// input check says which dimensions vary; when it says nothing, every
+  /// dimension of the dynamic input is listed (the program itself only marks
+  /// the whole tensor as bounded).
+  std::vector<std::vector<DynamicDim>> dynamic_dims;
 };
 
 /// Wall-clock time spent in each phase of the load, in milliseconds, summed
@@ -164,6 +181,9 @@ class AOTI_CUDA_API Module {
 
   /// Names of the loaded methods (program order, or the order of LoadOptions::methods).
   std::vector<std::string> method_names() const;
+  /// The method to run when none is named: "forward" when loaded, else the
+  /// first of method_names(). What `aoti_cuda run` and forward()-less callers use.
+  std::string default_method() const;
   /// Signature of a loaded method. Throws Error(kNotFound) listing the loaded
   /// names (and saying so when the program has the method but did not load it).
   MethodMeta method_meta(std::string_view method) const;

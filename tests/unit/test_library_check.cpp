@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <gnu/libc-version.h>
 #include <string>
 #include <vector>
 
 #include "aoti_cuda/library_check.hpp"
 #include "aoti_cuda/program.hpp"
+#include "format/aoti_facts.hpp"
 
 namespace {
 
@@ -144,4 +146,14 @@ TEST_CASE("check_library lists operator shims and whether this build provides th
   CHECK_FALSE(r.op_shims[0].provided);
   CHECK(check_named(r, "imports").status == aoti_cuda::CheckStatus::kFail);
   CHECK(check_named(r, "imports").detail.find("aoti_torch_cpu_") != std::string::npos);
+}
+
+TEST_CASE("aoti_dynamic_input_dims reads which dimensions a fixture library lets vary") {
+  auto dims_of = [](const char* name) {
+    const auto so = so_bytes(name);
+    return aoti_cuda::format::aoti_dynamic_input_dims(view(so));
+  };
+  CHECK(dims_of("dynamic_mlp") == std::map<int, std::vector<int>>{{0, {0}}});  // batch, exported as Dim('batch')
+  CHECK(dims_of("sdpa_bf16_dynamic") == std::map<int, std::vector<int>>{{0, {2}}, {1, {2}}, {2, {2}}});  // sequence
+  CHECK(dims_of("mlp").empty());  // static: only "unmatched dim value" checks
 }
