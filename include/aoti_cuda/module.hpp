@@ -103,6 +103,25 @@ enum class OutputLocation {
 // A Module loaded on Device::cpu() returns outputs where the model produced
 // them, whatever OutputLocation says.
 
+/// Time of one part of an execute() call (RunOptions::profile).
+struct StepProfile {
+  /// "stage inputs: delegate 0", "run: delegate 0", "outputs of delegate 0",
+  /// "h2d copy", "d2h copy", "move", "collect outputs".
+  std::string what;
+  double host_ms = 0;  ///< wall time the calling thread spent in it
+  /// Time between CUDA events recorded on the run stream before and after it
+  /// (what the GPU spent on work queued there, including waits); -1 on a CPU
+  /// Module.
+  double gpu_ms = -1;
+};
+
+/// Per-call profile: the steps in execution order.
+struct RunProfile {
+  std::vector<StepProfile> steps;
+  double host_ms = 0;  ///< the whole call, wall time
+  double gpu_ms = -1;  ///< from the first step's start event to the last step's end event (-1 on CPU)
+};
+
 /// Options of one execute()/forward() call.
 struct RunOptions {
   /// cudaStream_t to run on. nullptr: the Module's own stream (one per
@@ -115,6 +134,11 @@ struct RunOptions {
   /// own stream may outlive the Module.
   void* stream = nullptr;
   OutputLocation outputs = OutputLocation::kSameAsInputs;
+  /// When set, the call fills it with the time of each step (CUDA events on
+  /// the run stream plus host wall time). Profiling makes the call wait for
+  /// the GPU before it returns, even on a caller stream. Leave null for runs
+  /// you measure from outside: the events cost a few microseconds per step.
+  RunProfile* profile = nullptr;
 };
 
 /// A dimension of an input that may vary at run time, up to `max`.

@@ -51,13 +51,17 @@ class AOTI_CUDA_API Tensor {
   /// Wraps memory the caller owns and keeps alive (borrowed). `data` is the
   /// address of element 0 on `device`; `strides` (in elements) empty means
   /// contiguous. Nothing is copied and the memory is not checked.
-  static Tensor from_blob(void* data, std::vector<int64_t> shape, DType dtype, Device device = Device::cpu(),
+  /// `data` may point to read-only memory (e.g. a const input buffer): the SDK
+  /// never writes a tensor passed as an input (Module copies or borrows it
+  /// read-only). Writing through data() or copy_from() into a tensor made from
+  /// const memory is the caller's error, as with const_cast.
+  static Tensor from_blob(const void* data, std::vector<int64_t> shape, DType dtype, Device device = Device::cpu(),
                           std::vector<int64_t> strides = {});
 
   /// Like from_blob above, but the memory is kept alive by `owner` (released
   /// when the last copy of the tensor is destroyed), e.g. a shared_ptr with a
   /// custom deleter. `owner` may be null (then the memory is borrowed).
-  static Tensor from_blob(void* data, std::vector<int64_t> shape, DType dtype, Device device,
+  static Tensor from_blob(const void* data, std::vector<int64_t> shape, DType dtype, Device device,
                           std::shared_ptr<void> owner, std::vector<int64_t> strides = {});
 
   bool defined() const noexcept { return defined_; }

@@ -82,6 +82,7 @@ if(TARGET aoti_cuda_cli)
   cli_case(run_mlp any "method 'forward' ran|error \\(no_device\\)"
     -- run ${_fx}/mlp/mlp.pte --input ${_fx}/mlp/forward.in0.bin --expect ${_fx}/mlp/forward.out0.bin)
   cli_case(bench_unknown_method 2 "no such method" -- bench ${_fx}/mlp/mlp.pte --method nope)
+  cli_case(bench_profile any "profile, host I/O|error \\(no_device\\)" -- bench ${_fx}/mlp/mlp.pte --profile --runs 5 --loads 1)
 
   # ---- GPU cases (skipped without a GPU)
   add_test(NAME cli_gpu_cases COMMAND sh ${_cli_dir}/gpu_cases.sh ${_cli} ${_fx} ${CMAKE_BINARY_DIR}/cli_gpu_out)

@@ -20,4 +20,6 @@ sh "$here/expect.sh" 0 "gpu_architecture +pass" "symbol_versions +pass" "^runnab
 # bench: text and JSON from the one engine
 sh "$here/expect.sh" 0 "host I/O +latency over 20 runs" "device I/O" -- "$cli" bench "$fx/mlp/mlp.pte" --runs 20 --loads 2
 sh "$here/expect.sh" 0 "\"p50_ms\"" "\"first_call_ms\"" -- "$cli" bench "$fx/mlp/mlp.pte" --runs 20 --loads 2 --json
+sh "$here/expect.sh" 0 "profile, host I/O" "run: delegate 0 \(forward\) +GPU +[0-9.]+ ms" "whole call" -- "$cli" bench "$fx/mlp/mlp.pte" --runs 20 --loads 1 --profile
+sh "$here/expect.sh" 0 "\"gpu_ms_p50\"" -- "$cli" bench "$fx/lm/lm.pte" --method decode --runs 10 --loads 1 --profile --json
 echo "all GPU CLI cases passed"

@@ -672,3 +672,28 @@ TEST_CASE("module(fake): constants with the same FQN are shared across methods (
     CHECK(floats(out[0]) == column_sums(cache));
   }
 }
+
+TEST_CASE("module(fake): RunOptions::profile times staging, the delegate, its outputs and collection") {
+  TempDir dir;
+  Module m(build_program().write(dir.path, "fake"), cpu_options());
+  aoti_cuda::RunProfile prof;
+  aoti_cuda::RunOptions ro;
+  ro.profile = &prof;
+  auto out = m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))}, ro);
+  REQUIRE(out.size() == 2);
+  std::vector<std::string> names;
+  double sum = 0;
+  for (const auto& s : prof.steps) {
+    names.push_back(s.what);
+    CHECK(s.host_ms >= 0);
+    CHECK(s.gpu_ms == -1);  // a CPU Module has no GPU time
+    sum += s.host_ms;
+  }
+  CHECK(names == std::vector<std::string>{"stage inputs: delegate 0 (forward)", "run: delegate 0 (forward)",
+                                          "outputs of delegate 0 (forward)", "collect outputs"});
+  CHECK(prof.host_ms >= sum);
+  CHECK(prof.gpu_ms == -1);
+  // Without a RunProfile nothing is recorded (and the old one is left alone).
+  m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))});
+  CHECK(prof.steps.size() == 4);
+}

@@ -118,3 +118,11 @@ TEST_CASE("parse_npy refuses malformed and unsupported files with a specific err
   CHECK(aoti_cuda_test::expect_error([] { aoti_cuda::save_npy(Tensor(), temp("x.npy")); }).code() ==
         ErrorCode::kInvalidArgument);
 }
+
+TEST_CASE("from_blob takes const memory for inputs (no copy, no cast at the call site)") {
+  static const float kInput[4] = {1, 2, 3, 4};
+  const Tensor t = Tensor::from_blob(kInput, {2, 2}, DType::kFloat32);
+  CHECK(t.data() == static_cast<const void*>(kInput));
+  CHECK(t.data_ptr<float>()[3] == 4.0f);
+  CHECK_NOTHROW(Tensor::from_blob(nullptr, {0}, DType::kFloat32));  // nullptr still unambiguous
+}

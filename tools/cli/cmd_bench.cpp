@@ -17,7 +17,7 @@ struct BenchArgs {
   std::string model, method;
   std::vector<std::string> data;
   int runs = 100, warmup = 10, loads = 3, device = 0;
-  bool json = false;
+  bool json = false, profile = false;
 };
 
 void print_text(const std::string& model, const aoti_cuda_bench::LoadStats& ls, const aoti_cuda_bench::MethodStats& ms,
@@ -42,6 +42,13 @@ void print_text(const std::string& model, const aoti_cuda_bench::LoadStats& ls, 
               mem.pool_reserved_bytes / 1048576.0, device_used / 1048576.0);
 }
 
+void print_profile(const char* mode, const std::vector<aoti_cuda_bench::StepStats>& steps, int runs) {
+  std::printf("  profile, %s (median of %d profiled calls; GPU = CUDA events on the run stream):\n", mode, runs);
+  for (const auto& s : steps) {
+    std::printf("    %-44s GPU %9.4f ms   host %9.4f ms\n", s.what.c_str(), s.gpu_ms, s.host_ms);
+  }
+}
+
 int run_bench(const BenchArgs& a) {
   aoti_cuda::ProgramOptions popts;
   popts.data_files = a.data;
@@ -62,10 +69,19 @@ int run_bench(const BenchArgs& a) {
   rc.runs = a.runs;
   rc.warmup = a.warmup;
   const aoti_cuda_bench::MethodStats ms = aoti_cuda_bench::measure_method(module, method, rc);
+  std::vector<aoti_cuda_bench::StepStats> host_steps, dev_steps;
+  if (a.profile) {
+    host_steps = aoti_cuda_bench::profile_method(module, method, rc, false);
+    dev_steps = aoti_cuda_bench::profile_method(module, method, rc, true);
+  }
   const aoti_cuda::MemoryStats mem = aoti_cuda::device_memory_stats(a.device);
   const std::size_t used = aoti_cuda_bench::device_bytes_used();
   if (!a.json) {
     print_text(a.model, ls, ms, mem, used);
+    if (a.profile) {
+      print_profile("host I/O", host_steps, a.runs);
+      print_profile("device I/O", dev_steps, a.runs);
+    }
     return kExitOk;
   }
   nlohmann::json doc = {{"program", a.model},
@@ -75,6 +91,7 @@ int run_bench(const BenchArgs& a) {
                                     {"shim_peak_bytes", mem.peak_bytes_in_use},
                                     {"shim_pool_reserved_bytes", mem.pool_reserved_bytes},
                                     {"device_used_bytes", used}}}};
+  if (a.profile) doc["profile"] = {{"host_io", aoti_cuda_bench::to_json(host_steps)}, {"device_io", aoti_cuda_bench::to_json(dev_steps)}};
   std::printf("%s\n", doc.dump(2).c_str());
   return kExitOk;
 }
@@ -95,6 +112,8 @@ Runner add_bench(CLI::App& app) {
   cmd->add_option("--loads", a->loads, "load the program N times; median of loads 2..N (default 3)")
       ->check(CLI::Range(1, 1000));
   add_device_option(*cmd, a->device);
+  cmd->add_flag("--profile", a->profile,
+                "also time each step of a call (staging, each delegate, its outputs, copies) with CUDA events");
   add_json_flag(*cmd, a->json);
   return [a] { return run_bench(*a); };
 }

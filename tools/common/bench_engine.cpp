@@ -102,6 +102,39 @@ MethodStats measure_method(aoti_cuda::Module& module, const std::string& method,
   return s;
 }
 
+std::vector<StepStats> profile_method(aoti_cuda::Module& module, const std::string& method, const RunConfig& config,
+                                      bool device_io) {
+  const aoti_cuda::MethodMeta meta = module.method_meta(method);
+  std::vector<aoti_cuda::Tensor> in;
+  for (std::size_t i = 0; i < meta.inputs.size(); ++i) {
+    aoti_cuda::Tensor t = aoti_cuda_cli::random_tensor(meta.inputs[i], config.seed + static_cast<std::uint32_t>(i));
+    in.push_back(device_io ? t.to_device() : t);
+  }
+  aoti_cuda::RunOptions ro;
+  ro.outputs = device_io ? aoti_cuda::OutputLocation::kDevice : aoti_cuda::OutputLocation::kHost;
+  for (int k = 0; k < config.warmup; ++k) module.execute(method, in, ro);
+  aoti_cuda::RunProfile prof;
+  ro.profile = &prof;
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> gpu, host;  // per step, per call
+  for (int k = 0; k < config.runs; ++k) {
+    module.execute(method, in, ro);
+    prof.steps.push_back({"whole call", prof.host_ms, prof.gpu_ms});
+    for (std::size_t i = 0; i < prof.steps.size(); ++i) {
+      if (i >= names.size()) {
+        names.push_back(prof.steps[i].what);
+        gpu.emplace_back();
+        host.emplace_back();
+      }
+      gpu[i].push_back(prof.steps[i].gpu_ms);
+      host[i].push_back(prof.steps[i].host_ms);
+    }
+  }
+  std::vector<StepStats> out;
+  for (std::size_t i = 0; i < names.size(); ++i) out.push_back({names[i], percentile(gpu[i], 50), percentile(host[i], 50)});
+  return out;
+}
+
 std::string default_method(const std::vector<std::string>& names) {
   if (std::find(names.begin(), names.end(), "forward") != names.end() || names.empty()) return "forward";
   return names.front();
@@ -120,6 +153,12 @@ nlohmann::json to_json(const LoadStats& s) {
 nlohmann::json to_json(const MethodStats& s) {
   return {{"method", s.method}, {"first_call_ms", s.first_call_ms}, {"host_io", to_json(s.host_io)},
           {"device_io", to_json(s.device_io)}};
+}
+
+nlohmann::json to_json(const std::vector<StepStats>& steps) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const StepStats& s : steps) j.push_back({{"step", s.what}, {"gpu_ms_p50", s.gpu_ms}, {"host_ms_p50", s.host_ms}});
+  return j;
 }
 
 long rss_kib() {

@@ -42,7 +42,6 @@ struct RunConfig {
   int warmup = 10;  ///< untimed calls per mode
   int runs = 100;   ///< timed calls per mode
   std::uint32_t seed = 99;  ///< random inputs: seed + input index
-  bool profile = false;     ///< reserved for per-step profiling (RunOptions)
 };
 
 /// Latency of one method with random inputs, host I/O and device I/O.
@@ -56,12 +55,25 @@ struct MethodStats {
 /// `warmup` untimed and `runs` timed calls (each waits for completion).
 MethodStats measure_method(aoti_cuda::Module& module, const std::string& method, const RunConfig& config);
 
+/// Median time of one step over profiled calls (RunOptions::profile).
+struct StepStats {
+  std::string what;
+  double gpu_ms = -1;  ///< median GPU time (-1 on CPU)
+  double host_ms = 0;  ///< median host wall time
+};
+/// Runs `runs` profiled calls of `method` (random inputs, host or device I/O)
+/// after `warmup` unprofiled ones; per-step medians in execution order, then
+/// one "whole call" row.
+std::vector<StepStats> profile_method(aoti_cuda::Module& module, const std::string& method, const RunConfig& config,
+                                      bool device_io);
+
 /// The program's default method: "forward" when present, else the first.
 std::string default_method(const std::vector<std::string>& names);
 
 nlohmann::json to_json(const Percentiles& p);
 nlohmann::json to_json(const LoadStats& s);
 nlohmann::json to_json(const MethodStats& s);
+nlohmann::json to_json(const std::vector<StepStats>& steps);
 
 /// Resident set size of this process in KiB (-1 when unknown) and device
 /// memory in use on the current device in bytes (0 when unknown).
