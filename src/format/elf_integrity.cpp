@@ -36,6 +36,7 @@ void check_tables(const ElfSections& elf, std::vector<std::string>& out) {
     const ElfSection& s = elf.sections()[i];
     if (!s.in_file) out.push_back(section_label(s, i) + " lies outside the " + std::to_string(elf.file_size()) + "-byte file");
   }
+  if (!elf.program_headers_ok()) out.push_back("the program header table is malformed or lies outside the file");
   for (const format::ElfProgramHeader& p : elf.program_headers()) {
     if (p.type == 1 && (p.filesz > p.memsz || elf.range(p.offset, p.filesz) == nullptr)) {
       out.push_back("a loadable segment (offset " + std::to_string(p.offset) + ", " + std::to_string(p.filesz) +

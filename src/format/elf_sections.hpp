@@ -1,6 +1,8 @@
-// Private: a bounds-checked view of an ELF64 little-endian file's section and
-// program headers, for the checks in elf_versions.cpp / elf_integrity.cpp.
-// Every accessor validates offsets against the buffer; nothing is loaded.
+// Private: the library's one ELF reader — a bounds-checked view of an ELF64
+// little-endian file's section and program headers, used by inspect_elf
+// (elf.cpp), the symbol-version and integrity checks (elf_versions.cpp,
+// elf_integrity.cpp) and the loader's GNU_UNIQUE scan. Every accessor
+// validates offsets against the buffer; nothing is loaded.
 #pragma once
 
 #include <cstdint>
@@ -36,14 +38,17 @@ struct ElfProgramHeader {
 };
 
 /// The headers of an ELF64 little-endian file. Throws Error(kInvalidProgram)
-/// "ELF: <check> failed: ..." when the identification or header tables are
-/// out of bounds; individual sections outside the file are marked !in_file.
+/// "ELF: <check> failed: ..." when the identification, the ELF header or the
+/// section header table is unusable; individual sections outside the file
+/// are marked !in_file.
 class ElfSections {
  public:
   explicit ElfSections(ByteView bytes);
 
   const std::vector<ElfSection>& sections() const noexcept { return sections_; }
   const std::vector<ElfProgramHeader>& program_headers() const noexcept { return phdrs_; }
+  /// False when the program header table is malformed or outside the file.
+  bool program_headers_ok() const noexcept { return phdrs_ok_; }
   /// First section of `type`, or nullptr.
   const ElfSection* find(std::uint32_t type) const noexcept;
   /// Section `index`, or nullptr when out of range.
@@ -59,6 +64,7 @@ class ElfSections {
   ByteView bytes_;
   std::vector<ElfSection> sections_;
   std::vector<ElfProgramHeader> phdrs_;
+  bool phdrs_ok_ = true;
 };
 
 /// Version names an ELF file defines (VERDEF), e.g. {"GLIBC_2.2.5", ...,
