@@ -1,0 +1,341 @@
+#!/usr/bin/env python3
+"""Runs the whole LLM + per-call benchmark in one GPU-machine command, within a time budget.
+
+    python3 bench/llm/bench_llm.py --out OUT --build BUILD [--config 1b] [--layers N]
+        [--parts llm,int4,compile,fixtures] [--budget 520] [--work /tmp/llm_bench]
+
+BUILD is a build folder of this repository made elsewhere (scripts/device-pack.sh), holding
+examples/generate/generate and tools/aoti_cuda. Steps (each a child process with its own log and
+timeout; a failed or timed-out step is recorded and the rest go on):
+
+  phase 1, concurrently (CPU-heavy compiles; GPU only for autotuning):
+    export_bf16 / export_int4   tools/export/llm/export_llm.py -> WORK/<quant>/llm.pte + .ptd
+    weights                     the peers' weights file (from the seed, on this GPU)
+    aoti_package                prefill.pt2 / decode.pt2 for the libtorch runner
+    runner_build                bench/peers/aoti_runner (CMake against this machine's torch)
+    compile_warm                torch.compile max-autotune, once, to fill the Inductor caches
+                                (its compile_s is the cold compile time)
+    call_packages               fixtures: AOTI packages per method (parts: fixtures)
+  phase 2, one at a time (GPU measurements):
+    aoti_cuda_bf16 / _int4      examples/generate on the exported programs
+    libtorch_aoti               aoti_runner llm
+    eager / eager_graph (/ eager_int4)
+    calls_*                     fixtures: aoti_cuda bench, PyTorch eager + graph replay, aoti_runner call
+    compile                     torch.compile peer with warm caches (last: the slowest)
+
+Results: OUT/llm_results.json and OUT/calls_results.json (raw, every step's status and numbers),
+OUT/bench_steps.log (tails of every step's log). bench/report.py turns them into docs/benchmarks/.
+A WORK folder left by an earlier command on the same (warm) machine is reused: exports whose
+manifest matches the config are not redone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PY = sys.executable
+LLM_PEERS = os.path.join(ROOT, "bench", "peers", "llm_peers.py")
+CALL_PEERS = os.path.join(ROOT, "bench", "peers", "call_peers.py")
+EXPORT = os.path.join(ROOT, "tools", "export", "llm", "export_llm.py")
+
+
+class Steps:
+    """Child processes with logs, timeouts and a global deadline."""
+
+    def __init__(self, work: str, deadline: float):
+        self.work, self.deadline = work, deadline
+        self.logs = os.path.join(work, "logs")
+        os.makedirs(self.logs, exist_ok=True)
+        self.status = {}
+        self.running = {}
+
+    def left(self) -> float:
+        return self.deadline - time.time()
+
+    def start(self, name, cmd, timeout, cwd=ROOT):
+        timeout = min(timeout, self.left() - 5)
+        if timeout < 10:
+            self.status[name] = {"status": "skipped", "reason": "time budget spent"}
+            return False
+        log = open(os.path.join(self.logs, name + ".log"), "w")
+        log.write("$ " + " ".join(cmd) + "\n")
+        log.flush()
+        try:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+        except OSError as exc:  # e.g. the runner did not build
+            log.write(f"cannot start: {exc}\n")
+            log.close()
+            self.status[name] = {"status": f"not started ({exc.strerror})"}
+            return False
+        self.running[name] = (proc, log, time.time(), timeout)
+        print(f"[{time.strftime('%H:%M:%S')}] start {name} (timeout {timeout:.0f}s)", flush=True)
+        return True
+
+    def poll(self):
+        for name in list(self.running):
+            proc, log, t0, timeout = self.running[name]
+            rc = proc.poll()
+            if rc is None and time.time() - t0 < timeout:
+                continue
+            if rc is None:
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                status = "timeout"
+            else:
+                status = "ok" if rc == 0 else f"failed (exit {rc})"
+            log.close()
+            del self.running[name]
+            self.status[name] = {"status": status, "seconds": round(time.time() - t0, 1)}
+            print(f"[{time.strftime('%H:%M:%S')}] {name}: {status} after {time.time() - t0:.0f}s", flush=True)
+
+    def wait(self, names=None):
+        while any(n in self.running for n in (names or list(self.running))):
+            time.sleep(0.5)
+            self.poll()
+
+    def run(self, name, cmd, timeout):
+        if self.start(name, cmd, timeout):
+            self.wait([name])
+        return self.json_of(name)
+
+    def json_of(self, name):
+        """The last '@@JSON {...}' line of a step's log (or None)."""
+        found = None
+        path = os.path.join(self.logs, name + ".log")
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                for line in f:
+                    if line.startswith("@@JSON "):
+                        try:
+                            found = json.loads(line[7:])
+                        except ValueError:
+                            pass
+        return found
+
+
+def export_ok(folder, cfg_args) -> bool:
+    mf = os.path.join(folder, "manifest.json")
+    if not os.path.exists(mf) or not os.path.exists(os.path.join(folder, "llm.pte")):
+        return False
+    with open(mf) as f:
+        m = json.load(f)
+    return m.get("config_name") == cfg_args["config"] and (
+        cfg_args["layers"] is None or m["config"]["n_layers"] == cfg_args["layers"]) and not m.get("stub_backend")
+
+
+def phase1(s: Steps, a, cfg_flags):
+    w = a.work
+    for quant in ["bf16"] + (["int4"] if "int4" in a.parts else []):
+        if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}):
+            s.status["export_" + quant] = {"status": "reused"}
+        else:
+            shutil.rmtree(os.path.join(w, quant), ignore_errors=True)
+            s.start("export_" + quant, [PY, EXPORT, "--out", os.path.join(w, quant), "--quant", quant] + cfg_flags,
+                    a.export_timeout)
+    s.start("weights", [PY, LLM_PEERS, "weights", "--weights", os.path.join(w, "weights.pt")] + cfg_flags, 120)
+    s.start("aoti_package", [PY, LLM_PEERS, "aoti_package", "--out-dir", os.path.join(w, "aoti_llm")] + cfg_flags,
+            a.export_timeout)
+    torch_dir = subprocess.run([PY, "-c", "import torch;print(torch.utils.cmake_prefix_path)"],
+                               capture_output=True, text=True).stdout.strip() + "/Torch"
+    runner = os.path.join(w, "runner")
+    s.start("runner_build", ["bash", "-c",
+                             f"cmake -S bench/peers -B {runner} -G Ninja -DCMAKE_BUILD_TYPE=Release "
+                             f"-DTorch_DIR={torch_dir} && cmake --build {runner}"], 240)
+    if "fixtures" in a.parts:
+        s.start("call_packages", [PY, CALL_PEERS, "package", "--out-dir", os.path.join(w, "call_aoti"),
+                                  "--jobs", "6", "--budget", str(a.export_timeout - 20)] + fixture_flag(a),
+                a.export_timeout)
+    s.wait(["weights"])
+    if "compile" in a.parts:
+        s.start("compile_warm", [PY, LLM_PEERS, "compile", "--weights", os.path.join(w, "weights.pt"),
+                                 "--new-tokens", "4", "--reps", "0"] + cfg_flags, a.export_timeout)
+    s.wait()
+
+
+def find_binary(build, *candidates):
+    """The first of BUILD/<candidate> that exists (layouts differ between versions of the build)."""
+    for c in candidates:
+        if os.path.exists(os.path.join(build, c)):
+            return os.path.join(build, c)
+    return os.path.join(build, candidates[0])
+
+
+def generate_cmd(a, quant, manifest):
+    cmd = [find_binary(a.build, "examples/generate/generate", "generate"), os.path.join(a.work, quant, "llm.pte"),
+           "--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
+    ref = (manifest or {}).get("reference") or {}
+    if ref.get("tokens") and str(ref.get("prompt_len")) == a.prompt_lens.split(",")[0]:
+        cmd += ["--expect-tokens", ",".join(str(t) for t in ref["tokens"])]
+    return cmd
+
+
+def phase2_llm(s: Steps, a, cfg_flags, results):
+    w = a.work
+    measure = ["--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
+    for quant in ["bf16"] + (["int4"] if "int4" in a.parts else []):
+        manifest = load_json(os.path.join(w, quant, "manifest.json"))
+        results["exports"][quant] = manifest
+        if manifest:
+            results["runs"]["aoti_cuda_" + quant] = s.run("aoti_cuda_" + quant, generate_cmd(a, quant, manifest), 120)
+    cfg = (results["exports"].get("bf16") or {}).get("config") or {}
+    results["runs"]["libtorch_aoti"] = s.run("libtorch_aoti", [
+        os.path.join(w, "runner", "aoti_runner"), "llm", os.path.join(w, "aoti_llm", "prefill.pt2"),
+        os.path.join(w, "aoti_llm", "decode.pt2"), "--vocab", str(cfg.get("vocab", 32000)),
+        "--max-ctx", str(cfg.get("max_ctx", 1024)), "--prompt-lens", a.prompt_lens,
+        "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)], 150)
+    weights = ["--weights", os.path.join(w, "weights.pt")]
+    for peer in ["eager", "eager_graph"]:
+        results["runs"][peer] = s.run(peer, [PY, LLM_PEERS, peer] + weights + measure + cfg_flags, 150)
+    if "int4" in a.parts:
+        results["runs"]["eager_int4"] = s.run("eager_int4", [PY, LLM_PEERS, "eager", "--quant", "int4"] + weights
+                                              + measure + cfg_flags, 150)
+
+
+def aoti_cuda_bench(s: Steps, a, fixtures):
+    """aoti_cuda bench per fixture method: its --json when the CLI has it, else its text output."""
+    cli = find_binary(a.build, "aoti_cuda", "tools/aoti_cuda")
+    has_json = "--json" in subprocess.run([cli, "bench", "--help"], capture_output=True, text=True).stdout
+    rows = []
+    for model, method in fixtures:
+        name = f"calls_aoti_cuda_{model}.{method}"
+        out = os.path.join(s.logs, name + ".json")
+        cmd = [cli, "bench", os.path.join(ROOT, "tests", "fixtures", model, model + ".pte"), "--method", method,
+               "--runs", "200", "--loads", "2"] + (["--json", out] if has_json else [])
+        s.run(name, cmd, 60)
+        row = {"model": model, "method": method}
+        if has_json and os.path.exists(out):
+            row["bench_json"] = load_json(out)
+        with open(os.path.join(s.logs, name + ".log"), errors="replace") as f:
+            text = f.read()
+        m = re.search(r"device I/O\s+latency over \d+ runs: p50 ([0-9.]+) ms", text)
+        if m:
+            row["device_io_p50_ms"] = float(m.group(1))
+        m = re.search(r"first call[^:]*: ([0-9.]+) ms", text)
+        if m:
+            row["first_call_ms"] = float(m.group(1))
+        rows.append(row)
+    return rows
+
+
+def phase2_calls(s: Steps, a, results):
+    w = a.work
+    index = load_json(os.path.join(w, "call_aoti", "index.json")) or []
+    fixtures = [(r["model"], r["method"]) for r in index] or fixture_rows(a.fixture_models)
+    results["calls"]["aoti_cuda"] = aoti_cuda_bench(s, a, fixtures)
+    results["calls"]["pytorch"] = s.run("calls_pytorch", [PY, CALL_PEERS, "measure", "--runs", "200"] + fixture_flag(a),
+                                        200)
+    runner = os.path.join(w, "runner", "aoti_runner")
+    rows = []
+    for rec in index:
+        if "package" not in rec:
+            rows.append(rec)
+            continue
+        cmd = [runner, "call", rec["package"], "--runs", "200"]
+        for spec in rec["inputs"]:
+            cmd += ["--input", spec]
+        r = s.run(f"calls_libtorch_{rec['model']}.{rec['method']}", cmd, 60) or {"error": "no result"}
+        rows.append({"model": rec["model"], "method": rec["method"], "compile_s": rec.get("compile_s"), **r})
+    results["calls"]["libtorch_aoti"] = rows
+
+
+def fixture_flag(a):
+    return ["--models", a.fixture_models] if a.fixture_models else []
+
+
+def fixture_rows(only):
+    out = subprocess.run([PY, "-c", "import sys; sys.path.insert(0, 'bench/peers'); import call_peers, export_models;"
+                          f"print('\\n'.join(f'{{n}} {{m.name}}' for n in call_peers.fixture_models('tests/fixtures', {only!r})"
+                          " for m in export_models.REGISTRY[n].build().methods))"],
+                         capture_output=True, text=True, cwd=ROOT).stdout
+    return [tuple(line.split()) for line in out.splitlines() if line.strip()]
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def machine_info():
+    code = ("import torch, json; print(json.dumps({'torch': torch.__version__, 'cuda': torch.version.cuda, "
+            "'gpu': torch.cuda.get_device_name(0)}))")
+    out = subprocess.run([PY, "-c", code], capture_output=True, text=True).stdout.strip()
+    try:
+        return json.loads(out)
+    except ValueError:
+        return {}
+
+
+def write_outputs(a, s, results):
+    results["steps"] = s.status
+    results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    llm = {k: results[k] for k in ("machine", "config", "exports", "runs", "steps", "finished", "params")}
+    with open(os.path.join(a.out, "llm_results.json"), "w") as f:
+        json.dump(llm, f, indent=1)
+    with open(os.path.join(a.out, "calls_results.json"), "w") as f:
+        json.dump({"machine": results["machine"], "calls": results["calls"], "finished": results["finished"]}, f, indent=1)
+    with open(os.path.join(a.out, "bench_steps.log"), "w") as out:
+        for name in sorted(os.listdir(s.logs)):
+            if not name.endswith(".log"):
+                continue
+            with open(os.path.join(s.logs, name), errors="replace") as f:
+                text = f.read()
+            out.write(f"===== {name} ({len(text)} chars; last 6000)\n{text[-6000:]}\n")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--build", required=True, help="build folder with examples/generate/generate and tools/aoti_cuda")
+    ap.add_argument("--config", default="1b")
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--parts", default="llm,int4,compile,fixtures")
+    ap.add_argument("--budget", type=float, default=520, help="seconds for everything (the call limit is 600)")
+    ap.add_argument("--export-timeout", type=float, default=330)
+    ap.add_argument("--work", default="/tmp/llm_bench")
+    ap.add_argument("--prompt-lens", default="128,512")
+    ap.add_argument("--new-tokens", type=int, default=256)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--fixture-models", help="comma list: only these fixtures (default: every runnable one)")
+    a = ap.parse_args(argv)
+    a.parts = set(a.parts.split(","))
+    a.build = os.path.abspath(a.build)
+    os.makedirs(a.out, exist_ok=True)
+    os.makedirs(a.work, exist_ok=True)
+    s = Steps(a.work, time.time() + a.budget)
+    cfg_flags = ["--config", a.config] + (["--layers", str(a.layers)] if a.layers else [])
+    results = {"machine": machine_info(), "config": {"name": a.config, "layers": a.layers, "parts": sorted(a.parts)},
+               "params": vars(a).copy(), "exports": {}, "runs": {}, "calls": {}}
+    results["params"]["parts"] = sorted(a.parts)
+    try:
+        phase1(s, a, cfg_flags)
+        if "llm" in a.parts:
+            phase2_llm(s, a, cfg_flags, results)
+        if "fixtures" in a.parts:
+            phase2_calls(s, a, results)
+        if "compile" in a.parts:
+            results["runs"]["compile_warm"] = s.json_of("compile_warm")
+            measure = ["--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
+            results["runs"]["torch_compile"] = s.run("compile", [PY, LLM_PEERS, "compile", "--weights",
+                                                                 os.path.join(a.work, "weights.pt")] + measure + cfg_flags,
+                                                     s.left() - 10)
+    finally:
+        for name, (proc, *_rest) in list(s.running.items()):
+            os.killpg(proc.pid, 9)
+        write_outputs(a, s, results)
+    print(json.dumps(s.status, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
