@@ -168,6 +168,10 @@ def main(argv=None) -> int:
     times["write_s"] = time.time() - t0
     times["total_s"] = time.time() - t_all
 
+    import pte_inspect  # the .so files' aoti_torch_* / CUDA imports: what a runtime must provide
+
+    pte = pte_inspect.PteFile.load(os.path.join(args.out, "llm.pte"))
+    imports = pte_inspect.filtered_imports([pte.blob(k) for k in pte.so_keys()])
     files = {f: os.path.getsize(os.path.join(args.out, f)) for f in sorted(os.listdir(args.out)) if f.endswith((".pte", ".ptd"))}
     manifest = {
         "name": "llm",
@@ -185,6 +189,7 @@ def main(argv=None) -> int:
         "reference": reference,
         "files": files,
         "export_times": {k: round(v, 2) for k, v in times.items()},
+        "imports": imports,
         "stub_backend": bool(args.stub_backend),
         "torch": torch.__version__,
     }
