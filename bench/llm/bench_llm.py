@@ -186,11 +186,16 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
         if manifest:
             results["runs"]["aoti_cuda_" + quant] = s.run("aoti_cuda_" + quant, generate_cmd(a, quant, manifest), 120)
     cfg = (results["exports"].get("bf16") or {}).get("config") or {}
-    results["runs"]["libtorch_aoti"] = s.run("libtorch_aoti", [
-        os.path.join(w, "runner", "aoti_runner"), "llm", os.path.join(w, "aoti_llm", "prefill.pt2"),
-        os.path.join(w, "aoti_llm", "decode.pt2"), "--vocab", str(cfg.get("vocab", 32000)),
-        "--max-ctx", str(cfg.get("max_ctx", 1024)), "--prompt-lens", a.prompt_lens,
-        "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)], 150)
+    runner = [os.path.join(w, "runner", "aoti_runner"), "llm", os.path.join(w, "aoti_llm", "prefill.pt2"),
+              os.path.join(w, "aoti_llm", "decode.pt2"), "--vocab", str(cfg.get("vocab", 32000)),
+              "--max-ctx", str(cfg.get("max_ctx", 1024)), "--prompt-lens", a.prompt_lens,
+              "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
+    r = s.run("libtorch_aoti", runner, 150)
+    if (r is None or "error" in r) and os.path.exists(os.path.join(w, "aoti_llm", "decode.pt2")):
+        # Binding decode's constants through libtorch's inactive buffer (which also frees decode's
+        # own copy) is the less travelled path; if it broke, bind the active buffer instead.
+        r = s.run("libtorch_aoti_active", runner + ["--share", "active"], 150)
+    results["runs"]["libtorch_aoti"] = r
     weights = ["--weights", os.path.join(w, "weights.pt")]
     for peer in ["eager", "eager_graph"]:
         results["runs"][peer] = s.run(peer, [PY, LLM_PEERS, peer] + weights + measure + cfg_flags, 150)

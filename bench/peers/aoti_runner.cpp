@@ -9,7 +9,7 @@
 //       load time (file -> ready), first call, p50/p90 of a synchronized call with device-resident
 //       random inputs (outputs stay on the device).
 //   aoti_runner llm PREFILL.pt2 DECODE.pt2 --vocab V --max-ctx L [--prompt-lens 128,512]
-//       [--new-tokens 256] [--reps 5]
+//       [--new-tokens 256] [--reps 5] [--share inactive|active]
 //       load time of both packages, GPU memory, time to first token, greedy decode tokens/s. The
 //       KV cache (and the weights) of DECODE are bound to PREFILL's tensors (the packages are two
 //       separately compiled programs, each with its own constants), the same sharing aoti_cuda
@@ -185,7 +185,7 @@ int run_call(const Args& a) {
 // Binds every constant of `dst` whose original FQN `src` also holds to src's tensor (user-managed:
 // no copy). Tries the inactive buffer + swap + free first, which also frees dst's own copy; falls
 // back to replacing the active buffer (dst's copy then stays allocated). Returns the path taken.
-std::string share_constants(AOTIModelPackageLoader& src, AOTIModelPackageLoader& dst, size_t& bound) {
+std::string share_constants(AOTIModelPackageLoader& src, AOTIModelPackageLoader& dst, bool via_inactive, size_t& bound) {
   const auto by_fqn = src.get_runner()->extract_constants_map(false);
   const auto names = dst.get_runner()->getConstantNamesToOriginalFQNs();
   std::unordered_map<std::string, at::Tensor> map;
@@ -194,7 +194,7 @@ std::string share_constants(AOTIModelPackageLoader& src, AOTIModelPackageLoader&
     if (it != by_fqn.end()) map.emplace(name, it->second);
   }
   bound = map.size();
-  try {
+  if (via_inactive) try {
     dst.get_runner()->update_constant_buffer(map, /*use_inactive=*/true, /*validate_full_updates=*/false,
                                              /*user_managed=*/true);
     dst.get_runner()->swap_constant_buffer();
@@ -260,7 +260,8 @@ int run_llm(const Args& a) {
   AOTIModelPackageLoader prefill(a.positional[0], "model", false, 1, 0);
   AOTIModelPackageLoader decode(a.positional[1], "model", false, 1, 0);
   size_t bound = 0;
-  j.str("share_path", share_constants(prefill, decode, bound)).num("shared_constants", static_cast<double>(bound));
+  const bool via_inactive = a.get("share", "inactive") == "inactive";
+  j.str("share_path", share_constants(prefill, decode, via_inactive, bound)).num("shared_constants", static_cast<double>(bound));
   sync();
   j.num("load_ms", ms_since(t0)).num("gpu_mem_after_load_mib", used_mib() - mem0);
   const torch::Tensor positions = torch::arange(max_ctx, torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA));

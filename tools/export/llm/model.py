@@ -153,14 +153,17 @@ class Attention(nn.Module):
         q = qkv[..., : h * hd].reshape(1, t, h, hd)
         k = qkv[..., h * hd : (h + hkv) * hd].reshape(1, t, hkv, hd)
         v = qkv[..., (h + hkv) * hd :].reshape(1, t, hkv, hd)
-        q = apply_rope(q, cos, sin).transpose(1, 2)  # [1, h, T, hd]
-        k = apply_rope(k, cos, sin).transpose(1, 2)  # [1, hkv, T, hd]
-        v = v.transpose(1, 2)
-        self.k_cache.index_copy_(2, pos, k)
-        self.v_cache.index_copy_(2, pos, v)
+        q = apply_rope(q, cos, sin)  # [1, T, h, hd]
+        k = apply_rope(k, cos, sin)  # [1, T, hkv, hd], contiguous (cat)
+        self.k_cache.index_copy_(2, pos, k.transpose(1, 2))
+        self.v_cache.index_copy_(2, pos, v.transpose(1, 2))
+        q = q.transpose(1, 2)  # [1, h, T, hd]
         if mask is None:
-            kr = k[:, :, None].expand(1, hkv, cfg.n_rep, t, hd).reshape(1, h, t, hd)
-            vr = v[:, :, None].expand(1, hkv, cfg.n_rep, t, hd).reshape(1, h, t, hd)
+            # Each KV head repeated n_rep times. Expanded in the [1, T, hkv, n_rep, hd] layout of a
+            # contiguous tensor: expanding the transposed view instead makes torch.export emit a
+            # stride guard (min(64*T, 128*T) == 64*T) that it then cannot prove for all T.
+            kr = k[:, :, :, None].expand(1, t, hkv, cfg.n_rep, hd).reshape(1, t, h, hd).transpose(1, 2)
+            vr = v.contiguous()[:, :, :, None].expand(1, t, hkv, cfg.n_rep, hd).reshape(1, t, h, hd).transpose(1, 2)
             y = F.scaled_dot_product_attention(q, kr, vr, is_causal=True)  # [1, h, T, hd]
             y = y.transpose(1, 2).reshape(1, t, h * hd)
         else:
