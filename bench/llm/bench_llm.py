@@ -131,30 +131,75 @@ def export_ok(folder, cfg_args) -> bool:
         cfg_args["layers"] is None or m["config"]["n_layers"] == cfg_args["layers"]) and not m.get("stub_backend")
 
 
-def phase1(s: Steps, a, cfg_flags):
+def reset_if_config_changed(a):
+    """WORK artifacts are reused only for the same model config (a stamp file records it)."""
+    stamp = os.path.join(a.work, "stamp.json")
+    want = {"config": a.config, "layers": a.layers}
+    if load_json(stamp) != want:
+        for name in ("bf16", "int4", "weights.pt", "aoti_llm", "warm_decode_bf16"):
+            path = os.path.join(a.work, name)
+            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else (os.path.exists(path) and os.remove(path))
+        with open(stamp, "w") as f:
+            json.dump(want, f)
+
+
+def start_exports(s: Steps, a, cfg_flags):
     w = a.work
     for quant in ["bf16"] + (["int4"] if "int4" in a.parts else []):
         if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}):
             s.status["export_" + quant] = {"status": "reused"}
-        else:
-            shutil.rmtree(os.path.join(w, quant), ignore_errors=True)
-            s.start("export_" + quant, [PY, EXPORT, "--out", os.path.join(w, quant), "--quant", quant] + cfg_flags,
-                    a.export_timeout)
-    s.start("weights", [PY, LLM_PEERS, "weights", "--weights", os.path.join(w, "weights.pt")] + cfg_flags, 120)
-    s.start("aoti_package", [PY, LLM_PEERS, "aoti_package", "--out-dir", os.path.join(w, "aoti_llm")] + cfg_flags,
-            a.export_timeout)
+            continue
+        shutil.rmtree(os.path.join(w, quant), ignore_errors=True)
+        s.start("export_" + quant, [PY, EXPORT, "--out", os.path.join(w, quant), "--quant", quant] + cfg_flags,
+                a.export_timeout)
+        if quant == "bf16":
+            # A throwaway export of decode alone, at the same time: it fills the shared Inductor /
+            # Triton caches (autotuning results, compiled kernels) for decode while the real export
+            # is still on prefill, so the real one finds them there.
+            s.start("warm_decode_bf16", [PY, EXPORT, "--out", os.path.join(w, "warm_decode_bf16"), "--methods", "decode",
+                                         "--reference-tokens", "0"] + cfg_flags, a.export_timeout)
+
+
+def start_runner_build(s: Steps, a):
+    runner = os.path.join(a.work, "runner")
+    if os.path.exists(os.path.join(runner, "aoti_runner")):
+        s.status["runner_build"] = {"status": "reused"}
+        return
     torch_dir = subprocess.run([PY, "-c", "import torch;print(torch.utils.cmake_prefix_path)"],
                                capture_output=True, text=True).stdout.strip() + "/Torch"
-    runner = os.path.join(w, "runner")
-    s.start("runner_build", ["bash", "-c",
-                             f"cmake -S bench/peers -B {runner} -G Ninja -DCMAKE_BUILD_TYPE=Release "
+    s.start("runner_build", ["bash", "-c", f"cmake -S bench/peers -B {runner} -G Ninja -DCMAKE_BUILD_TYPE=Release "
                              f"-DTorch_DIR={torch_dir} && cmake --build {runner}"], 240)
+
+
+def phase1(s: Steps, a, cfg_flags):
+    """Everything that compiles or writes files, concurrently; waits for all of it."""
+    w = a.work
+    reset_if_config_changed(a)
+    llm = "llm" in a.parts
+    if llm:
+        start_exports(s, a, cfg_flags)
+    if llm or "compile" in a.parts:
+        if os.path.exists(os.path.join(w, "weights.pt")):
+            s.status["weights"] = {"status": "reused"}
+        else:
+            s.start("weights", [PY, LLM_PEERS, "weights", "--weights", os.path.join(w, "weights.pt")] + cfg_flags, 120)
+    if llm:
+        if os.path.exists(os.path.join(w, "aoti_llm", "decode.pt2")):
+            s.status["aoti_package"] = {"status": "reused"}
+        else:
+            s.start("aoti_package", [PY, LLM_PEERS, "aoti_package", "--out-dir", os.path.join(w, "aoti_llm")]
+                    + cfg_flags, a.export_timeout)
+    if llm or "fixtures" in a.parts:
+        start_runner_build(s, a)
     if "fixtures" in a.parts:
-        s.start("call_packages", [PY, CALL_PEERS, "package", "--out-dir", os.path.join(w, "call_aoti"),
-                                  "--jobs", "6", "--budget", str(a.export_timeout - 20)] + fixture_flag(a),
-                a.export_timeout)
-    s.wait(["weights"])
+        if load_json(os.path.join(w, "call_aoti", "index.json")):
+            s.status["call_packages"] = {"status": "reused"}
+        else:
+            s.start("call_packages", [PY, CALL_PEERS, "package", "--out-dir", os.path.join(w, "call_aoti"),
+                                      "--jobs", "6", "--budget", str(a.export_timeout - 20)] + fixture_flag(a),
+                    a.export_timeout)
     if "compile" in a.parts:
+        s.wait(["weights"])
         s.start("compile_warm", [PY, LLM_PEERS, "compile", "--weights", os.path.join(w, "weights.pt"),
                                  "--new-tokens", "4", "--reps", "0"] + cfg_flags, a.export_timeout)
     s.wait()
@@ -312,6 +357,8 @@ def main(argv=None) -> int:
     ap.add_argument("--new-tokens", type=int, default=256)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--fixture-models", help="comma list: only these fixtures (default: every runnable one)")
+    ap.add_argument("--stage", choices=["all", "prepare", "measure"], default="all",
+                    help="prepare: only phase 1 (exports, packages, builds); measure: only phase 2, reusing WORK")
     a = ap.parse_args(argv)
     a.parts = set(a.parts.split(","))
     a.build = os.path.abspath(a.build)
@@ -323,13 +370,18 @@ def main(argv=None) -> int:
                "params": vars(a).copy(), "exports": {}, "runs": {}, "calls": {}}
     results["params"]["parts"] = sorted(a.parts)
     try:
-        phase1(s, a, cfg_flags)
+        if a.stage in ("all", "prepare"):
+            phase1(s, a, cfg_flags)
+            for quant in ("bf16", "int4"):  # export times, even when nothing is measured
+                results["exports"][quant] = load_json(os.path.join(a.work, quant, "manifest.json"))
+        results["runs"]["compile_warm"] = s.json_of("compile_warm")  # also left by an earlier prepare
+        if a.stage == "prepare":
+            return 0
         if "llm" in a.parts:
             phase2_llm(s, a, cfg_flags, results)
         if "fixtures" in a.parts:
             phase2_calls(s, a, results)
         if "compile" in a.parts:
-            results["runs"]["compile_warm"] = s.json_of("compile_warm")
             measure = ["--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
             results["runs"]["torch_compile"] = s.run("compile", [PY, LLM_PEERS, "compile", "--weights",
                                                                  os.path.join(a.work, "weights.pt")] + measure + cfg_flags,

@@ -11,6 +11,10 @@
 #   BUDGET_S seconds for everything, 520 by default (the call limit is 600; the rest is set-up)
 #   LAYERS   optional n_layers override
 #
+# LLM_BENCH_EXTRA (environment): more bench_llm.py flags, e.g. "--stage prepare" (exports, packages and
+# builds only) then, right after on the still-warm machine, "--stage measure" (reuses /tmp/llm_bench);
+# "--fixture-models mlp,encdec"; "--export-timeout 400".
+#
 # Needs the wheels in <repo>/.whl (carry ".whl": executorch 1.2.0, torchao 0.17, flatbuffers,
 # ruamel.yaml, tabulate). Writes OUT/llm_results.json, OUT/calls_results.json, OUT/bench_steps.log,
 # OUT/bench.log. Turn them into docs/benchmarks/ with: python3 bench/report.py OUT
@@ -47,7 +51,6 @@ main() {
   date -u; nvidia-smi -L 2>/dev/null
   echo "set-up took $((SECONDS - t0))s"
   local rest=$((BUDGET - (SECONDS - t0)))
-  # LLM_BENCH_EXTRA: more bench_llm.py flags, e.g. "--fixture-models mlp,encdec --export-timeout 200"
   python3 bench/llm/bench_llm.py --out "$OUT" --build "$BUILD" --config "$CONFIG" --parts "$PARTS" ${LLM_BENCH_EXTRA:-} \
       --budget "$rest" --work "$WORK" ${LAYERS:+--layers "$LAYERS"}
   local rc=$?

@@ -108,6 +108,7 @@ def main(argv=None) -> int:
     ap.add_argument("--prefill-hint", type=int, default=128, help="example T: Inductor tunes prefill GEMMs for it")
     ap.add_argument("--reference-prompt", type=int, default=128, help="prompt length of the recorded reference")
     ap.add_argument("--reference-tokens", type=int, default=32, help="greedy tokens recorded from eager (0: none)")
+    ap.add_argument("--methods", default="prefill,decode", help="export only these (e.g. to warm caches)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--stub-backend", metavar="ELF_SO", help="testing without a GPU: see export_models.py")
     args = ap.parse_args(argv)
@@ -153,6 +154,7 @@ def main(argv=None) -> int:
 
     t0 = time.time()
     programs = export_methods(model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
+    programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     times["torch_export_s"] = time.time() - t0
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
 
@@ -178,12 +180,12 @@ def main(argv=None) -> int:
         "config_name": args.config,
         "config": cfg.to_dict(),
         "quant": args.quant,
-        "methods": {
+        "methods": {k: v for k, v in {
             "prefill": {"inputs": ["tokens i64[1,T], T in 2..%d" % cfg.max_prefill],
                         "outputs": ["logits bf16[1,%d] (last position)" % cfg.vocab, "next_token i64[1,1]"]},
             "decode": {"inputs": ["token i64[1,1]", "pos i64[1]"],
                        "outputs": ["logits bf16[1,%d]" % cfg.vocab, "next_token i64[1,1]"]},
-        },
+        }.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
         "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
         "reference": reference,
