@@ -260,7 +260,8 @@ def write_weights(args):
     t0 = time.perf_counter()
     model = build_model(cfg, device="cuda")
     state = {k: v.cpu() for k, v in model.state_dict().items()}
-    torch.save(state, args.weights)
+    torch.save(state, args.weights + ".tmp")
+    os.replace(args.weights + ".tmp", args.weights)  # complete or absent: the orchestrator reuses it
     return {"step": "weights", "seconds": time.perf_counter() - t0, "bytes": os.path.getsize(args.weights)}
 
 
@@ -289,14 +290,17 @@ def aoti_package(args):
         quantize_int4(model)
     programs = export_methods(model, cfg, min(args.prefill_hint, cfg.max_prefill), "cuda")
     configs = dict(ET_INDUCTOR_SETTINGS) if args.settings == "et" else {}
-    os.makedirs(args.out_dir, exist_ok=True)
+    tmp = args.out_dir.rstrip("/") + ".tmp"
+    os.makedirs(tmp, exist_ok=True)
     times = {"export_s": time.perf_counter() - t0}
     for name, ep in programs.items():
         t1 = time.perf_counter()
-        torch._inductor.aoti_compile_and_package(
-            ep, package_path=os.path.join(args.out_dir, f"{name}.pt2"), inductor_configs=configs
-        )
+        torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, f"{name}.pt2"), inductor_configs=configs)
         times[f"{name}_compile_s"] = time.perf_counter() - t1
+    import shutil
+
+    shutil.rmtree(args.out_dir, ignore_errors=True)
+    os.replace(tmp, args.out_dir)  # both packages or none: the orchestrator reuses the folder
     times["total_s"] = time.perf_counter() - t0
     return {"step": "aoti_package", "settings": args.settings, **times}
 

@@ -1,7 +1,7 @@
 // generate: greedy decoding with an LLM program (prefill + decode methods), everything on the GPU.
 //
 //   generate llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]
-//                    [--expect-tokens 5,9,...] [--json OUT]
+//                    [--expect-tokens 5,9,...] [--no-graphs] [--json OUT]
 //
 // The program is what tools/export/llm/export_llm.py writes (ExecuTorch 1.2 CUDA backend):
 //   prefill(tokens i64[1,T])         -> (logits bf16[1,V], next_token i64[1,1])
@@ -10,15 +10,17 @@
 // output as its input without a copy to the host; the positions are slices of one device array.
 // Steps are queued on our own CUDA stream without waiting, and we synchronize once at the end.
 //
-// The KV cache is a buffer both methods hold under the same name. aoti_cuda binds such constants
-// of all methods to one copy when loading (LoadOptions::share_constants_across_methods, on by
-// default), so decode reads what prefill wrote.
+// The KV cache is a buffer both methods hold under the same name; loading binds it to one copy
+// (see share_kv_cache in sdk_features.hpp), so decode reads what prefill wrote. Decode runs as a
+// CUDA graph where the SDK has them (--no-graphs: plain calls).
 //
 // Without --prompt-ids, each length in --prompt-lens makes the benchmark's prompt,
 // id_i = (7919 * i + 13) mod V. Printed: load time by phase, GPU memory, time to first token
 // (prefill -> next token ready; first call and median of --reps) and decode tokens/s.
 #include <aoti_cuda/aoti_cuda.hpp>
 #include <cuda_runtime_api.h>
+
+#include "sdk_features.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -58,6 +60,7 @@ struct Options {
   std::string program, json;
   std::vector<int64_t> prompt_ids, prompt_lens{128, 512}, expect;
   int new_tokens = 256, reps = 5;
+  bool graphs = true;
 };
 
 // Results as "key": value pairs, printed as one JSON object at the end.
@@ -148,17 +151,19 @@ void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Rep
   const aoti_cuda::LoadTimings t = m.load_timings();
   std::printf("load %.1f ms: parse %.1f, device init %.1f, libraries %.1f, containers %.1f, weights %.1f ms\n", wall_ms,
               t.parse_ms, t.device_init_ms, t.library_ms, t.container_ms, t.weights_ms);
-  std::printf("constants shared between methods: %zu (%.1f MiB of weights not uploaded twice); GPU memory after load %.0f MiB\n",
-              m.shared_constants(), m.shared_weights_bytes() / 1048576.0, mem_mib);
+  std::printf("GPU memory after load %.0f MiB;", mem_mib);
   r.num("load_ms", wall_ms);
   r.num("parse_ms", t.parse_ms);
   r.num("device_init_ms", t.device_init_ms);
   r.num("library_ms", t.library_ms);
   r.num("container_ms", t.container_ms);
   r.num("weights_ms", t.weights_ms);
-  r.num("shared_constants", static_cast<double>(m.shared_constants()));
-  r.num("shared_weights_mib", m.shared_weights_bytes() / 1048576.0);
   r.num("gpu_mem_after_load_mib", mem_mib);
+  for (const auto& [name, value] : generate_compat::load_figures(m)) {  // uploads, sharing
+    std::printf(" %s %.1f", name.c_str(), value);
+    r.num(name, value);
+  }
+  std::printf("\n");
 }
 
 int generate(const Options& o) {
@@ -169,14 +174,18 @@ int generate(const Options& o) {
   const double mem0 = used_mib();
 
   aoti_cuda::LoadOptions load;
-  // Today the KV cache is shared through share_constants_across_methods (default: on).
-  // TODO(issue 10): hold the cache in an explicit session/state object (LoadOptions field) once
-  //   the SDK has it, e.g. to run several sequences on one set of weights.
-  // TODO(issue 12): turn on CUDA graphs for decode (LoadOptions/RunOptions), and bind the outputs
-  //   to fixed buffers so a step allocates nothing.
+  // One KV cache for both methods (issue 10). Sessions (Module::create_session, RunOptions::session)
+  // would hold several conversations' caches on one set of weights; this example runs one.
+  const bool explicit_sharing = generate_compat::share_kv_cache(load);
+  // Decode as a CUDA graph (issue 12). TODO: bind decode's outputs to two fixed token buffers used
+  // in turn (Module::execute_into) so that a step allocates nothing.
+  const bool graphs = o.graphs && generate_compat::graph_decode(load);
+  std::printf("KV cache shared %s; decode graphs %s\n", explicit_sharing ? "explicitly (share_state)" : "by name (SDK default)",
+              graphs ? "on" : "off");
   t0 = Clock::now();
   aoti_cuda::Module module(o.program, load);
   report_load(module, ms_since(t0), used_mib() - mem0, r);
+  r.num("graphs", graphs ? 1 : 0);
 
   const int64_t vocab = module.method_meta("decode").outputs.at(0).sizes.back();
   std::vector<std::vector<int64_t>> prompts;
@@ -202,6 +211,7 @@ int generate(const Options& o) {
       }
     }
   }
+  std::printf("decode CUDA graphs: %s\n", generate_compat::graph_report(module).c_str());
   const aoti_cuda::MemoryStats ms = aoti_cuda::device_memory_stats(0);
   std::printf("GPU memory: %.0f MiB in use by this program (shim pool peak %.1f MiB)\n", used_mib() - mem0,
               ms.peak_bytes_in_use / 1048576.0);
@@ -223,7 +233,7 @@ int main(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (a == "-h" || a == "--help") {
       std::printf("usage: %s llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]\n"
-                  "                  [--expect-tokens ids] [--json OUT]\n", argv[0]);
+                  "                  [--expect-tokens ids] [--no-graphs] [--json OUT]\n", argv[0]);
       return 0;
     } else if (a == "--prompt-ids" && has_value) o.prompt_ids = parse_ids(argv[++i]);
     else if (a == "--prompt-lens" && has_value) o.prompt_lens = parse_ids(argv[++i]);
@@ -231,6 +241,7 @@ int main(int argc, char** argv) {
     else if (a == "--new-tokens" && has_value) o.new_tokens = std::stoi(argv[++i]);
     else if (a == "--reps" && has_value) o.reps = std::stoi(argv[++i]);
     else if (a == "--json" && has_value) o.json = argv[++i];
+    else if (a == "--no-graphs") o.graphs = false;
     else if (o.program.empty() && a.rfind("--", 0) != 0) o.program = a;
     else {
       std::fprintf(stderr, "unknown or incomplete option %s (see --help)\n", a.c_str());
