@@ -58,7 +58,8 @@ def llm_rows(res):
             row[f"decode_{n}_tok_s"] = num(r.get(f"p{n}_decode_tok_s"))
             row[f"tokens_{n}"] = r.get(f"p{n}_tokens")
         for k in ("library_ms", "container_ms", "weights_ms", "parse_ms", "expect_match", "expect_count",
-                  "share_path", "gpu_mem_after_load_mib"):
+                  "share_path", "gpu_mem_after_load_mib", "upload_gb_per_s", "upload_ms", "weights_uploaded_mib",
+                  "weights_not_uploaded_mib", "graphs", "framework_warmup_ms", "load_phases_ms"):
             if k in r:
                 row[k] = r[k]
         rows.append(row)
@@ -72,7 +73,7 @@ def best(rows, keys, field, higher):
     return (max if higher else min)(vals)
 
 
-def llm_targets(rows, lens):
+def llm_targets(rows, lens, res_bandwidth=None):
     by = {r["key"]: r for r in rows}
     a = by.get("aoti_cuda_bf16", {})
     out = []
@@ -93,6 +94,12 @@ def llm_targets(rows, lens):
         out.append({"target": "load <= 1/3 of the libtorch runner's", "aoti_cuda": a["load_ms"], "reference": lt["load_ms"],
                     "reference_name": "libtorch AOTI runner", "ratio": a["load_ms"] / lt["load_ms"],
                     "met": a["load_ms"] * 3 <= lt["load_ms"]})
+    pinned = num(((res_bandwidth or {}).get("pinned_h2d_gb_per_s")))
+    if num(a.get("upload_gb_per_s")) and pinned:
+        r = a["upload_gb_per_s"] / pinned
+        out.append({"target": "weights upload >= 80% of pinned host->device bandwidth (GB/s)",
+                    "aoti_cuda": a["upload_gb_per_s"], "reference": pinned, "reference_name": "pinned copy, same run",
+                    "ratio": r, "met": r >= 0.8})
     i4 = by.get("aoti_cuda_int4", {})
     if num(i4.get(f"decode_{n0}_tok_s")) and num(a.get(f"decode_{n0}_tok_s")):
         r = i4[f"decode_{n0}_tok_s"] / a[f"decode_{n0}_tok_s"]
@@ -101,17 +108,29 @@ def llm_targets(rows, lens):
     return out
 
 
+def compile_note(res, rows):
+    warm = next((r.get("compile_s") for r in rows if r["key"] == "torch_compile"), None)
+    cold = num(((res.get("runs") or {}).get("compile_warm") or {}).get("compile_s"))
+    if warm is None and cold is None:
+        return ""
+    return (f" torch.compile's compilation is not in its load time: {fmt(cold)} s the first time (empty caches, while "
+            f"other compilations ran), {fmt(warm)} s in the measured run (warm caches).")
+
+
 def llm_markdown(res, rows, lens, targets, date):
     m = res.get("machine", {})
     exp = (res.get("exports") or {}).get("bf16") or {}
     cfg = exp.get("config") or {}
+    if cfg:
+        model = (f"{cfg.get('params', 0) / 1e9:.2f} B parameters (d={cfg.get('dim')}, {cfg.get('n_layers')} layers, "
+                 f"{cfg.get('n_heads')} heads x {cfg.get('head_dim')}, {cfg.get('n_kv_heads')} KV heads, FFN {cfg.get('ffn')}, "
+                 f"vocab {cfg.get('vocab')}, context {cfg.get('max_ctx')})")
+    else:
+        model = f"config `{(res.get('config') or {}).get('name', '?')}` (no export manifest: see the steps in llm.json)"
     lines = [f"# LLM benchmark ({date})", "",
              f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')} (CUDA {m.get('cuda', '?')}). Model: Llama-style "
-             f"decoder, {cfg.get('params', 0) / 1e9:.2f} B parameters (d={cfg.get('dim')}, {cfg.get('n_layers')} layers, "
-             f"{cfg.get('n_heads')} heads x {cfg.get('head_dim')}, {cfg.get('n_kv_heads')} KV heads, FFN {cfg.get('ffn')}, "
-             f"vocab {cfg.get('vocab')}, context {cfg.get('max_ctx')}), bf16, random weights from a fixed seed, "
-             "greedy decoding. Same weights, prompts and protocol for every contender "
-             "(`bench/llm/run_on_device.sh`).", ""]
+             f"decoder, {model}, bf16, random weights from a fixed seed, greedy decoding. Same weights, prompts and "
+             "protocol for every contender (`bench/llm/run_on_device.sh`).", ""]
     head = ["contender", "load (ms)", "GPU memory (MiB)"] + [f"TTFT {n} (ms)" for n in lens] + \
            [f"decode tok/s ({n})" for n in lens]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -124,8 +143,7 @@ def llm_markdown(res, rows, lens, targets, date):
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "- load: file -> ready (aoti_cuda: `Module` constructor after the CUDA context exists; libtorch: both "
               "`AOTIModelPackageLoader`s and binding decode to prefill's constants; eager: `torch.load(mmap)` + "
-              "`load_state_dict` on the GPU). torch.compile's compilation is not in its load time "
-              + (f"(it took {fmt(next((r['compile_s'] for r in rows if r['key'] == 'torch_compile'), None))} s with warm caches)." if any(r['key'] == 'torch_compile' for r in rows) else "."),
+              "`load_state_dict` on the GPU)." + compile_note(res, rows),
               "- TTFT: prefill of the prompt -> next token on the GPU, synchronized; median of 5 after one untimed call.",
               "- decode: 256 greedy steps after the prompt, each step's output token fed back as the next input on the "
               "GPU, one synchronization at the end.",
@@ -135,7 +153,18 @@ def llm_markdown(res, rows, lens, targets, date):
     if phases and phases.get("weights_ms") is not None:
         lines.append(f"- aoti_cuda load phases: parse {fmt(phases.get('parse_ms'), 2)} ms, libraries "
                      f"{fmt(phases.get('library_ms'))} ms, containers {fmt(phases.get('container_ms'))} ms, weights "
-                     f"{fmt(phases.get('weights_ms'))} ms.")
+                     f"{fmt(phases.get('weights_ms'))} ms"
+                     + (f" (uploaded {fmt(phases.get('weights_uploaded_mib'), 0)} MiB at {fmt(phases.get('upload_gb_per_s'), 2)} GB/s;"
+                        f" not uploaded, shared: {fmt(phases.get('weights_not_uploaded_mib'), 0)} MiB)"
+                        if phases.get("upload_gb_per_s") is not None else "") + ".")
+    bw = (res.get("runs") or {}).get("bandwidth") or {}
+    if num(bw.get("pinned_h2d_gb_per_s")):
+        lines.append(f"- Host -> device copies in the same run (1 GiB, PyTorch): pinned {fmt(bw['pinned_h2d_gb_per_s'], 1)} GB/s, "
+                     f"pageable {fmt(bw.get('pageable_h2d_gb_per_s'), 1)} GB/s.")
+    pt = next((r for r in rows if r["key"] == "eager"), None)
+    if pt and pt.get("framework_warmup_ms") is not None:
+        lines.append(f"- PyTorch peers: their load is timed after PyTorch's own CUDA start-up in the process (building and "
+                     f"running a tiny model first: {fmt(pt['framework_warmup_ms'], 0)} ms for eager), which is not part of loading the model.")
     if phases and phases.get("expect_count"):
         lines.append(f"- Check: the first {int(phases['expect_match'])} of {int(phases['expect_count'])} tokens aoti_cuda "
                      "generated equal eager PyTorch's (bf16 rounding differs between kernels, so long greedy runs may part).")
@@ -183,7 +212,7 @@ def bar_chart(path, title_groups, labels):
 
 def llm_report(res, out, date):
     rows, lens = llm_rows(res)
-    targets = llm_targets(rows, lens)
+    targets = llm_targets(rows, lens, (res.get("runs") or {}).get("bandwidth"))
     ok = [r for r in rows if not r.get("error")]
     doc = {"date": date, "machine": res.get("machine"), "model": ((res.get("exports") or {}).get("bf16") or {}).get("config"),
            "exports": {q: (e or {}).get("export_times") for q, e in (res.get("exports") or {}).items()},

@@ -224,6 +224,7 @@ def generate_cmd(a, quant, manifest):
 
 def phase2_llm(s: Steps, a, cfg_flags, results):
     w = a.work
+    results["runs"]["bandwidth"] = s.run("bandwidth", [PY, LLM_PEERS, "bandwidth"], 60)
     measure = ["--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
     for quant in ["bf16"] + (["int4"] if "int4" in a.parts else []):
         manifest = load_json(os.path.join(w, quant, "manifest.json"))

@@ -8,6 +8,7 @@ One peer per process (a fresh CUDA context and allocator each):
     llm_peers.py eager_graph  ... (eager prefill; decode captured once as a CUDA graph, replayed)
     llm_peers.py compile      ... (torch.compile mode="max-autotune": decode with CUDA graphs,
                                    prefill dynamic=True without graphs, as gpt-fast does)
+    llm_peers.py bandwidth    (host -> device copy rate, pinned and pageable, 1 GiB)
     llm_peers.py aoti_package --config C --out-dir DIR [--settings default|et]
                                   (torch._inductor.aoti_compile_and_package of prefill and decode
                                    into DIR/prefill.pt2, DIR/decode.pt2 for bench/peers/aoti_runner)
@@ -265,6 +266,29 @@ def write_weights(args):
     return {"step": "weights", "seconds": time.perf_counter() - t0, "bytes": os.path.getsize(args.weights)}
 
 
+def bandwidth(args):
+    """Host -> device copy rate of 1 GiB, pinned and pageable (the yardstick of the weights upload)."""
+    import torch
+
+    n = 1 << 30
+    dev = torch.empty(n, dtype=torch.uint8, device="cuda")
+    out = {"step": "bandwidth", "bytes": n}
+    for name, pinned in (("pinned", True), ("pageable", False)):
+        host = torch.ones(n, dtype=torch.uint8, pin_memory=pinned)
+        dev.copy_(host, non_blocking=pinned)
+        sync()
+        best = None
+        for _ in range(3):
+            t0 = time.perf_counter()
+            dev.copy_(host, non_blocking=pinned)
+            sync()
+            t = time.perf_counter() - t0
+            best = t if best is None else min(best, t)
+        out[f"{name}_h2d_gb_per_s"] = n / best / 1e9
+        del host
+    return out
+
+
 ET_INDUCTOR_SETTINGS = {
     # What ExecuTorch 1.2's CUDA backend passes to AOTInductor (minus its packaging options).
     "max_autotune": True,
@@ -307,7 +331,7 @@ def aoti_package(args):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("peer", choices=["weights", "eager", "eager_graph", "compile", "aoti_package"])
+    ap.add_argument("peer", choices=["weights", "eager", "eager_graph", "compile", "aoti_package", "bandwidth"])
     ap.add_argument("--config", default="1b")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--max-prefill", type=int)
@@ -327,7 +351,7 @@ def main(argv=None) -> int:
 
     torch.backends.cuda.matmul.allow_tf32 = False
     run = {"weights": write_weights, "eager": run_eager, "eager_graph": run_eager_graph,
-           "compile": run_compile, "aoti_package": aoti_package}[args.peer]
+           "compile": run_compile, "aoti_package": aoti_package, "bandwidth": bandwidth}[args.peer]
     t0 = time.perf_counter()
     try:
         result = run(args)
