@@ -98,7 +98,7 @@ def lower(programs):
     return edge.to_executorch()
 
 
-def main(argv=None) -> int:
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--config", default="1b")
@@ -111,14 +111,75 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default="prefill,decode", help="export only these (e.g. to warm caches)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--stub-backend", metavar="ELF_SO", help="testing without a GPU: see export_models.py")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
+
+def timed(times, key, fn, *a):
+    t0 = time.time()
+    out = fn(*a)
+    times[key] = time.time() - t0
+    return out
+
+
+def prepare_model(args, cfg, device, times):
+    """The model from the seed (int4: quantized), and the eager greedy reference for the manifest."""
+    from model import build_model, prompt_tokens
+
+    model = timed(times, "build_s", build_model, cfg, device)
+    if args.quant == "int4":
+        n = timed(times, "quantize_s", quantize_int4, model)
+        print(f"int4: quantized {n} Linear layers in {times['quantize_s']:.1f}s", flush=True)
+    reference = None
+    if args.reference_tokens > 0:
+        plen = min(args.reference_prompt, cfg.max_prefill)
+        prompt = prompt_tokens(plen, cfg.vocab).to(device)
+        tokens = timed(times, "reference_s", greedy_reference, model, prompt, args.reference_tokens)
+        reference = {"prompt_len": plen, "tokens": tokens}
+        print(f"eager reference ({plen}-token prompt): {tokens[:16]} ...", flush=True)
+    return model, reference
+
+
+def write_manifest(args, cfg, programs, reference, times):
+    import pte_inspect  # the .so files' aoti_torch_* / CUDA imports: what a runtime must provide
+    import torch
+
+    pte = pte_inspect.PteFile.load(os.path.join(args.out, "llm.pte"))
+    imports = pte_inspect.filtered_imports([pte.blob(k) for k in pte.so_keys()])
+    files = {f: os.path.getsize(os.path.join(args.out, f)) for f in sorted(os.listdir(args.out)) if f.endswith((".pte", ".ptd"))}
+    signatures = {
+        "prefill": {"inputs": ["tokens i64[1,T], T in 2..%d" % cfg.max_prefill],
+                    "outputs": ["logits bf16[1,%d] (last position)" % cfg.vocab, "next_token i64[1,1]"]},
+        "decode": {"inputs": ["token i64[1,1]", "pos i64[1]"],
+                   "outputs": ["logits bf16[1,%d]" % cfg.vocab, "next_token i64[1,1]"]},
+    }
+    manifest = {
+        "name": "llm",
+        "config_name": args.config,
+        "config": cfg.to_dict(),
+        "quant": args.quant,
+        "methods": {k: v for k, v in signatures.items() if k in programs},
+        "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
+        "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
+        "reference": reference,
+        "files": files,
+        "export_times": {k: round(v, 2) for k, v in times.items()},
+        "imports": imports,
+        "stub_backend": bool(args.stub_backend),
+        "torch": torch.__version__,
+    }
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:  # written last: marks a complete export
+        json.dump(manifest, f, indent=1)
+    print("files: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in files.items()), flush=True)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     import export_models  # sibling tool: flatc discovery and the GPU-less stub backend
 
     export_models._prepare_environment()
     import torch
 
-    from model import build_model, get_config, prompt_tokens
+    from model import get_config
 
     cfg = get_config(args.config, n_layers=args.layers, max_prefill=args.max_prefill)
     if args.stub_backend:
@@ -131,36 +192,12 @@ def main(argv=None) -> int:
     times = {}
     t_all = time.time()
     print(f"config {args.config}: {json.dumps(cfg.to_dict())}, quant {args.quant}, device {device}", flush=True)
+    model, reference = prepare_model(args, cfg, device, times)
 
-    t0 = time.time()
-    model = build_model(cfg, device=device)
-    times["build_s"] = time.time() - t0
-    if args.quant == "int4":
-        t0 = time.time()
-        n = quantize_int4(model)
-        times["quantize_s"] = time.time() - t0
-        print(f"int4: quantized {n} Linear layers in {times['quantize_s']:.1f}s", flush=True)
-
-    reference = None
-    if args.reference_tokens > 0:
-        t0 = time.time()
-        plen = min(args.reference_prompt, cfg.max_prefill)
-        reference = {
-            "prompt_len": plen,
-            "tokens": greedy_reference(model, prompt_tokens(plen, cfg.vocab).to(device), args.reference_tokens),
-        }
-        times["reference_s"] = time.time() - t0
-        print(f"eager reference ({plen}-token prompt): {reference['tokens'][:16]} ...", flush=True)
-
-    t0 = time.time()
-    programs = export_methods(model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
+    programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
-    times["torch_export_s"] = time.time() - t0
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
-
-    t0 = time.time()
-    et_program = lower(programs)
-    times["lower_s"] = time.time() - t0
+    et_program = timed(times, "lower_s", lower, programs)
     print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
 
     t0 = time.time()
@@ -169,36 +206,8 @@ def main(argv=None) -> int:
     et_program.write_tensor_data_to_file(args.out)
     times["write_s"] = time.time() - t0
     times["total_s"] = time.time() - t_all
-
-    import pte_inspect  # the .so files' aoti_torch_* / CUDA imports: what a runtime must provide
-
-    pte = pte_inspect.PteFile.load(os.path.join(args.out, "llm.pte"))
-    imports = pte_inspect.filtered_imports([pte.blob(k) for k in pte.so_keys()])
-    files = {f: os.path.getsize(os.path.join(args.out, f)) for f in sorted(os.listdir(args.out)) if f.endswith((".pte", ".ptd"))}
-    manifest = {
-        "name": "llm",
-        "config_name": args.config,
-        "config": cfg.to_dict(),
-        "quant": args.quant,
-        "methods": {k: v for k, v in {
-            "prefill": {"inputs": ["tokens i64[1,T], T in 2..%d" % cfg.max_prefill],
-                        "outputs": ["logits bf16[1,%d] (last position)" % cfg.vocab, "next_token i64[1,1]"]},
-            "decode": {"inputs": ["token i64[1,1]", "pos i64[1]"],
-                       "outputs": ["logits bf16[1,%d]" % cfg.vocab, "next_token i64[1,1]"]},
-        }.items() if k in programs},
-        "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
-        "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
-        "reference": reference,
-        "files": files,
-        "export_times": {k: round(v, 2) for k, v in times.items()},
-        "imports": imports,
-        "stub_backend": bool(args.stub_backend),
-        "torch": torch.__version__,
-    }
-    with open(os.path.join(args.out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
     print("EXPORT_TIME " + " ".join(f"{k}={v:.1f}" for k, v in times.items()), flush=True)
-    print("files: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in files.items()), flush=True)
+    write_manifest(args, cfg, programs, reference, times)
     return 0
 
 
