@@ -2,26 +2,30 @@
 """Runs the whole LLM + per-call benchmark in one GPU-machine command, within a time budget.
 
     python3 bench/llm/bench_llm.py --out OUT --build BUILD [--config 1b] [--layers N]
-        [--parts llm,int4,compile,fixtures] [--budget 520] [--work /tmp/llm_bench]
+        [--parts llm,int4,compile,fixtures] [--budget 540] [--work /tmp/llm_bench]
+        [--stage all|prepare|measure]
 
 BUILD is a build folder of this repository made elsewhere (scripts/device-pack.sh), holding
-examples/generate/generate and tools/aoti_cuda. Steps (each a child process with its own log and
-timeout; a failed or timed-out step is recorded and the rest go on):
+examples/generate/generate and the aoti_cuda CLI. Steps (each a child process with its own log
+and timeout; a failed or timed-out step is recorded and the rest go on):
 
   phase 1, concurrently (CPU-heavy compiles; GPU only for autotuning):
     export_bf16 / export_int4   tools/export/llm/export_llm.py -> WORK/<quant>/llm.pte + .ptd
+    warm_decode_bf16            a throwaway decode-only export filling the caches for export_bf16
     weights                     the peers' weights file (from the seed, on this GPU)
     aoti_package                prefill.pt2 / decode.pt2 for the libtorch runner
     runner_build                bench/peers/aoti_runner (CMake against this machine's torch)
     compile_warm                torch.compile max-autotune, once, to fill the Inductor caches
                                 (its compile_s is the cold compile time)
-    call_packages               fixtures: AOTI packages per method (parts: fixtures)
+    call_packages               fixtures: AOTI packages per method
   phase 2, one at a time (GPU measurements):
+    bandwidth                   host -> device copy rate, pinned and pageable
     aoti_cuda_bf16 / _int4      examples/generate on the exported programs
     libtorch_aoti               aoti_runner llm
-    eager / eager_graph (/ eager_int4)
+    eager, eager_graph          (part llm)
+    compile                     torch.compile peer, warm caches (part compile)
+    eager_int4                  (part int4)
     calls_*                     fixtures: aoti_cuda bench, PyTorch eager + graph replay, aoti_runner call
-    compile                     torch.compile peer with warm caches (last: the slowest)
 
 Results: OUT/llm_results.json and OUT/calls_results.json (raw, every step's status and numbers),
 OUT/bench_steps.log (tails of every step's log). bench/report.py turns them into docs/benchmarks/.
@@ -145,7 +149,7 @@ def reset_if_config_changed(a):
 
 def start_exports(s: Steps, a, cfg_flags):
     w = a.work
-    for quant in ["bf16"] + (["int4"] if "int4" in a.parts else []):
+    for quant in (["bf16"] if "llm" in a.parts else []) + (["int4"] if "int4" in a.parts else []):
         if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}):
             s.status["export_" + quant] = {"status": "reused"}
             continue
@@ -176,9 +180,9 @@ def phase1(s: Steps, a, cfg_flags):
     w = a.work
     reset_if_config_changed(a)
     llm = "llm" in a.parts
-    if llm:
+    if llm or "int4" in a.parts:
         start_exports(s, a, cfg_flags)
-    if llm or "compile" in a.parts:
+    if a.parts & {"llm", "int4", "compile"}:
         if os.path.exists(os.path.join(w, "weights.pt")):
             s.status["weights"] = {"status": "reused"}
         else:
@@ -196,7 +200,8 @@ def phase1(s: Steps, a, cfg_flags):
             s.status["call_packages"] = {"status": "reused"}
         else:
             s.start("call_packages", [PY, CALL_PEERS, "package", "--out-dir", os.path.join(w, "call_aoti"),
-                                      "--jobs", "6", "--budget", str(a.export_timeout - 20)] + fixture_flag(a),
+                                      "--jobs", "6", "--budget", str(a.export_timeout - 20),
+                                      "--settings", a.fixture_settings] + fixture_flag(a),
                     a.export_timeout)
     if "compile" in a.parts:
         s.wait(["weights"])
@@ -226,7 +231,7 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
     w = a.work
     results["runs"]["bandwidth"] = s.run("bandwidth", [PY, LLM_PEERS, "bandwidth"], 60)
     measure = ["--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
-    for quant in ["bf16"] + (["int4"] if "int4" in a.parts else []):
+    for quant in (["bf16"] if "llm" in a.parts else []) + (["int4"] if "int4" in a.parts else []):
         manifest = load_json(os.path.join(w, quant, "manifest.json"))
         results["exports"][quant] = manifest
         if manifest:
@@ -236,15 +241,20 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
               os.path.join(w, "aoti_llm", "decode.pt2"), "--vocab", str(cfg.get("vocab", 32000)),
               "--max-ctx", str(cfg.get("max_ctx", 1024)), "--prompt-lens", a.prompt_lens,
               "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
-    r = s.run("libtorch_aoti", runner, 150)
-    if (r is None or "error" in r) and os.path.exists(os.path.join(w, "aoti_llm", "decode.pt2")):
-        # Binding decode's constants through libtorch's inactive buffer (which also frees decode's
-        # own copy) is the less travelled path; if it broke, bind the active buffer instead.
-        r = s.run("libtorch_aoti_active", runner + ["--share", "active"], 150)
-    results["runs"]["libtorch_aoti"] = r
+    if "llm" in a.parts:
+        r = s.run("libtorch_aoti", runner, 150)
+        if (r is None or "error" in r) and os.path.exists(os.path.join(w, "aoti_llm", "decode.pt2")):
+            # Binding decode's constants through libtorch's inactive buffer (which also frees decode's
+            # own copy) is the less travelled path; if it broke, bind the active buffer instead.
+            r = s.run("libtorch_aoti_active", runner + ["--share", "active"], 150)
+        results["runs"]["libtorch_aoti"] = r
     weights = ["--weights", os.path.join(w, "weights.pt")]
-    for peer in ["eager", "eager_graph"]:
-        results["runs"][peer] = s.run(peer, [PY, LLM_PEERS, peer] + weights + measure + cfg_flags, 150)
+    if "llm" in a.parts:
+        for peer in ["eager", "eager_graph"]:
+            results["runs"][peer] = s.run(peer, [PY, LLM_PEERS, peer] + weights + measure + cfg_flags, 150)
+    if "compile" in a.parts:  # caches filled by compile_warm in phase 1
+        results["runs"]["torch_compile"] = s.run("compile", [PY, LLM_PEERS, "compile"] + weights + measure + cfg_flags,
+                                                 240)
     if "int4" in a.parts:
         results["runs"]["eager_int4"] = s.run("eager_int4", [PY, LLM_PEERS, "eager", "--quant", "int4"] + weights
                                               + measure + cfg_flags, 150)
@@ -351,13 +361,15 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default="1b")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--parts", default="llm,int4,compile,fixtures")
-    ap.add_argument("--budget", type=float, default=520, help="seconds for everything (the call limit is 600)")
+    ap.add_argument("--budget", type=float, default=540, help="seconds for everything (the call limit is 600)")
     ap.add_argument("--export-timeout", type=float, default=330)
     ap.add_argument("--work", default="/tmp/llm_bench")
     ap.add_argument("--prompt-lens", default="128,512")
     ap.add_argument("--new-tokens", type=int, default=256)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--fixture-models", help="comma list: only these fixtures (default: every runnable one)")
+    ap.add_argument("--fixture-settings", choices=["et", "default"], default="et",
+                    help="Inductor settings of the libtorch fixture packages: ExecuTorch's (max_autotune) or AOTI's")
     ap.add_argument("--stage", choices=["all", "prepare", "measure"], default="all",
                     help="prepare: only phase 1 (exports, packages, builds); measure: only phase 2, reusing WORK")
     a = ap.parse_args(argv)
@@ -378,15 +390,10 @@ def main(argv=None) -> int:
         results["runs"]["compile_warm"] = s.json_of("compile_warm")  # also left by an earlier prepare
         if a.stage == "prepare":
             return 0
-        if "llm" in a.parts:
+        if a.parts & {"llm", "int4", "compile"}:
             phase2_llm(s, a, cfg_flags, results)
         if "fixtures" in a.parts:
             phase2_calls(s, a, results)
-        if "compile" in a.parts:
-            measure = ["--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
-            results["runs"]["torch_compile"] = s.run("compile", [PY, LLM_PEERS, "compile", "--weights",
-                                                                 os.path.join(a.work, "weights.pt")] + measure + cfg_flags,
-                                                     s.left() - 10)
     finally:
         for name, (proc, *_rest) in list(s.running.items()):
             os.killpg(proc.pid, 9)
