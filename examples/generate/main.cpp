@@ -166,10 +166,16 @@ void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Rep
   std::printf("\n");
 }
 
+// Exit status 3: this machine cannot run the program (no usable GPU), as the other examples.
+constexpr int kCannotRunHere = 3;
+
 int generate(const Options& o) {
   Report r;
   auto t0 = Clock::now();
-  check(cudaFree(nullptr), "CUDA context");  // the context first, so the load time is the program's
+  if (const cudaError_t e = cudaFree(nullptr); e != cudaSuccess) {  // the context first: load time is the program's
+    std::fprintf(stderr, "generate: cannot run here: no usable CUDA device (%s)\n", cudaGetErrorString(e));
+    return kCannotRunHere;
+  }
   r.num("cuda_init_ms", ms_since(t0));
   const double mem0 = used_mib();
 
@@ -259,7 +265,7 @@ int main(int argc, char** argv) {
     return generate(o);
   } catch (const aoti_cuda::Error& e) {
     std::fprintf(stderr, "aoti_cuda error (%s): %s\n", aoti_cuda::to_string(e.code()), e.what());
-    return 1;
+    return e.code() == aoti_cuda::ErrorCode::kNoDevice ? kCannotRunHere : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
