@@ -156,7 +156,7 @@ def start_exports(s: Steps, a, cfg_flags):
         shutil.rmtree(os.path.join(w, quant), ignore_errors=True)
         s.start("export_" + quant, [PY, EXPORT, "--out", os.path.join(w, quant), "--quant", quant] + cfg_flags,
                 a.export_timeout)
-        if quant == "bf16":
+        if quant == "bf16" and not a.exclusive_export:
             # A throwaway export of decode alone, at the same time: it fills the shared Inductor /
             # Triton caches (autotuning results, compiled kernels) for decode while the real export
             # is still on prefill, so the real one finds them there.
@@ -182,6 +182,8 @@ def phase1(s: Steps, a, cfg_flags):
     llm = "llm" in a.parts
     if llm or "int4" in a.parts:
         start_exports(s, a, cfg_flags)
+        if a.exclusive_export:  # autotuning alone on the GPU: slower, but no contention in its timings
+            s.wait()
     if a.parts & {"llm", "int4", "compile"}:
         if os.path.exists(os.path.join(w, "weights.pt")):
             s.status["weights"] = {"status": "reused"}
@@ -370,6 +372,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fixture-models", help="comma list: only these fixtures (default: every runnable one)")
     ap.add_argument("--fixture-settings", choices=["et", "default"], default="et",
                     help="Inductor settings of the libtorch fixture packages: ExecuTorch's (max_autotune) or AOTI's")
+    ap.add_argument("--exclusive-export", action="store_true",
+                    help="phase 1: the ExecuTorch exports first, alone (their autotuning sees no other GPU work)")
     ap.add_argument("--stage", choices=["all", "prepare", "measure"], default="all",
                     help="prepare: only phase 1 (exports, packages, builds); measure: only phase 2, reusing WORK")
     a = ap.parse_args(argv)
