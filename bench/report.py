@@ -245,19 +245,31 @@ def flat_p50(d, prefix=""):
     return out
 
 
+AOTI_PRIMARY = ("plain_dev_p50_ms", "bench_latency_device_io_p50_ms", "device_io_p50_ms")
+
+
 def calls_rows(res):
+    """One row per fixture method with every contender's p50 (ms) and the ratios of issue 12's targets."""
     calls = res.get("calls") or {}
     table = {}
 
     def row(model, method):
         return table.setdefault((model, method), {"model": model, "method": method})
 
-    for r in calls.get("aoti_cuda") or []:
+    modes = calls.get("aoti_cuda_modes") or {}
+    for r in modes.get("rows") or []:  # bench/aoti_cuda_call_bench: plain / graphs / bound, interleaved
+        x = row(r["model"], r["method"])
+        x.update({k: v for k, v in flat_p50(r).items()})
+        x["graphs_note"] = r.get("graphs")
+    for m, f in (modes.get("first") or {}).items():
+        for x in table.values():
+            if x["model"] == m and f and num(f.get("time_to_first_result_ms")) is not None:
+                x["aoti_cuda_first_result_ms"] = f["time_to_first_result_ms"]
+    for r in calls.get("aoti_cuda") or []:  # aoti_cuda bench
         x = row(r["model"], r["method"])
         if num(r.get("device_io_p50_ms")) is not None:
-            x["aoti_cuda_p50_ms"] = r["device_io_p50_ms"]
-        for k, v in flat_p50(r.get("bench_json")).items():
-            x["aoti_cuda_bench_" + k] = v
+            x["device_io_p50_ms"] = r["device_io_p50_ms"]
+        x.update({"bench_" + k: v for k, v in flat_p50(r.get("bench_json")).items()})
     for r in (calls.get("pytorch") or {}).get("rows", []):
         x = row(r["model"], r["method"])
         for k in ("eager_p50_ms", "graph_p50_ms"):
@@ -270,12 +282,17 @@ def calls_rows(res):
             x["libtorch_p50_ms"] = r["p50_ms"]
             x["libtorch_load_ms"] = r.get("load_ms")
             x["libtorch_first_call_ms"] = r.get("first_call_ms")
+            if all(num(r.get(k)) is not None for k in ("cuda_init_ms", "load_ms", "first_call_ms")):
+                # CUDA context (and libtorch's CUDA start-up) included, as in aoti_cuda's fresh-process figure
+                x["libtorch_first_result_ms"] = r["cuda_init_ms"] + r["load_ms"] + r["first_call_ms"]
     for x in table.values():
-        a = x.get("aoti_cuda_p50_ms")
-        if num(a) and num(x.get("graph_p50_ms")):
-            x["aoti_cuda_over_replay"] = a / x["graph_p50_ms"]
-        if num(a) and num(x.get("libtorch_p50_ms")):
-            x["aoti_cuda_over_libtorch"] = a / x["libtorch_p50_ms"]
+        x["aoti_cuda_p50_ms"] = next((x[k] for k in AOTI_PRIMARY if num(x.get(k)) is not None), None)
+        for name, key, ref in (("plain_over_replay", "aoti_cuda_p50_ms", "graph_p50_ms"),
+                               ("graphs_over_replay", "graphs_dev_p50_ms", "graph_p50_ms"),
+                               ("plain_over_libtorch", "aoti_cuda_p50_ms", "libtorch_p50_ms"),
+                               ("first_result_over_libtorch", "aoti_cuda_first_result_ms", "libtorch_first_result_ms")):
+            if num(x.get(key)) and num(x.get(ref)):
+                x[name] = x[key] / x[ref]
     return sorted(table.values(), key=lambda x: (x["model"], x["method"]))
 
 
@@ -283,32 +300,46 @@ def us(v):
     return "–" if num(v) is None else f"{v * 1000:.1f}"
 
 
+CALL_COLUMNS = [  # (header, key, formatter)
+    ("aoti_cuda (µs)", "aoti_cuda_p50_ms", us),
+    ("aoti_cuda graphs (µs)", "graphs_dev_p50_ms", us),
+    ("aoti_cuda graphs + bound (µs)", "graphs_bound_dev_p50_ms", us),
+    ("libtorch AOTI (µs)", "libtorch_p50_ms", us),
+    ("eager (µs)", "eager_p50_ms", us),
+    ("eager graph replay (µs)", "graph_p50_ms", us),
+    ("aoti_cuda / replay (≤ 1.2)", "plain_over_replay", lambda v: fmt(v, 2)),
+    ("graphs / replay (≤ 0.8)", "graphs_over_replay", lambda v: fmt(v, 2)),
+    ("aoti_cuda / libtorch (≤ 0.9)", "plain_over_libtorch", lambda v: fmt(v, 2)),
+    ("first result: aoti_cuda / libtorch (≤ 1)", "first_result_over_libtorch", lambda v: fmt(v, 2)),
+]
+
+
 def calls_report(res, out, date):
     rows = calls_rows(res)
-    extra = sorted({k for r in rows for k in r if k.startswith("aoti_cuda_bench_")})
+    cols = [c for c in CALL_COLUMNS if any(num(r.get(c[1])) is not None for r in rows)]
     m = res.get("machine", {})
-    head = ["program.method", "aoti_cuda (µs)"] + [k[len("aoti_cuda_bench_"):] for k in extra] + \
-           ["libtorch AOTI (µs)", "eager (µs)", "graph replay (µs)", "aoti_cuda / replay", "aoti_cuda / libtorch"]
     lines = [f"# Per-call latency ({date})", "", f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')}. p50 of a "
-             "synchronized call with device-resident inputs (outputs on the device), in microseconds; each contender "
-             "in its own process, on random inputs at the methods' upper-bound shapes. The aoti_cuda columns come from "
-             "`aoti_cuda bench` (device I/O mode; extra columns: every p50 its --json reports, in ms).", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             "synchronized call with device-resident inputs (outputs on the device), in microseconds, on random inputs at "
+             "the methods' upper-bound shapes; each contender in its own process (aoti_cuda's modes interleaved in one, "
+             "`bench/aoti_cuda_call_bench`, or `aoti_cuda bench` where that is absent). Targets of issue 12 in the "
+             "headers. First result: CUDA context + load + first call in a fresh process (libtorch: its first CUDA "
+             "tensor op + AOTIModelPackageLoader + first run).", "",
+             "| program.method | " + " | ".join(c[0] for c in cols) + " |", "|---|" + "---|" * len(cols)]
     for r in rows:
-        cells = [f"{r['model']}.{r['method']}", us(r.get("aoti_cuda_p50_ms"))] + [fmt(r.get(k), 4) for k in extra] + \
-                [us(r.get("libtorch_p50_ms")), us(r.get("eager_p50_ms")), us(r.get("graph_p50_ms")),
-                 fmt(r.get("aoti_cuda_over_replay"), 2), fmt(r.get("aoti_cuda_over_libtorch"), 2)]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(f"| {r['model']}.{r['method']} | " + " | ".join(c[2](r.get(c[1])) for c in cols) + " |")
+    notes = sorted({r["graphs_note"] for r in rows if r.get("graphs_note")})
+    if notes:
+        lines += ["", "aoti_cuda graph notes: " + "; ".join(notes)]
     with open(os.path.join(out, "calls.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(out, "calls.json"), "w") as f:
         json.dump({"date": date, "machine": m, "rows": rows}, f, indent=1)
     labels = [f"{r['model']}.{r['method']}" for r in rows]
-    series = [("aoti_cuda", [r.get("aoti_cuda_p50_ms") for r in rows]),
-              ("libtorch AOTI", [r.get("libtorch_p50_ms") for r in rows]),
-              ("eager", [r.get("eager_p50_ms") for r in rows]),
-              ("eager graph replay", [r.get("graph_p50_ms") for r in rows])]
-    series = [(n, [None if v is None else v * 1000 for v in vals]) for n, vals in series]
+    series = [(name, [None if r.get(key) is None else r[key] * 1000 for r in rows])
+              for name, key in (("aoti_cuda", "aoti_cuda_p50_ms"), ("aoti_cuda graphs", "graphs_dev_p50_ms"),
+                                ("libtorch AOTI", "libtorch_p50_ms"), ("eager", "eager_p50_ms"),
+                                ("eager graph replay", "graph_p50_ms"))
+              if any(num(r.get(key)) is not None for r in rows)]
     bar_chart(os.path.join(out, "calls.png"), [("p50 per call, µs (log; lower is better)", series, True)], labels)
     print(f"wrote {out}/calls.json, calls.md, calls.png ({len(rows)} rows)")
 

@@ -25,7 +25,8 @@ and timeout; a failed or timed-out step is recorded and the rest go on):
     eager, eager_graph          (part llm)
     compile                     torch.compile peer, warm caches (part compile)
     eager_int4                  (part int4)
-    calls_*                     fixtures: aoti_cuda bench, PyTorch eager + graph replay, aoti_runner call
+    calls_*                     fixtures: aoti_cuda_call_bench (plain / graphs / bound outputs; where the
+                                build has it) and aoti_cuda bench, PyTorch eager + graph replay, aoti_runner call
 
 Results: OUT/llm_results.json and OUT/calls_results.json (raw, every step's status and numbers),
 OUT/bench_steps.log (tails of every step's log). bench/report.py turns them into docs/benchmarks/.
@@ -262,21 +263,49 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
                                               + measure + cfg_flags, 150)
 
 
+def last_json(path):
+    """The last line of a log that parses as a JSON object ('@@JSON ' prefix or not)."""
+    found = None
+    if os.path.exists(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("@@JSON "):
+                    line = line[7:]
+                if line.startswith("{") and line.endswith("}"):
+                    try:
+                        found = json.loads(line)
+                    except ValueError:
+                        pass
+    return found
+
+
+def stdout_json(path):
+    """A multi-line JSON document printed by a step (aoti_cuda bench --json), or None."""
+    try:
+        with open(path, errors="replace") as f:
+            text = f.read()
+        return json.loads(text[text.index("\n{") + 1:]) if "\n{" in text else None
+    except (OSError, ValueError):
+        return None
+
+
 def aoti_cuda_bench(s: Steps, a, fixtures):
-    """aoti_cuda bench per fixture method: its --json when the CLI has it, else its text output."""
+    """`aoti_cuda bench` per fixture method (JSON with --json where the CLI has that flag, else its text)."""
     cli = find_binary(a.build, "aoti_cuda", "tools/aoti_cuda")
     has_json = "--json" in subprocess.run([cli, "bench", "--help"], capture_output=True, text=True).stdout
     rows = []
     for model, method in fixtures:
         name = f"calls_aoti_cuda_{model}.{method}"
-        out = os.path.join(s.logs, name + ".json")
         cmd = [cli, "bench", os.path.join(ROOT, "tests", "fixtures", model, model + ".pte"), "--method", method,
-               "--runs", "200", "--loads", "2"] + (["--json", out] if has_json else [])
+               "--runs", "200", "--loads", "2"] + (["--json"] if has_json else [])
         s.run(name, cmd, 60)
         row = {"model": model, "method": method}
-        if has_json and os.path.exists(out):
-            row["bench_json"] = load_json(out)
-        with open(os.path.join(s.logs, name + ".log"), errors="replace") as f:
+        log = os.path.join(s.logs, name + ".log")
+        doc = stdout_json(log) if has_json else None
+        if doc:
+            row["bench_json"] = doc
+        with open(log, errors="replace") as f:
             text = f.read()
         m = re.search(r"device I/O\s+latency over \d+ runs: p50 ([0-9.]+) ms", text)
         if m:
@@ -288,10 +317,30 @@ def aoti_cuda_bench(s: Steps, a, fixtures):
     return rows
 
 
+def aoti_cuda_call_modes(s: Steps, a, fixtures):
+    """bench/aoti_cuda_call_bench (issue 12's modes: plain, graphs, bound outputs, interleaved in one
+    process) over the fixtures, and its --first (load + first call in a fresh process) per model.
+    None when the build has no such program."""
+    prog = find_binary(a.build, "bench/aoti_cuda_call_bench")
+    if not os.path.exists(prog):
+        return None
+    fx = os.path.join(ROOT, "tests", "fixtures")
+    models = sorted({m for m, _ in fixtures})
+    out = os.path.join(s.logs, "calls_aoti_cuda_modes.json")
+    s.run("calls_aoti_cuda_modes", [prog, "--runs", "300", "--json", out] + [os.path.join(fx, m) for m in models], 300)
+    rows = load_json(out) or []
+    first = {}
+    for m in models:
+        s.run(f"calls_aoti_cuda_first_{m}", [prog, "--first", os.path.join(fx, m)], 30)
+        first[m] = last_json(os.path.join(s.logs, f"calls_aoti_cuda_first_{m}.log"))
+    return {"rows": rows, "first": first}
+
+
 def phase2_calls(s: Steps, a, results):
     w = a.work
     index = load_json(os.path.join(w, "call_aoti", "index.json")) or []
     fixtures = [(r["model"], r["method"]) for r in index] or fixture_rows(a.fixture_models)
+    results["calls"]["aoti_cuda_modes"] = aoti_cuda_call_modes(s, a, fixtures)
     results["calls"]["aoti_cuda"] = aoti_cuda_bench(s, a, fixtures)
     results["calls"]["pytorch"] = s.run("calls_pytorch", [PY, CALL_PEERS, "measure", "--runs", "200"] + fixture_flag(a),
                                         200)
