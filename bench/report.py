@@ -165,6 +165,9 @@ def llm_markdown(res, rows, lens, targets, date):
     if pt and pt.get("framework_warmup_ms") is not None:
         lines.append(f"- PyTorch peers: their load is timed after PyTorch's own CUDA start-up in the process (building and "
                      f"running a tiny model first: {fmt(pt['framework_warmup_ms'], 0)} ms for eager), which is not part of loading the model.")
+    if phases and phases.get("graphs") is not None:
+        lines.append("- aoti_cuda's decode ran " + ("as a CUDA graph (LoadOptions::cuda_graph_methods)." if phases["graphs"]
+                                                 else "as plain calls (this SDK build had no CUDA graphs)."))
     if phases and phases.get("expect_count"):
         lines.append(f"- Check: the first {int(phases['expect_match'])} of {int(phases['expect_count'])} tokens aoti_cuda "
                      "generated equal eager PyTorch's (bf16 rounding differs between kernels, so long greedy runs may part).")
