@@ -39,3 +39,5 @@ foreach(c ${cases})
     message(FATAL_ERROR "${exe} failed (${rc}):\n${out}\n${err}")
   endif()
 endforeach()
+# The LLM example (examples/generate) needs an exported LLM: --help runs anywhere.
+run(${WORK}/build/generate/generate --help)
