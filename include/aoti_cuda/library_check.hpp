@@ -90,6 +90,12 @@ struct AOTI_CUDA_API LibraryReport {
   std::string failures() const;
 };
 
+/// The "symbol_versions" check alone: every VERNEED entry of `so` against the
+/// version definitions of the libraries this process's loader finds (glibc,
+/// libgcc_s, libstdc++, ...). Module loading runs it before dlopen, so a
+/// library built against a newer glibc is refused naming what it needs.
+AOTI_CUDA_API LibraryCheck check_symbol_versions(ByteView so);
+
 /// Runs every check above on `so` (e.g. DelegateSpec::so).
 AOTI_CUDA_API LibraryReport check_library(ByteView so, const LibraryCheckOptions& options = {});
 

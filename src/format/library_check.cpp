@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "aoti_cuda/error.hpp"
 #include "format/elf_sections.hpp"
@@ -52,11 +53,10 @@ std::string locate_library(const std::string& soname) {
   return path;
 }
 
-void check_needed(const ElfInfo& elf, LibraryReport& r, std::map<std::string, std::string>& paths) {
+void check_needed(const ElfInfo& elf, LibraryReport& r) {
   std::vector<std::string> missing;
   for (const std::string& n : elf.needed) {
-    paths[n] = locate_library(n);
-    if (paths[n].empty()) missing.push_back(n + (starts_with(n, "libcuda.so") ? " (the NVIDIA driver)" : ""));
+    if (locate_library(n).empty()) missing.push_back(n + (starts_with(n, "libcuda.so") ? " (the NVIDIA driver)" : ""));
   }
   if (missing.empty()) {
     add(r, "needed_libraries", CheckStatus::kPass, elf.needed.empty() ? "none" : join(elf.needed, " "));
@@ -65,42 +65,38 @@ void check_needed(const ElfInfo& elf, LibraryReport& r, std::map<std::string, st
   }
 }
 
-void check_versions(ByteView so, LibraryReport& r, const std::map<std::string, std::string>& paths) {
+// The versions `file` defines, as this process's loader finds it; nullopt
+// when it cannot be found.
+std::optional<std::vector<std::string>> defined_versions(const std::string& file) {
+  const std::string path = locate_library(file);
+  if (path.empty()) return std::nullopt;
   try {
-    r.version_needs = elf_version_needs(so);
-  } catch (const Error& e) {
-    add(r, "symbol_versions", CheckStatus::kFail, e.what());
-    return;
+    const format::MappedFile f(path);
+    return format::elf_version_definitions({f.data(), f.size()});
+  } catch (const Error&) {
+    return std::vector<std::string>{};  // unreadable: every need from it counts as unmet
   }
-  std::map<std::string, std::vector<std::string>> defined;  // file -> versions it defines here
+}
+
+LibraryCheck versions_check(const std::vector<VersionNeed>& needs) {
+  std::map<std::string, std::optional<std::vector<std::string>>> defined;  // file -> versions it defines here
   std::vector<std::string> unmet, unknown;
-  for (const VersionNeed& v : r.version_needs) {
-    auto p = paths.find(v.file);
-    if (p == paths.end() || p->second.empty()) {
-      unknown.push_back(v.file + " " + v.version);
-      continue;
-    }
-    if (!defined.count(v.file)) {
-      try {
-        const format::MappedFile f(p->second);
-        defined[v.file] = format::elf_version_definitions({f.data(), f.size()});
-      } catch (const Error&) {
-        defined[v.file] = {};
-      }
-    }
+  for (const VersionNeed& v : needs) {
+    if (!defined.count(v.file)) defined[v.file] = defined_versions(v.file);
     const auto& d = defined[v.file];
-    if (std::find(d.begin(), d.end(), v.version) == d.end()) unmet.push_back(v.version + " from " + v.file);
+    if (!d) {
+      unknown.push_back(v.file + " " + v.version);
+    } else if (std::find(d->begin(), d->end(), v.version) == d->end()) {
+      unmet.push_back(v.version + " from " + v.file);
+    }
   }
   const std::string glibc = std::string("this machine has glibc ") + gnu_get_libc_version();
   if (!unmet.empty()) {
-    add(r, "symbol_versions", CheckStatus::kFail,
-        "needs " + join(unmet) + "; " + glibc + " (the library was built on a machine with a newer C/C++ runtime)");
-  } else if (!unknown.empty()) {
-    add(r, "symbol_versions", CheckStatus::kNotChecked, "libraries not found: " + join(unknown));
-  } else {
-    add(r, "symbol_versions", CheckStatus::kPass,
-        std::to_string(r.version_needs.size()) + " version needs met; " + glibc);
+    return {"symbol_versions", CheckStatus::kFail,
+            "needs " + join(unmet) + "; " + glibc + " (the library was built on a machine with a newer C/C++ runtime)"};
   }
+  if (!unknown.empty()) return {"symbol_versions", CheckStatus::kNotChecked, "libraries not found: " + join(unknown)};
+  return {"symbol_versions", CheckStatus::kPass, std::to_string(needs.size()) + " version needs met; " + glibc};
 }
 
 // The loader's rule: shim, aoti_cuda and CUDA runtime imports must resolve in
@@ -189,6 +185,14 @@ std::string LibraryReport::failures() const {
   return join(f, "; ");
 }
 
+LibraryCheck check_symbol_versions(ByteView so) {
+  try {
+    return versions_check(elf_version_needs(so));
+  } catch (const Error& e) {
+    return {"symbol_versions", CheckStatus::kFail, e.what()};
+  }
+}
+
 LibraryReport check_library(ByteView so, const LibraryCheckOptions& options) {
   LibraryReport r;
   ElfInfo elf;
@@ -203,9 +207,12 @@ LibraryReport check_library(ByteView so, const LibraryCheckOptions& options) {
   const std::vector<std::string> damage = elf_integrity_problems(so);
   add(r, "integrity", damage.empty() ? CheckStatus::kPass : CheckStatus::kFail,
       damage.empty() ? "tables, relocations and code pages consistent" : "damaged: " + join(damage, "; "));
-  std::map<std::string, std::string> paths;
-  check_needed(elf, r, paths);
-  check_versions(so, r, paths);
+  check_needed(elf, r);
+  r.checks.push_back(check_symbol_versions(so));
+  try {
+    r.version_needs = elf_version_needs(so);
+  } catch (const Error&) {
+  }
   check_imports(elf, r);
   check_gpu(so, options, r);
   check_weights(so, options, r);

@@ -12,6 +12,9 @@
 #include "aoti_cuda/library_check.hpp"
 #include "aoti_cuda/program.hpp"
 #include "format/aoti_facts.hpp"
+#include "runtime/library_loader.hpp"
+#include "support/pte_builder.hpp"
+#include "support/test_util.hpp"
 
 namespace {
 
@@ -156,4 +159,18 @@ TEST_CASE("aoti_dynamic_input_dims reads which dimensions a fixture library lets
   CHECK(dims_of("dynamic_mlp") == std::map<int, std::vector<int>>{{0, {0}}});  // batch, exported as Dim('batch')
   CHECK(dims_of("sdpa_bf16_dynamic") == std::map<int, std::vector<int>>{{0, {2}}, {1, {2}}, {2, {2}}});  // sequence
   CHECK(dims_of("mlp").empty());  // static: only "unmatched dim value" checks
+}
+
+TEST_CASE("loading refuses a library built against a newer glibc before dlopen, naming the version") {
+  const auto so = so_bytes("mlp");
+  if (glibc_at_least(2, 38)) {
+    CHECK(aoti_cuda::check_symbol_versions(view(so)).status == aoti_cuda::CheckStatus::kPass);
+    return;  // this machine can load it: nothing to refuse
+  }
+  const aoti_cuda::Error e =
+      aoti_cuda_test::expect_error([&] { aoti_cuda::runtime::ModelLibrary::load(view(so), "mlp forward", {}); });
+  CHECK(e.code() == aoti_cuda::ErrorCode::kLoad);
+  CHECK(std::string(e.what()).find("needs GLIBC_2.38 from libc.so.6; this machine has glibc") != std::string::npos);
+  const aoti_cuda_test::Bytes fake = aoti_cuda_test::read_file(AOTI_CUDA_FAKE_MODEL_AFFINE);  // built here: needs met
+  CHECK(aoti_cuda::check_symbol_versions({fake.data(), fake.size()}).status == aoti_cuda::CheckStatus::kPass);
 }
