@@ -10,9 +10,10 @@
 // against the size the library was compiled for. Each check says pass, fail
 // or "not checked" with the reason. `aoti_cuda inspect` prints the result.
 //
-// Reading the bytes never executes them. Locating the libraries named by
-// DT_NEEDED may load those system libraries (libc, libgcc_s, libcuda, ...)
-// into this process, as the dynamic loader would.
+// Nothing is loaded or executed: the libraries named by DT_NEEDED are looked
+// up among those this process has loaded and in the loader's search
+// directories (LD_LIBRARY_PATH, the system library directories), never
+// dlopen'ed, since the names come from the untrusted file.
 //
 // Errors: check_library() does not throw for malformed bytes (that is a
 // failed check); it may throw std::bad_alloc.

@@ -5,8 +5,10 @@
 #include <dlfcn.h>
 #include <gnu/libc-version.h>
 #include <link.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
@@ -36,21 +38,42 @@ void add(LibraryReport& r, const char* name, CheckStatus st, std::string detail)
   r.checks.push_back({name, st, std::move(detail)});
 }
 
-// Path of the system library `soname` as this process's dynamic loader finds
-// it ("" when it cannot be found). Loads it (RTLD_LAZY | RTLD_LOCAL) when not
-// loaded yet, as dlopen of the model library would; the handle is dropped.
+// Path of the library `soname` as the dynamic loader would find it, or ""
+// when it cannot be found. The name comes from untrusted bytes, so nothing is
+// ever loaded: a library this process already has is taken from the loader's
+// list (RTLD_NOLOAD), otherwise the loader's search directories are probed
+// with stat(). Names with a '/' are not searched (a real model library never
+// carries one).
 std::string locate_library(const std::string& soname) {
-  void* h = ::dlopen(soname.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD);
-  if (h == nullptr) h = ::dlopen(soname.c_str(), RTLD_LAZY | RTLD_LOCAL);
-  if (h == nullptr) {
-    (void)::dlerror();
-    return "";
+  if (soname.empty() || soname.find('/') != std::string::npos) return "";
+  if (void* h = ::dlopen(soname.c_str(), RTLD_LAZY | RTLD_LOCAL | RTLD_NOLOAD)) {
+    std::string path;
+    link_map* lm = nullptr;
+    if (::dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != nullptr && lm->l_name != nullptr) path = lm->l_name;
+    ::dlclose(h);
+    if (!path.empty()) return path;
   }
-  std::string path;
-  link_map* lm = nullptr;
-  if (::dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm != nullptr && lm->l_name != nullptr) path = lm->l_name;
-  ::dlclose(h);
-  return path;
+  (void)::dlerror();
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("LD_LIBRARY_PATH")) {
+    std::string list = env;
+    for (std::size_t a = 0, b; a <= list.size(); a = b + 1) {
+      b = list.find(':', a);
+      if (b == std::string::npos) b = list.size();
+      if (b > a) dirs.push_back(list.substr(a, b - a));
+    }
+  }
+  for (const char* d : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+                        "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
+                        "/usr/local/cuda/lib64", "/usr/local/cuda/compat", "/usr/lib/wsl/lib"}) {
+    dirs.emplace_back(d);
+  }
+  for (const std::string& d : dirs) {
+    struct stat st {};
+    const std::string path = d + "/" + soname;
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return path;
+  }
+  return "";
 }
 
 void check_needed(const ElfInfo& elf, LibraryReport& r) {
