@@ -44,8 +44,8 @@
 // the graph until it is destroyed (LRU beyond max_graphs_per_method, or with
 // the Module). When a method cannot be captured (CPU module, a host copy or
 // synchronization inside the model, a capture error), graphs are switched off
-// for it, calls take the plain path and graph_status() says why; a message
-// also goes to stderr unless AOTI_CUDA_QUIET is set.
+// for it, calls take the plain path and graph_status() says why; a warning
+// also goes to the SDK's log (log.hpp).
 //
 // Errors: every failure throws aoti_cuda::Error; the code of each case is
 // listed at the function.
@@ -134,6 +134,25 @@ enum class GraphUse {
   kOn,        ///< this call uses graphs even if the load did not ask for them
 };
 
+/// Time of one part of an execute() call (RunOptions::profile).
+struct StepProfile {
+  /// "stage inputs: delegate 0", "run: delegate 0", "outputs of delegate 0",
+  /// "h2d copy", "d2h copy", "move", "collect outputs".
+  std::string what;
+  double host_ms = 0;  ///< wall time the calling thread spent in it
+  /// Time between CUDA events recorded on the run stream before and after it
+  /// (what the GPU spent on work queued there, including waits); -1 on a CPU
+  /// Module.
+  double gpu_ms = -1;
+};
+
+/// Per-call profile: the steps in execution order.
+struct RunProfile {
+  std::vector<StepProfile> steps;
+  double host_ms = 0;  ///< the whole call, wall time
+  double gpu_ms = -1;  ///< from the first step's start event to the last step's end event (-1 on CPU)
+};
+
 /// Options of one execute()/forward() call.
 struct RunOptions {
   /// cudaStream_t to run on. nullptr: the Module's own stream (one per
@@ -148,6 +167,11 @@ struct RunOptions {
   OutputLocation outputs = OutputLocation::kSameAsInputs;
   /// CUDA graphs for this call (see "CUDA graphs" at Module).
   GraphUse use_graph = GraphUse::kAsLoaded;
+  /// When set, the call fills it with the time of each step (CUDA events on
+  /// the run stream plus host wall time). Profiling makes the call wait for
+  /// the GPU before it returns, even on a caller stream. Leave null for runs
+  /// you measure from outside: the events cost a few microseconds per step.
+  RunProfile* profile = nullptr;
 };
 
 /// How CUDA graphs fare for one method (Module::graph_status).
@@ -161,12 +185,29 @@ struct GraphStatus {
   std::size_t evictions = 0; ///< graphs destroyed to respect LoadOptions::max_graphs_per_method
 };
 
+/// A dimension of an input that may vary at run time, up to `max`.
+struct DynamicDim {
+  std::size_t dim = 0;  ///< index into the input's sizes
+  int64_t max = 0;      ///< upper bound (TensorSpec::sizes[dim])
+};
+
 /// Public description of a loaded method's signature.
 struct MethodMeta {
   std::string name;
   std::vector<TensorSpec> inputs;   ///< in call order; `dynamic` marks tensors whose sizes are upper bounds
   std::vector<TensorSpec> outputs;  ///< in return order
   std::size_t num_delegates = 0;    ///< CudaBackend delegates (model libraries) the method runs
+  /// Names the model library gives the inputs / outputs (the exported
+  /// program's argument names, from AOTInductorModelContainerGetInputName /
+  /// GetOutputName), parallel to inputs / outputs; "" where unavailable (a
+  /// value that reaches no delegate directly, or a library without names).
+  std::vector<std::string> input_names, output_names;
+  /// Parallel to inputs: the dimensions that may vary, with their bounds.
+  /// Empty for a static input. For a dynamic input the model library's own
+  /// input check says which dimensions vary; when it says nothing, every
+  /// dimension of the dynamic input is listed (the program itself only marks
+  /// the whole tensor as bounded).
+  std::vector<std::vector<DynamicDim>> dynamic_dims;
 };
 
 /// Wall-clock time spent in each phase of the load, in milliseconds, summed
@@ -208,6 +249,9 @@ class AOTI_CUDA_API Module {
 
   /// Names of the loaded methods (program order, or the order of LoadOptions::methods).
   std::vector<std::string> method_names() const;
+  /// The method to run when none is named: "forward" when loaded, else the
+  /// first of method_names(). What `aoti_cuda run` and forward()-less callers use.
+  std::string default_method() const;
   /// Signature of a loaded method. Throws Error(kNotFound) listing the loaded
   /// names (and saying so when the program has the method but did not load it).
   MethodMeta method_meta(std::string_view method) const;

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
 #include "common/env.hpp"
 #include "shim/handle_capture.hpp"
@@ -83,9 +84,9 @@ bool ConstantSharing::try_adopt_all(Delegate& d, std::uint64_t weights_bytes) {
     const auto it = held_.find(e.fqn);
     if (e.fqn.empty() || it == held_.end() || it->second.dtype != e.dtype || it->second.data_size != e.data_size) {
       if (env_flag("AOTI_CUDA_TRACE_SHARING")) {
-        std::fprintf(stderr, "[aoti_cuda] %s: uploads its own weights: constant '%s' (fqn '%s', dtype %d, %zu bytes) %s\n",
-                     d.label.c_str(), e.name.c_str(), e.fqn.c_str(), e.dtype, e.data_size,
-                     it == held_.end() ? "is not held by an earlier method" : "differs from the held copy");
+        log(LogLevel::kDebug, d.label + ": uploads its own weights: constant '" + e.name + "' (fqn '" + e.fqn +
+                                  "', dtype " + std::to_string(e.dtype) + ", " + std::to_string(e.data_size) + " bytes) " +
+                                  (it == held_.end() ? "is not held by an earlier method" : "differs from the held copy"));
       }
       return false;
     }

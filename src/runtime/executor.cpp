@@ -10,6 +10,7 @@
 #include "runtime/driver_modules.hpp"
 #include "runtime/graph_cache.hpp"
 #include "runtime/outputs.hpp"
+#include "runtime/profiler.hpp"
 #include "runtime/run_state.hpp"
 #include "runtime/tensor_util.hpp"
 #include "shim/allocator.hpp"
@@ -208,7 +209,13 @@ void run_delegate(RunState& run, const PlanStep& step) {
   Delegate& d = *run.method.delegates[static_cast<std::size_t>(step.delegate)];
   // This call's arguments (a delegate may be called more than once).
   const std::vector<int32_t>& args = step.args.empty() ? d.spec->args : step.args;
-  make_inputs(run, d, args);
+  const bool profiling = run.profiler != nullptr && run.profiler->enabled();
+  const std::string which =  // step names only when profiling: no string work on the normal path
+      profiling ? std::to_string(step.delegate) + " (" + run.method.spec->name + ")" : std::string();
+  {
+    Profiler::Scope p(run.profiler, "stage inputs: delegate ", which);
+    make_inputs(run, d, args);
+  }
   std::vector<AtenTensorHandle>& ins = run.slot.ins;
   std::vector<AtenTensorHandle>& outs = run.slot.outs;
   outs.assign(d.n_out, nullptr);
@@ -216,6 +223,7 @@ void run_delegate(RunState& run, const PlanStep& step) {
   const auto& api = d.library->api();
   int32_t rc = 0;
   {
+    Profiler::Scope p(run.profiler, "run: delegate ", which);
     runtime::TrackModulesScope track(&d.kernel_modules);  // kernels load on their first launch
     rc = api.run(d.container, ins.data(), ins.size(), outs.data(), outs.size(), run.stream, nullptr);
   }
@@ -232,6 +240,7 @@ void run_delegate(RunState& run, const PlanStep& step) {
     throw Error(ErrorCode::kModel, d.label + ": AOTInductorModelContainerRun failed: " + detail + run_failure_hint(run.target, d));
   }
   std::fill(ins.begin(), ins.end(), nullptr);  // success: every input was stolen
+  Profiler::Scope p(run.profiler, "outputs of delegate ", which);
   take_outputs(run, d, args);
 }
 
@@ -325,9 +334,11 @@ void run_plan(RunState& run) {
         run.values[static_cast<std::size_t>(step.args[1])] = run.values[static_cast<std::size_t>(step.args[0])];
         break;
       case PlanStep::Kind::kHostToDevice:
-      case PlanStep::Kind::kDeviceToHost:
+      case PlanStep::Kind::kDeviceToHost: {
+        Profiler::Scope p(run.profiler, step.kind == PlanStep::Kind::kHostToDevice ? "h2d copy" : "d2h copy");
         run_copy(run, step);
         break;
+      }
     }
   }
 }
@@ -361,11 +372,21 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
     want_device = ro.outputs == OutputLocation::kDevice ||
                   (ro.outputs == OutputLocation::kSameAsInputs && !inputs.empty() && inputs[0].device().is_cuda());
   }
+  Profiler profiler(ro.profile, run.stream, cuda);
+  run.profiler = &profiler;
   const bool graphs = graphs_wanted(m, target, ro);
   std::vector<Tensor> result;
-  if (graphs && run_with_graph(run, inputs, want_device, bound, result)) {
-    if (own_stream) finish_on_own_stream(run);
-    return result;
+  if (graphs) {
+    bool replayed = false;
+    {
+      Profiler::Scope p(&profiler, "graph: inputs, replay, outputs");
+      replayed = run_with_graph(run, inputs, want_device, bound, result);
+    }
+    if (replayed) {
+      profiler.finish();
+      if (own_stream) finish_on_own_stream(run);
+      return result;
+    }
   }
   if (cuda) {
     // Pinned staging for every host input, budgeted up front (256-byte aligned pieces).
@@ -380,9 +401,13 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
     run.values[static_cast<std::size_t>(ms.inputs[i].value_index)].tensor = inputs[i];
   }
   run_plan(run);
-  const ProducedOutputs produced{&run.values, &ms.outputs};
-  if (bound != nullptr) write_bound_outputs(run, produced, *bound);
-  else result = deliver_outputs(run, produced, want_device, /*copy_device=*/false);
+  {
+    Profiler::Scope p(&profiler, "collect outputs");
+    const ProducedOutputs produced{&run.values, &ms.outputs};
+    if (bound != nullptr) write_bound_outputs(run, produced, *bound);
+    else result = deliver_outputs(run, produced, want_device, /*copy_device=*/false);
+  }
+  profiler.finish();
   if (cuda && own_stream) finish_on_own_stream(run);
   if (graphs) note_plain_run(run, inputs);
   return result;

@@ -2,9 +2,8 @@
 #include "runtime/graph_cache.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
+#include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
 #include "runtime/capture_hooks.hpp"
 #include "runtime/outputs.hpp"
@@ -110,11 +109,6 @@ void replay(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs) {
   check_cuda(cudaGraphLaunch(e.exec, stream), "cudaGraphLaunch");
 }
 
-bool quiet() {
-  const char* q = std::getenv("AOTI_CUDA_QUIET");
-  return q != nullptr && *q != '\0' && std::string(q) != "0";
-}
-
 }  // namespace
 
 void MethodGraphs::disable(const std::string& method, const std::string& why) {
@@ -127,8 +121,8 @@ void MethodGraphs::disable(const std::string& method, const std::string& why) {
     }
   }
   available.store(false, std::memory_order_relaxed);
-  if (first && requested && !quiet()) {
-    std::fprintf(stderr, "[aoti_cuda] CUDA graphs off for method '%s': %s\n", method.c_str(), why.c_str());
+  if (first && requested) {
+    aoti_cuda::log(LogLevel::kWarning, "CUDA graphs off for method '" + method + "': " + why);
   }
 }
 

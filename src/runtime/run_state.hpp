@@ -10,6 +10,8 @@
 
 namespace aoti_cuda::runtime {
 
+class Profiler;  // runtime/profiler.hpp
+
 /// Everything one call of a method works with, passed to each plan step.
 struct RunState {
   RunState(Method& m, const TargetDevice& t, Slot& s) : method(m), target(t), slot(s), values(s.values) {}
@@ -18,6 +20,7 @@ struct RunState {
   const TargetDevice& target;
   Slot& slot;
   void* stream = nullptr;            ///< the run stream (nullptr on CPU modules)
+  Profiler* profiler = nullptr;  ///< RunOptions::profile's recorder (null or disabled when not asked for)
   std::vector<Value>& values;        ///< the method's value table (the slot's scratch)
   std::size_t staging_offset = 0;    ///< next free byte of slot.pinned for host inputs
   bool staged = false;               ///< copies out of slot.pinned were queued on `stream`
