@@ -17,7 +17,7 @@ struct BenchArgs {
   std::string model, method;
   std::vector<std::string> data;
   int runs = 100, warmup = 10, loads = 3, device = 0;
-  bool json = false, profile = false;
+  bool json = false, profile = false, graphs = false, bound_outputs = false;
 };
 
 void print_text(const std::string& model, const aoti_cuda_bench::LoadStats& ls, const aoti_cuda_bench::MethodStats& ms,
@@ -31,9 +31,13 @@ void print_text(const std::string& model, const aoti_cuda_bench::LoadStats& ls, 
                 ls.median_ms, ls.median.parse_ms, ls.median.library_ms, ls.median.container_ms, ls.median.weights_ms);
   }
   std::printf("  first call (kernel load + first run): %.3f ms\n", ms.first_call_ms);
-  const std::pair<const char*, const aoti_cuda_bench::Percentiles*> modes[] = {{"host I/O", &ms.host_io},
-                                                                               {"device I/O", &ms.device_io}};
+  const std::pair<const char*, const aoti_cuda_bench::Percentiles*> modes[] = {
+      {"host I/O", &ms.host_io},
+      {"device I/O", &ms.device_io},
+      {"bound host", ms.bound ? &ms.bound_host_io : nullptr},
+      {"bound dev", ms.bound ? &ms.bound_device_io : nullptr}};
   for (const auto& [name, p] : modes) {
+    if (p == nullptr) continue;
     std::printf("  %-10s latency over %zu runs: p50 %.4f ms  p90 %.4f ms  p99 %.4f ms  min %.4f ms\n", name, p->count,
                 p->p50, p->p90, p->p99, p->min);
   }
@@ -64,11 +68,14 @@ int run_bench(const BenchArgs& a) {
   // The first load pays one-time process costs (CUDA context, driver caches);
   // the engine reports it apart from the median of the others.
   const aoti_cuda_bench::LoadStats ls = aoti_cuda_bench::measure_loads(a.model, load, a.loads);
+  load.cuda_graphs = a.graphs;
   aoti_cuda::Module module(a.model, load);
   aoti_cuda_bench::RunConfig rc;
   rc.runs = a.runs;
   rc.warmup = a.warmup;
+  rc.bound_outputs = a.bound_outputs;
   const aoti_cuda_bench::MethodStats ms = aoti_cuda_bench::measure_method(module, method, rc);
+  const aoti_cuda::GraphStatus gs = module.graph_status(method);
   std::vector<aoti_cuda_bench::StepStats> host_steps, dev_steps;
   if (a.profile) {
     host_steps = aoti_cuda_bench::profile_method(module, method, rc, false);
@@ -78,6 +85,10 @@ int run_bench(const BenchArgs& a) {
   const std::size_t used = aoti_cuda_bench::device_bytes_used();
   if (!a.json) {
     print_text(a.model, ls, ms, mem, used);
+    if (a.graphs) {
+      std::printf("  CUDA graphs: %s (%zu captured, %zu replays)\n",
+                  gs.available ? "on" : ("off: " + gs.reason).c_str(), gs.captures, gs.replays);
+    }
     if (a.profile) {
       print_profile("host I/O", host_steps, a.runs);
       print_profile("device I/O", dev_steps, a.runs);
@@ -87,6 +98,8 @@ int run_bench(const BenchArgs& a) {
   nlohmann::json doc = {{"program", a.model},
                         {"load", aoti_cuda_bench::to_json(ls)},
                         {"latency", aoti_cuda_bench::to_json(ms)},
+                        {"graphs", {{"requested", gs.requested}, {"available", gs.available}, {"reason", gs.reason},
+                                    {"captures", gs.captures}, {"replays", gs.replays}}},
                         {"memory", {{"shim_in_use_bytes", mem.bytes_in_use},
                                     {"shim_peak_bytes", mem.peak_bytes_in_use},
                                     {"shim_pool_reserved_bytes", mem.pool_reserved_bytes},
@@ -114,6 +127,10 @@ Runner add_bench(CLI::App& app) {
   add_device_option(*cmd, a->device);
   cmd->add_flag("--profile", a->profile,
                 "also time each step of a call (staging, each delegate, its outputs, copies) with CUDA events");
+  cmd->add_flag("--graphs", a->graphs,
+                "load with LoadOptions::cuda_graphs: calls replay a captured CUDA graph (see graph_status in the output)");
+  cmd->add_flag("--bound-outputs", a->bound_outputs,
+                "also time execute_into() with preallocated outputs (pinned host and device)");
   add_json_flag(*cmd, a->json);
   return [a] { return run_bench(*a); };
 }

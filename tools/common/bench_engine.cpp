@@ -99,6 +99,27 @@ MethodStats measure_method(aoti_cuda::Module& module, const std::string& method,
   };
   s.host_io = timed(host_in, host_io);
   s.device_io = timed(dev_in, dev_io);
+  if (config.bound_outputs) {
+    std::vector<aoti_cuda::Tensor> host_out, dev_out;
+    for (const aoti_cuda::Tensor& t : module.execute(method, dev_in, dev_io)) {
+      host_out.push_back(aoti_cuda::Tensor::empty(t.shape(), t.dtype(), aoti_cuda::Device::cpu(), /*pinned=*/true));
+      dev_out.push_back(aoti_cuda::Tensor::empty(t.shape(), t.dtype(), t.device()));
+    }
+    auto timed_into = [&](const std::vector<aoti_cuda::Tensor>& in, const std::vector<aoti_cuda::Tensor>& out) {
+      for (int k = 0; k < config.warmup; ++k) module.execute_into(method, in, out);
+      std::vector<double> lat;
+      lat.reserve(static_cast<std::size_t>(config.runs));
+      for (int k = 0; k < config.runs; ++k) {
+        const auto t0 = Clock::now();
+        module.execute_into(method, in, out);
+        lat.push_back(ms_since(t0));
+      }
+      return summarize(std::move(lat));
+    };
+    s.bound = true;
+    s.bound_host_io = timed_into(host_in, host_out);
+    s.bound_device_io = timed_into(dev_in, dev_out);
+  }
   return s;
 }
 
@@ -151,8 +172,13 @@ nlohmann::json to_json(const LoadStats& s) {
 }
 
 nlohmann::json to_json(const MethodStats& s) {
-  return {{"method", s.method}, {"first_call_ms", s.first_call_ms}, {"host_io", to_json(s.host_io)},
-          {"device_io", to_json(s.device_io)}};
+  nlohmann::json j = {{"method", s.method}, {"first_call_ms", s.first_call_ms}, {"host_io", to_json(s.host_io)},
+                      {"device_io", to_json(s.device_io)}};
+  if (s.bound) {
+    j["bound_host_io"] = to_json(s.bound_host_io);
+    j["bound_device_io"] = to_json(s.bound_device_io);
+  }
+  return j;
 }
 
 nlohmann::json to_json(const std::vector<StepStats>& steps) {

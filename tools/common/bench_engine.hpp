@@ -42,6 +42,7 @@ struct RunConfig {
   int warmup = 10;  ///< untimed calls per mode
   int runs = 100;   ///< timed calls per mode
   std::uint32_t seed = 99;  ///< random inputs: seed + input index
+  bool bound_outputs = false;  ///< also time execute_into() with preallocated outputs (pinned host / device)
 };
 
 /// Latency of one method with random inputs, host I/O and device I/O.
@@ -50,6 +51,9 @@ struct MethodStats {
   double first_call_ms = 0;  ///< first execute() (kernel module load + first run), host I/O
   Percentiles host_io;       ///< inputs and outputs in host memory
   Percentiles device_io;     ///< inputs and outputs stay on the GPU
+  bool bound = false;        ///< RunConfig::bound_outputs: the two below are filled
+  Percentiles bound_host_io;    ///< execute_into() host inputs, pinned host outputs
+  Percentiles bound_device_io;  ///< execute_into() device inputs and outputs
 };
 /// Measures `method` of a loaded module: one first call, then per mode
 /// `warmup` untimed and `runs` timed calls (each waits for completion).
