@@ -67,19 +67,23 @@ class Downloads {
   std::size_t n_ = 0;
 };
 
-// A new model-owned contiguous device tensor with t's shape and dtype, filled
-// from t on the run stream (the shim allocates it on the current stream).
+// A new model-owned device tensor with t's shape, strides and dtype, filled
+// from t on the run stream by one copy of the memory span t covers (graph
+// outputs may be strided views; the copy keeps their layout). The shim
+// allocates it on the current stream.
 Value fresh_device_copy(RunState& run, const Tensor& t, std::size_t index) {
-  const std::vector<int64_t> strides = contiguous_strides(t.shape());
   AtenTensorHandle h = nullptr;
-  if (aoti_torch_empty_strided(t.dim(), t.shape().data(), strides.data(), static_cast<int32_t>(t.dtype()),
+  if (aoti_torch_empty_strided(t.dim(), t.shape().data(), t.strides().data(), static_cast<int32_t>(t.dtype()),
                                aoti_torch_device_type_cuda(), run.device().index, &h) != AOTI_TORCH_SUCCESS) {
     throw Error(ErrorCode::kOutOfMemory, output_name(*run.method.spec, index) + ": allocating the result failed: " +
                                              aoti_cuda_shim_last_error());
   }
   Value v = wrap_output(h, "method '" + run.method.spec->name + "'", index);
-  if (t.nbytes() > 0) {
-    check_cuda(cudaMemcpyAsync(v.tensor.data(), t.data(), t.nbytes(), cudaMemcpyDeviceToDevice,
+  if (t.numel() > 0) {
+    int64_t last = 0;  // offset of the last element, in elements (strides of model outputs are >= 0)
+    for (std::size_t d = 0; d < t.shape().size(); ++d) last += (t.shape()[d] - 1) * t.strides()[d];
+    const std::size_t span = static_cast<std::size_t>(last + 1) * element_size(t.dtype());
+    check_cuda(cudaMemcpyAsync(v.tensor.data(), t.data(), span, cudaMemcpyDeviceToDevice,
                                static_cast<cudaStream_t>(run.stream)),
                "cudaMemcpyAsync (graph output)");
   }
