@@ -118,9 +118,12 @@ int cmd_run(int argc, char** argv) {
   const aoti_cuda::LoadTimings lt = module.load_timings();
   std::printf("%s: method '%s' ran; load %.1f ms (parse %.1f, device init %.1f, library %.1f, container %.1f, weights %.1f)\n",
               model.c_str(), method.c_str(), lt.total_ms, lt.parse_ms, lt.device_init_ms, lt.library_ms, lt.container_ms, lt.weights_ms);
-  if (module.shared_constants() > 0) {
-    std::printf("  %zu constant(s) shared across methods (LoadOptions::share_constants_across_methods)\n",
-                module.shared_constants());
+  const aoti_cuda::LoadStats ls = module.load_stats();
+  std::printf("  weights: %zu bytes uploaded in %.1f ms (%.2f GB/s, %zu page-locked)%s%s\n", ls.weight_bytes, ls.upload_ms,
+              ls.upload_gb_per_s, ls.page_locked_bytes, ls.upload_note.empty() ? "" : "; ", ls.upload_note.c_str());
+  if (ls.deduplicated_constants + ls.shared_state_constants > 0) {
+    std::printf("  %zu identical constant(s) deduplicated (%zu blob bytes not uploaded), %zu buffer(s) shared\n",
+                ls.deduplicated_constants, ls.deduplicated_bytes, ls.shared_state_constants);
   }
   for (size_t i = 0; i < outs.size(); ++i) print_summary(i, outs[i]);
 

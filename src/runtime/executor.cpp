@@ -7,6 +7,7 @@
 
 #include "common/cuda.hpp"
 #include "runtime/driver_modules.hpp"
+#include "runtime/state.hpp"
 #include "runtime/tensor_util.hpp"
 #include "shim/allocator.hpp"
 
@@ -364,6 +365,9 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
     }
     if (staging_bytes > 0) (void)run.slot.staging(staging_bytes);
   }
+  // Mutable state: the selected session's copy in place, this call ordered
+  // after the previous stateful one (runtime/state.hpp). Held until return.
+  const StateManager::Lease state_lease = StateManager::enter(m, ro.session, run.stream);
   run.values.resize(ms.values.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     run.values[static_cast<std::size_t>(ms.inputs[i].value_index)].tensor = inputs[i];
