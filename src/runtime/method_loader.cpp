@@ -93,9 +93,7 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
     progress_("weights", pending[i].second->name, i + 1, pending.size());
   }
   // Comparisons may have touched blobs installed earlier again.
-  for (const auto& p : pending) {
-    if (is_read_only_file_mapping(p.first->spec->weights)) release_pages(p.first->spec->weights);
-  }
+  for (const auto& p : pending) release_blob_pages(p.first->spec->weights);
   stats_.deduplicated_bytes = sharing.deduplicated_bytes();
   stats_.deduplicated_constants = sharing.deduplicated_constants();
   stats_.shared_state_constants = sharing.shared_state_constants();
@@ -215,7 +213,7 @@ void MethodLoader::install_weights(Delegate& d, ConstantSharing& sharing) {
                    d.label.c_str(), blob.size);
     }
     // The device holds the bytes now: the process need not (RSS).
-    if (is_read_only_file_mapping(blob)) release_pages(blob);
+    release_blob_pages(blob);
   } else {
     sharing.after_upload(d);  // no blob: nothing to install, but its state is still known
   }

@@ -141,9 +141,7 @@ void StateManager::prepare() {
     }
     if (cuda) check_cuda(cudaStreamSynchronize(aux_stream()), "copying the initial state");
   }
-  for (const Entry& x : entries_) {
-    if (is_read_only_file_mapping(x.initial)) release_pages(x.initial);
-  }
+  for (const Entry& x : entries_) release_blob_pages(x.initial);
   if (cuda) {
     check_cuda(cudaMalloc(&default_.storage, std::max<std::size_t>(total_, 1)), "cudaMalloc (default state storage)");
   } else {

@@ -103,6 +103,11 @@ void release_pages(ByteView bytes) noexcept {
   (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
+void release_blob_pages(ByteView bytes) {
+  constexpr std::size_t kReleaseFrom = std::size_t{1} << 20;
+  if (bytes.size >= kReleaseFrom && is_read_only_file_mapping(bytes)) release_pages(bytes);
+}
+
 PageLock::PageLock(ByteView bytes, int device) : device_(device) {
   if (bytes.size == 0 || device < 0) return;
   const std::uintptr_t p = page_size();

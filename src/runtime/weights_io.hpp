@@ -33,9 +33,13 @@ bool is_read_only_file_mapping(ByteView bytes);
 /// Asks the kernel to read the range ahead (MADV_WILLNEED); best effort.
 void prefetch_pages(ByteView bytes) noexcept;
 
-/// Drops the process's pages of `bytes` when is_read_only_file_mapping (the
-/// caller checked); whole pages inside the mapping only. Best effort.
+/// Drops the process's pages of `bytes` (whole pages inside the range only);
+/// only for ranges is_read_only_file_mapping accepts. Best effort.
 void release_pages(ByteView bytes) noexcept;
+
+/// release_pages(bytes) when the range is 1 MiB or more (smaller ones are not
+/// worth reading /proc/self/maps for) and is_read_only_file_mapping.
+void release_blob_pages(ByteView bytes);
 
 /// Page-locks `bytes` in place for the lifetime of the object
 /// (cudaHostRegister with cudaHostRegisterReadOnly, then without the flag);
