@@ -3,8 +3,10 @@
 // default, explicit state sharing and its errors, sessions.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aoti_cuda/module.hpp"
@@ -272,4 +274,27 @@ TEST_CASE("state(fake): sessions are isolated, reset to the initial bytes, and r
   CHECK(e.code() == ErrorCode::kInvalidArgument);
   CHECK(std::string(e.what()).find("another Module") != std::string::npos);
   CHECK(expect_error([&] { (void)s1.state_bytes(); }).code() == ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE("state(fake): concurrent calls with different sessions are serialized and stay isolated") {
+  PteBuilder b;
+  add_kv(b, "write", iota16(0));
+  const BuiltProgram built = b.build();
+  LoadOptions o;
+  o.num_models = 2;  // two calls could run at once if the state did not serialize them
+  Module m = load(built, o);
+  Session sessions[2] = {m.create_session(), m.create_session()};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        const float x = static_cast<float>(1000 * (t + 1) + i);
+        // Each thread owns row t of its session's cache; the other rows keep their initial bytes.
+        if (write_row(m, "write", t, x, &sessions[t]) != sums(iota16(0), {{t, x}})) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(wrong == 0);
 }
