@@ -136,6 +136,25 @@ enum class OutputLocation {
 // A Module loaded on Device::cpu() returns outputs where the model produced
 // them, whatever OutputLocation says.
 
+/// Time of one part of an execute() call (RunOptions::profile).
+struct StepProfile {
+  /// "stage inputs: delegate 0", "run: delegate 0", "outputs of delegate 0",
+  /// "h2d copy", "d2h copy", "move", "collect outputs".
+  std::string what;
+  double host_ms = 0;  ///< wall time the calling thread spent in it
+  /// Time between CUDA events recorded on the run stream before and after it
+  /// (what the GPU spent on work queued there, including waits); -1 on a CPU
+  /// Module.
+  double gpu_ms = -1;
+};
+
+/// Per-call profile: the steps in execution order.
+struct RunProfile {
+  std::vector<StepProfile> steps;
+  double host_ms = 0;  ///< the whole call, wall time
+  double gpu_ms = -1;  ///< from the first step's start event to the last step's end event (-1 on CPU)
+};
+
 /// Options of one execute()/forward() call.
 struct RunOptions {
   /// cudaStream_t to run on. nullptr: the Module's own stream (one per
@@ -152,6 +171,17 @@ struct RunOptions {
   /// or nullptr for the Module's own (default) state. Ignored by methods
   /// without state. A Session of another Module is kInvalidArgument.
   Session* session = nullptr;
+  /// When set, the call fills it with the time of each step (CUDA events on
+  /// the run stream plus host wall time). Profiling makes the call wait for
+  /// the GPU before it returns, even on a caller stream. Leave null for runs
+  /// you measure from outside: the events cost a few microseconds per step.
+  RunProfile* profile = nullptr;
+};
+
+/// A dimension of an input that may vary at run time, up to `max`.
+struct DynamicDim {
+  std::size_t dim = 0;  ///< index into the input's sizes
+  int64_t max = 0;      ///< upper bound (TensorSpec::sizes[dim])
 };
 
 /// Public description of a loaded method's signature.
@@ -160,6 +190,17 @@ struct MethodMeta {
   std::vector<TensorSpec> inputs;   ///< in call order; `dynamic` marks tensors whose sizes are upper bounds
   std::vector<TensorSpec> outputs;  ///< in return order
   std::size_t num_delegates = 0;    ///< CudaBackend delegates (model libraries) the method runs
+  /// Names the model library gives the inputs / outputs (the exported
+  /// program's argument names, from AOTInductorModelContainerGetInputName /
+  /// GetOutputName), parallel to inputs / outputs; "" where unavailable (a
+  /// value that reaches no delegate directly, or a library without names).
+  std::vector<std::string> input_names, output_names;
+  /// Parallel to inputs: the dimensions that may vary, with their bounds.
+  /// Empty for a static input. For a dynamic input the model library's own
+  /// input check says which dimensions vary; when it says nothing, every
+  /// dimension of the dynamic input is listed (the program itself only marks
+  /// the whole tensor as bounded).
+  std::vector<std::vector<DynamicDim>> dynamic_dims;
 };
 
 /// Wall-clock time spent in each phase of the load, in milliseconds, summed
@@ -251,6 +292,9 @@ class AOTI_CUDA_API Module {
 
   /// Names of the loaded methods (program order, or the order of LoadOptions::methods).
   std::vector<std::string> method_names() const;
+  /// The method to run when none is named: "forward" when loaded, else the
+  /// first of method_names(). What `aoti_cuda run` and forward()-less callers use.
+  std::string default_method() const;
   /// Signature of a loaded method. Throws Error(kNotFound) listing the loaded
   /// names (and saying so when the program has the method but did not load it).
   MethodMeta method_meta(std::string_view method) const;

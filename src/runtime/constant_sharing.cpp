@@ -3,8 +3,7 @@
 #include "runtime/constant_sharing.hpp"
 
 #include <algorithm>
-#include <cstdio>
-
+#include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
 #include "common/env.hpp"
 #include "common/text.hpp"
@@ -101,7 +100,7 @@ ByteView blob_range(const Delegate& d, const ConstantEntry& e) {
 }
 
 void trace(const Delegate& d, const std::string& why) {
-  if (env_flag("AOTI_CUDA_TRACE_SHARING")) std::fprintf(stderr, "[aoti_cuda] %s: %s\n", d.label.c_str(), why.c_str());
+  if (env_flag("AOTI_CUDA_TRACE_SHARING")) log(LogLevel::kDebug, d.label + ": " + why);
 }
 
 const char* type_name(ConstantType t) {

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "aoti_cuda/error.hpp"
+#include "aoti_cuda/library_check.hpp"
 #include "common/env.hpp"
 #include "common/text.hpp"
 #include "format/elf.hpp"
@@ -232,6 +233,12 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                       " symbol(s) this process does not provide: " + names +
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
                                       " in the global symbol scope)");
+  }
+  // The C/C++ runtime versions it was linked against (GLIBC_2.38, ...): dlopen
+  // would name only the first missing one, and less plainly.
+  const LibraryCheck versions = check_symbol_versions(so);
+  if (versions.status == CheckStatus::kFail) {
+    throw Error(ErrorCode::kLoad, "the model library of " + label + " cannot be loaded on this machine: " + versions.detail);
   }
   lib->kernels_ = inspect_cuda_kernels(so);
   // 4. Load from an anonymous file.

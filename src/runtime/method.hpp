@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "aoti_cuda/module.hpp"
 #include "aoti_cuda/program.hpp"
 #include "aoti_cuda/shim.h"
 #include "aoti_cuda/tensor.hpp"
@@ -155,5 +156,9 @@ std::shared_ptr<void> own_handle(AtenTensorHandle h);
 
 /// "tensor", "int", ... for messages.
 const char* kind_name(ValueKind k);
+
+/// Fills meta's input/output names and dynamic dimensions from the method's
+/// delegates (method_io.cpp). `meta.inputs` / `outputs` must be filled.
+void describe_io(const Method& m, MethodMeta& meta);
 
 }  // namespace aoti_cuda::runtime

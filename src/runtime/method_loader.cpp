@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
 #include "common/text.hpp"
 #include "runtime/weights_io.hpp"
@@ -209,8 +210,8 @@ void MethodLoader::install_weights(Delegate& d, ConstantSharing& sharing) {
       upload_weights(d);
       sharing.after_upload(d);
     } else if (trace_weights()) {
-      std::fprintf(stderr, "[aoti_cuda] %s: %zu weight bytes not uploaded (every constant has an identical or shared copy)\n",
-                   d.label.c_str(), blob.size);
+      log(LogLevel::kDebug, d.label + ": " + std::to_string(blob.size) +
+                                " weight bytes not uploaded (every constant has an identical or shared copy)");
     }
     // The device holds the bytes now: the process need not (RSS).
     release_blob_pages(blob);
@@ -279,9 +280,11 @@ void MethodLoader::upload_weights(Delegate& d) {
   stats_.page_locked_bytes += locked ? ds.weights.size : 0;
   stats_.upload_ms += ms;
   if (trace_weights()) {
-    std::fprintf(stderr, "[aoti_cuda] %s: %zu weight bytes uploaded in %.2f ms (%.2f GB/s) from %s memory%s%s%s\n",
-                 d.label.c_str(), ds.weights.size, ms, static_cast<double>(ds.weights.size) / (ms * 1e6),
-                 locked ? "page-locked" : "pageable", why.empty() ? "" : " (", why.c_str(), why.empty() ? "" : ")");
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.2f ms (%.2f GB/s)", ms, static_cast<double>(ds.weights.size) / (ms * 1e6));
+    log(LogLevel::kDebug, d.label + ": " + std::to_string(ds.weights.size) + " weight bytes uploaded in " + rate +
+                              " from " + (locked ? "page-locked" : "pageable") + " memory" +
+                              (why.empty() ? std::string() : " (" + why + ")"));
   }
 }
 

@@ -112,6 +112,15 @@ std::vector<std::string> Module::method_names() const {
   return names;
 }
 
+std::string Module::default_method() const {
+  const auto& methods = checked(impl_).methods;
+  for (const auto& m : methods) {
+    if (m->spec->name == "forward") return "forward";
+  }
+  if (methods.empty()) throw Error(ErrorCode::kNotFound, "the Module has no loaded method");
+  return methods.front()->spec->name;
+}
+
 MethodMeta Module::method_meta(std::string_view method) const {
   const Method& m = checked(impl_).find(method);
   MethodMeta meta;
@@ -119,6 +128,7 @@ MethodMeta Module::method_meta(std::string_view method) const {
   for (const ValueSpec& v : m.spec->inputs) meta.inputs.push_back(v.tensor);
   for (const ValueSpec& v : m.spec->outputs) meta.outputs.push_back(v.tensor);
   meta.num_delegates = m.delegates.size();
+  runtime::describe_io(m, meta);
   return meta;
 }
 

@@ -11,8 +11,8 @@
 // page-cache pages (the bytes are re-read from the file if touched again).
 // Caller memory is never released.
 //
-// AOTI_CUDA_TRACE_WEIGHTS=1 prints, per blob, how it was uploaded and why
-// page-locking was refused.
+// AOTI_CUDA_TRACE_WEIGHTS=1 logs (debug level, aoti_cuda/log.hpp), per blob,
+// how it was uploaded and why page-locking was refused.
 #pragma once
 
 #include <cstddef>

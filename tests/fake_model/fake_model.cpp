@@ -212,6 +212,33 @@ FAKE_API int32_t AOTInductorModelContainerGetNumOutputs(void* container, std::si
   return 0;
 }
 
+// Argument names, as a real library reports those of the exported program.
+#if FAKE_MODEL_KIND == 2
+const char* const kInputNames[] = {"pos", "x"};
+const char* const kOutputNames[] = {"sum"};
+#else
+const char* const kInputNames[] = {"a", "b"};
+const char* const kOutputNames[] = {"y", "y_again"};
+// The messages of AOTInductor's generated input check, which say which
+// dimensions have a range (aoti_facts.cpp reads them): dim 0 of both inputs
+// varies, dim 1 is fixed.
+__attribute__((used)) const char kInputChecks[] =
+    "input_handles[0]: dim value is too large at 0, \0input_handles[0]: unmatched dim value at 1, \0"
+    "input_handles[1]: dim value is too large at 0, \0input_handles[1]: unmatched dim value at 1, ";
+#endif
+
+FAKE_API int32_t AOTInductorModelContainerGetInputName(void* container, std::size_t i, const char** name) {
+  if (container == nullptr || name == nullptr || i >= kNumInputs) return 1;
+  *name = kInputNames[i];
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetOutputName(void* container, std::size_t i, const char** name) {
+  if (container == nullptr || name == nullptr || i >= kNumOutputs) return 1;
+  *name = kOutputNames[i];
+  return 0;
+}
+
 FAKE_API int32_t AOTInductorModelContainerGetConstantsBlobSize(void* container, std::uint64_t* size) {
   if (container == nullptr || size == nullptr) return 1;
   *size = sizeof(float) * kWeightFloats;

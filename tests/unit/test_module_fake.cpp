@@ -156,6 +156,16 @@ TEST_CASE("module(fake): load from files, run, values, dedup of a repeated outpu
     CHECK(meta.outputs.size() == 2);
     CHECK(meta.num_delegates == 1);
     CHECK(m.program().pte_path() == pte);
+    // Names from the library; the dynamic dimension from its input check (dim 1 is fixed).
+    CHECK(meta.input_names == std::vector<std::string>{"a", "b"});
+    CHECK(meta.output_names == std::vector<std::string>{"y", "y_again"});
+    REQUIRE(meta.dynamic_dims.size() == 2);
+    for (const auto& dims : meta.dynamic_dims) {
+      REQUIRE(dims.size() == 1);
+      CHECK(dims[0].dim == 0);
+      CHECK(dims[0].max == 8);
+    }
+    CHECK(m.default_method() == "forward");
 
     Tensor a = host_f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
     Tensor b = host_f32({2, 4}, {1, 1, 1, 1, 0, 0, 0, 0});
@@ -247,6 +257,7 @@ TEST_CASE("module(fake): unknown method lists the loaded names; methods filter")
   o.methods = {"accumulate"};
   Module only(pte, o);
   CHECK(only.method_names() == std::vector<std::string>{"accumulate"});
+  CHECK(only.default_method() == "accumulate");  // no "forward": the first loaded method
   Error e = expect_error([&] { only.forward({}); });
   CHECK(e.code() == ErrorCode::kNotFound);
   CHECK(contains(e.what(), "not loaded"));
@@ -266,6 +277,13 @@ TEST_CASE("module(fake): delegate argument order differs from method input order
       for (int k = 0; k < 4; ++k) s[k] += cache[r * 4 + k];
     return s;
   };
+  // Method inputs (x, pos) reach the delegate as (pos, x): names follow the values.
+  const auto meta = m.method_meta("accumulate");
+  CHECK(meta.input_names == std::vector<std::string>{"x", "pos"});
+  CHECK(meta.output_names == std::vector<std::string>{"sum"});
+  REQUIRE(meta.dynamic_dims.size() == 2);
+  CHECK(meta.dynamic_dims[0].empty());  // static inputs
+  CHECK(meta.dynamic_dims[1].empty());
   std::vector<float> cache = init;
   auto out = m.execute("accumulate", {host_f32({1, 4}, {100, 200, 300, 400}), host_i64({1}, {1})});
   for (int k = 0; k < 4; ++k) cache[4 + k] = 100.0f * (k + 1);
@@ -597,4 +615,29 @@ TEST_CASE("module: the 'partial' fixture (a KernelCall outside the delegate) is 
   CHECK(e.code() == ErrorCode::kUnsupported);
   CHECK(contains(e.what(), "aten::sigmoid.out"));
   CHECK(contains(e.what(), "'forward'"));
+}
+
+TEST_CASE("module(fake): RunOptions::profile times staging, the delegate, its outputs and collection") {
+  TempDir dir;
+  Module m(build_program().write(dir.path, "fake"), cpu_options());
+  aoti_cuda::RunProfile prof;
+  aoti_cuda::RunOptions ro;
+  ro.profile = &prof;
+  auto out = m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))}, ro);
+  REQUIRE(out.size() == 2);
+  std::vector<std::string> names;
+  double sum = 0;
+  for (const auto& s : prof.steps) {
+    names.push_back(s.what);
+    CHECK(s.host_ms >= 0);
+    CHECK(s.gpu_ms == -1);  // a CPU Module has no GPU time
+    sum += s.host_ms;
+  }
+  CHECK(names == std::vector<std::string>{"stage inputs: delegate 0 (forward)", "run: delegate 0 (forward)",
+                                          "outputs of delegate 0 (forward)", "collect outputs"});
+  CHECK(prof.host_ms >= sum);
+  CHECK(prof.gpu_ms == -1);
+  // Without a RunProfile nothing is recorded (and the old one is left alone).
+  m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))});
+  CHECK(prof.steps.size() == 4);
 }
