@@ -2,7 +2,7 @@
 //
 // The SDK never writes to stdout; its few messages (warnings a model library
 // reports through aoti_torch_warn, aoti_torch_print_tensor_handle output, the
-// AOTI_CUDA_TRACE_SHARING trace) all go through one handler. By default it
+// AOTI_CUDA_TRACE_SHARING / _WEIGHTS traces) all go through one handler. By default it
 // prints "[aoti_cuda] <level>: <message>" to stderr, except warnings when
 // AOTI_CUDA_QUIET is on. An application that embeds the SDK installs its own
 // handler to route them into its logging.

@@ -12,6 +12,7 @@
 #include "runtime/outputs.hpp"
 #include "runtime/profiler.hpp"
 #include "runtime/run_state.hpp"
+#include "runtime/state.hpp"
 #include "runtime/tensor_util.hpp"
 #include "shim/allocator.hpp"
 
@@ -372,6 +373,10 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
     want_device = ro.outputs == OutputLocation::kDevice ||
                   (ro.outputs == OutputLocation::kSameAsInputs && !inputs.empty() && inputs[0].device().is_cuda());
   }
+  // Mutable state: the selected session's copy in place, this call ordered
+  // after the previous stateful one (runtime/state.hpp). Held until return.
+  // State buffers keep their addresses, so captured graphs stay valid.
+  const StateManager::Lease state_lease = StateManager::enter(m, ro.session, run.stream);
   Profiler profiler(ro.profile, run.stream, cuda);
   run.profiler = &profiler;
   const bool graphs = graphs_wanted(m, target, ro);

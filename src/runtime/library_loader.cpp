@@ -152,6 +152,7 @@ void bind_entry_points(void* handle, ContainerApi& a, const std::string& label) 
   bind(handle, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
   bind(handle, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
   bind(handle, "AOTInductorModelContainerGetConstantDtype", a.get_constant_dtype);
+  bind(handle, "AOTInductorModelContainerGetConstantType", a.get_constant_type);
   bind(handle, "AOTInductorModelContainerGetConstantDataSize", a.get_constant_data_size);
   bind(handle, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
        a.update_user_managed_constant_buffer_pairs);

@@ -306,7 +306,7 @@ TEST_CASE("module(fake): Module(Program) from memory, progress callback and timi
   // (accumulate's library declares one constant, forward's none).
   CHECK(phases == std::vector<std::string>{"parse::1/1", "library:forward:1/2", "container:forward:1/2",
                                            "library:accumulate:2/2", "container:accumulate:2/2",
-                                           "weights:accumulate:1/2", "weights:forward:2/2"});
+                                           "weights:forward:1/2", "weights:accumulate:2/2"});
   auto out = m.forward({host_f32({1, 4}, {2, 2, 2, 2}), host_f32({1, 4}, {0, 0, 0, 0})});
   CHECK(floats(out[0]) == std::vector<float>{1, 2, 4, -2});
   CHECK(m.load_timings().parse_ms == 0.0);
@@ -615,62 +615,6 @@ TEST_CASE("module: the 'partial' fixture (a KernelCall outside the delegate) is 
   CHECK(e.code() == ErrorCode::kUnsupported);
   CHECK(contains(e.what(), "aten::sigmoid.out"));
   CHECK(contains(e.what(), "'forward'"));
-}
-
-TEST_CASE("module(fake): constants with the same FQN are shared across methods (state written by one, read by the other)") {
-  // Two methods, each its own copy of the kv library; both hold the constant
-  // "kv.cache" (initial contents 0..15 and 100..115).
-  PteBuilder b;
-  std::vector<float> second_init = kv_init();
-  for (float& v : second_init) v += 100.0f;
-  auto a = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "write", read_file(AOTI_CUDA_FAKE_MODEL_KV),
-                            float_bytes(kv_init()));
-  auto r = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "read", read_file(AOTI_CUDA_FAKE_MODEL_KV),
-                            float_bytes(second_init));
-  b.add_method(kv_method(a, "write"));
-  b.add_method(kv_method(r, "read"));
-  BuiltProgram built = b.build();
-  TempDir dir;
-  const std::string pte = built.write(dir.path, "shared");
-  auto column_sums = [](const std::vector<float>& cache) {
-    std::vector<float> s(4, 0.0f);
-    for (int row = 0; row < 4; ++row)
-      for (int k = 0; k < 4; ++k) s[k] += cache[row * 4 + k];
-    return s;
-  };
-  const int64_t handles_before = aoti_cuda_shim_live_handles();
-
-  SUBCASE("shared (default): 'read' sees the row 'write' stored, on top of the first method's initial cache") {
-    {
-      Module m(pte, cpu_options());
-      CHECK(m.shared_constants() == 1);
-      // Every constant of 'read' is held by 'write': its blob is never installed.
-      CHECK(m.shared_weights_bytes() == 16 * sizeof(float));
-      m.execute("write", {host_f32({1, 4}, {1000, 2000, 3000, 4000}), host_i64({1}, {2})});
-      std::vector<float> cache = kv_init();
-      for (int k = 0; k < 4; ++k) cache[8 + k] = 1000.0f * (k + 1);
-      cache[0] = 7;  // 'read' writes row 0
-      cache[1] = 7;
-      cache[2] = 7;
-      cache[3] = 7;
-      auto out = m.execute("read", {host_f32({1, 4}, {7, 7, 7, 7}), host_i64({1}, {0})});
-      CHECK(floats(out[0]) == column_sums(cache));
-    }
-    // The aliases the library made of the shared cache were released with it.
-    CHECK(aoti_cuda_shim_live_handles() == handles_before);
-  }
-  SUBCASE("not shared: each method keeps its own copy") {
-    LoadOptions o = cpu_options();
-    o.share_constants_across_methods = false;
-    Module m(pte, o);
-    CHECK(m.shared_constants() == 0);
-    CHECK(m.shared_weights_bytes() == 0);
-    m.execute("write", {host_f32({1, 4}, {1000, 2000, 3000, 4000}), host_i64({1}, {2})});
-    std::vector<float> cache = second_init;
-    for (int k = 0; k < 4; ++k) cache[k] = 7;
-    auto out = m.execute("read", {host_f32({1, 4}, {7, 7, 7, 7}), host_i64({1}, {0})});
-    CHECK(floats(out[0]) == column_sums(cache));
-  }
 }
 
 TEST_CASE("module(fake): RunOptions::profile times staging, the delegate, its outputs and collection") {

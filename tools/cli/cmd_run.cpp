@@ -96,6 +96,17 @@ int run_method(const RunArgs& a) {
                 a.model.c_str(), method.c_str(), lt.total_ms, lt.parse_ms, lt.device_init_ms, lt.library_ms,
                 lt.container_ms, lt.weights_ms);
   }
+  const aoti_cuda::LoadStats ls = module.load_stats();
+  doc["weights"] = {{"uploaded_bytes", ls.weight_bytes},        {"upload_ms", ls.upload_ms},
+                    {"upload_gb_per_s", ls.upload_gb_per_s},    {"page_locked_bytes", ls.page_locked_bytes},
+                    {"deduplicated_bytes", ls.deduplicated_bytes}, {"deduplicated_constants", ls.deduplicated_constants},
+                    {"shared_state_constants", ls.shared_state_constants}, {"upload_note", ls.upload_note}};
+  if (!a.json) {
+    std::printf("  weights: %zu bytes uploaded in %.1f ms (%.2f GB/s, %zu page-locked); %zu identical constant(s) "
+                "deduplicated (%zu blob bytes not uploaded)%s%s\n",
+                ls.weight_bytes, ls.upload_ms, ls.upload_gb_per_s, ls.page_locked_bytes, ls.deduplicated_constants,
+                ls.deduplicated_bytes, ls.upload_note.empty() ? "" : "; ", ls.upload_note.c_str());
+  }
   for (std::size_t i = 0; i < outs.size(); ++i) {
     doc["outputs"].push_back(summary(outs[i]));
     if (!a.json) print_output(i, doc["outputs"].back());
