@@ -174,7 +174,7 @@ TEST_CASE("int4pack_mm: self-contained packing and reference, every group size a
 
 TEST_CASE("int4pack_mm: M = 0 gives an empty [0, N] output" * AOTI_CUDA_GPU_CASE) {
   OwnedTensor x = empty({0, 256}, {}, kBF16, kCUDA, 0);
-  OwnedTensor w = empty({2, 1, 32, 4}, {}, kI32, kCUDA, 0);
+  OwnedTensor w = empty({2, 2, 32, 4}, {}, kI32, kCUDA, 0);
   OwnedTensor sz = empty({2, 16, 2}, {}, kBF16, kCUDA, 0);
   std::vector<float> got = run_mm(x, w, 128, sz, 0, 16, nullptr);
   CHECK(got.empty());

@@ -9,6 +9,7 @@
 #   SRC_DIR   a checkout with this branch's tools/ (the exporter runs from there; its .whl/
 #             wheels are taken from the current directory's .whl/ when SRC_DIR has none)
 #   STEPS     comma list of export,vectors,bench,conformance,ncu   [export,vectors,bench,conformance]
+#   INT4_FIXTURES env: extra fixture roots for the conformance step (default: the fresh exports)
 #   BUILD_ROOT  env: the source path the test binaries were configured with (fixtures are
 #               looked up there; it is symlinked to the current directory when missing)
 set -uo pipefail
@@ -45,14 +46,18 @@ if has bench; then
   timeout 90 python3 "$SRC/tools/int4/bench_torch.py" "$OUT/torch.json"
 fi
 if has ncu; then
-  echo "== ncu ($(($(date +%s) - t0)) s)"
-  timeout 120 ncu --clock-control none -k regex:int4_gemm --launch-skip 3 --launch-count 1 \
-    --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
-    "$BIN/aoti_cuda_int4_bench" --iters 1 2>&1 | grep -vE "^==PROF==" | head -150
+  # The bench's first launches: 3 warm-ups + 1 timed call per shape (--iters 1); int4_gemm launch 4
+  # is M=1 4096x4096, launch 12 is M=16 4096x4096, launch 24 is M=2048 4096x4096.
+  for skip in 3 11 23; do
+    echo "== ncu, int4_gemm launch $((skip + 1)) ($(($(date +%s) - t0)) s)"
+    timeout 60 ncu --clock-control none -k regex:int4_gemm --launch-skip $skip --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats \
+      "$BIN/aoti_cuda_int4_bench" --iters 1 2>&1 | grep -E "int4_gemm|Duration|Throughput|DRAM|Registers|Occupancy|Block Limit|Grid Size|Shared Memory Config" | head -30
+  done
 fi
 if has conformance; then
   echo "== conformance ($(($(date +%s) - t0)) s)"
-  AOTI_CUDA_FIXTURE_DIRS=/tmp/int4_export/models timeout 150 "$BIN/aoti_cuda_gpu_tests" \
+  AOTI_CUDA_FIXTURE_DIRS=${INT4_FIXTURES:-/tmp/int4_export/models} timeout 150 "$BIN/aoti_cuda_gpu_tests" \
     -tc='gpu conformance: every fixture*' -s 2>&1 | grep -E "PASS|FAIL|SKIP|ERROR|error|test cases|assertions" | head -60
 fi
 echo "== done ($(($(date +%s) - t0)) s)"

@@ -72,7 +72,10 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int sr
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void cp_async_wait_one() { asm volatile("cp.async.wait_group 1;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
 
 // Byte offset of 16-byte chunk c (0..3) of staged row r: chunks are XOR-swizzled by (r/2)%4 so
 // the 8 rows an ldmatrix phase reads (64-byte stride) fall in 8 distinct bank groups.
@@ -109,16 +112,21 @@ struct Shape {
   int m, n_tiles, k_super, k, n, group_shift;
 };
 
-template <int IKT, int MT, int NT, int KW, bool HalfM>
+// Deep = false: activations staged one 32-k word at a time (2 slots), weights one super-tile
+//   ahead (large M: many mma per byte hide the latency).
+// Deep = true: a 3-stage pipeline of whole super-tiles, weights and activations together, so a
+//   warp has its next two super-tiles' loads in flight (small M: pure latency/bandwidth).
+template <int IKT, int MT, int NT, int KW, bool HalfM, bool Deep>
 struct Int4Gemm {
   static constexpr int kWords = IKT / 2;                 // packed words per lane per super-tile
   static constexpr int kRows = HalfM ? 8 : 16 * MT;      // staged activation rows
   static constexpr int kSlotBytes = kRows * kRowBytes;   // one 32-k activation slice
-  static constexpr int kStageBytes = KW * 2 * kSlotBytes;
+  static constexpr int kDepth = 3;                       // Deep: super-tiles in the pipeline
+  static constexpr int kStageBytes = Deep ? KW * kDepth * kWords * kSlotBytes : KW * 2 * kSlotBytes;
   static constexpr int kReduceBytes = KW * MT * NT * 4 * kLanes * 4;
   static constexpr int kSmemBytes = kStageBytes > kReduceBytes ? kStageBytes : kReduceBytes;
   static_assert(!HalfM || MT == 1, "HalfM stages 8 rows: one m-tile");
-  static_assert(kSmemBytes <= 48 * 1024, "static shared memory limit");
+  static_assert(kSmemBytes <= 200 * 1024, "dynamic shared memory budget");
 
   struct Frag {
     uint32_t w[NT][kWords];  // packed weights
@@ -231,15 +239,94 @@ struct Int4Gemm {
     }
   }
 
+  // Weights, scales and activations of super-tile `st` into one Deep stage.
+  static __device__ __forceinline__ void issue_super(Frag& f, uint32_t stage, const __nv_bfloat16* x,
+                                                     const uint32_t* w, const uint32_t* sz, const Shape& sh, int m0,
+                                                     int nt0, int st, int lane) {
+    load_frag(f, w, sz, sh, nt0, st, lane);
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) stage_x(stage + q * kSlotBytes, x, sh, m0, st * IKT * 16 + q * 32, lane);
+  }
+
+  static __device__ __forceinline__ void deep_loop(float (&acc)[MT][NT][4], uint32_t stages, const __nv_bfloat16* x,
+                                                   const uint32_t* w, const uint32_t* sz, const Shape& sh, int m0,
+                                                   int nt0, int warp, int lane) {
+    constexpr int kStage = kWords * kSlotBytes;
+    const int count = warp < sh.k_super ? (sh.k_super - warp + KW - 1) / KW : 0;  // this warp's super-tiles
+    Frag ring[kDepth];
+#pragma unroll
+    for (int d = 0; d < kDepth - 1; ++d) {
+      if (d < count) issue_super(ring[d], stages + d * kStage, x, w, sz, sh, m0, nt0, warp + d * KW, lane);
+      cp_async_commit();
+    }
+    for (int i0 = 0; i0 < count; i0 += kDepth) {
+#pragma unroll
+      for (int d = 0; d < kDepth; ++d) {  // unrolled: ring[] indices are compile-time
+        const int i = i0 + d;
+        if (i >= count) break;
+        const int ahead = i + kDepth - 1;
+        if (ahead < count) {
+          issue_super(ring[(d + kDepth - 1) % kDepth], stages + ((d + kDepth - 1) % kDepth) * kStage, x, w, sz, sh,
+                      m0, nt0, warp + ahead * KW, lane);
+        }
+        cp_async_commit();
+        cp_async_wait<kDepth - 1>();
+        __syncwarp();
+#pragma unroll
+        for (int q = 0; q < kWords; ++q) {
+          uint32_t a[MT][2][4];
+          load_a(a, stages + d * kStage + q * kSlotBytes, lane);
+          mma_word(acc, a, ring[d], q, sh, nt0);
+        }
+        __syncwarp();  // this stage is refilled next iteration
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void word_loop(float (&acc)[MT][NT][4], uint32_t stage, const __nv_bfloat16* x,
+                                                   const uint32_t* w, const uint32_t* sz, const Shape& sh, int m0,
+                                                   int nt0, int warp, int lane) {
+    int st = warp;
+    if (st >= sh.k_super) return;
+    Frag cur, next;
+    load_frag(cur, w, sz, sh, nt0, st, lane);
+    stage_x(stage, x, sh, m0, st * IKT * 16, lane);
+    cp_async_commit();
+    int slot = 0;
+    for (; st < sh.k_super; st += KW) {
+      const bool more = st + KW < sh.k_super;
+      if (more) load_frag(next, w, sz, sh, nt0, st + KW, lane);
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) {
+        // Prefetch the next 32-k activation slice (this super-tile's next word, or the next
+        // super-tile's first) into the other slot, then wait for the current one.
+        if (q + 1 < kWords) {
+          stage_x(stage + (slot ^ 1) * kSlotBytes, x, sh, m0, st * IKT * 16 + (q + 1) * 32, lane);
+        } else if (more) {
+          stage_x(stage + (slot ^ 1) * kSlotBytes, x, sh, m0, (st + KW) * IKT * 16, lane);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        uint32_t a[MT][2][4];
+        load_a(a, stage + slot * kSlotBytes, lane);
+        mma_word(acc, a, cur, q, sh, nt0);
+        __syncwarp();  // the slot is refilled two words from now
+        slot ^= 1;
+      }
+      if (more) cur = next;
+    }
+  }
+
   static __device__ __forceinline__ void run(const __nv_bfloat16* x, const uint32_t* w, const uint32_t* sz,
                                              __nv_bfloat16* out, Shape sh) {
-    __shared__ __align__(128) unsigned char smem[kSmemBytes];
+    extern __shared__ __align__(128) unsigned char smem[];
     const int warp = threadIdx.x / kLanes;
     const int lane = threadIdx.x % kLanes;
     const int nt0 = blockIdx.x * NT;
     const int m0 = blockIdx.y * 16 * MT;
-    const uint32_t stage = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + warp * 2 * kSlotBytes;
-
+    const uint32_t per_warp = kStageBytes / KW;
+    const uint32_t stage = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + warp * per_warp;
     float acc[MT][NT][4];
 #pragma unroll
     for (int mi = 0; mi < MT; ++mi)
@@ -247,49 +334,22 @@ struct Int4Gemm {
       for (int j = 0; j < NT; ++j)
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[mi][j][c] = 0.f;
-
-    int st = warp;
-    if (st < sh.k_super) {
-      Frag cur, next;
-      load_frag(cur, w, sz, sh, nt0, st, lane);
-      stage_x(stage, x, sh, m0, st * IKT * 16, lane);
-      cp_async_commit();
-      int slot = 0;
-      for (; st < sh.k_super; st += KW) {
-        const bool more = st + KW < sh.k_super;
-        if (more) load_frag(next, w, sz, sh, nt0, st + KW, lane);
-#pragma unroll
-        for (int q = 0; q < kWords; ++q) {
-          // Prefetch the next 32-k activation slice (this super-tile's next word, or the next
-          // super-tile's first) into the other slot, then wait for the current one.
-          if (q + 1 < kWords) {
-            stage_x(stage + (slot ^ 1) * kSlotBytes, x, sh, m0, st * IKT * 16 + (q + 1) * 32, lane);
-          } else if (more) {
-            stage_x(stage + (slot ^ 1) * kSlotBytes, x, sh, m0, (st + KW) * IKT * 16, lane);
-          }
-          cp_async_commit();
-          cp_async_wait_one();
-          __syncwarp();
-          uint32_t a[MT][2][4];
-          load_a(a, stage + slot * kSlotBytes, lane);
-          mma_word(acc, a, cur, q, sh, nt0);
-          __syncwarp();  // the slot is refilled two words from now
-          slot ^= 1;
-        }
-        if (more) cur = next;
-      }
+    if constexpr (Deep) {
+      deep_loop(acc, stage, x, w, sz, sh, m0, nt0, warp, lane);
+    } else {
+      word_loop(acc, stage, x, w, sz, sh, m0, nt0, warp, lane);
     }
     reduce_store(acc, smem, out, sh, m0, nt0, warp, lane);
   }
 };
 
-template <int IKT, int MT, int NT, int KW, bool HalfM>
+template <int IKT, int MT, int NT, int KW, bool HalfM, bool Deep>
 __global__ void __launch_bounds__(KW * 32) int4_gemm_kernel(const __nv_bfloat16* __restrict__ x,
                                                             const uint32_t* __restrict__ w,
                                                             const uint32_t* __restrict__ sz,
                                                             __nv_bfloat16* __restrict__ out, Shape sh) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  Int4Gemm<IKT, MT, NT, KW, HalfM>::run(x, w, sz, out, sh);
+  Int4Gemm<IKT, MT, NT, KW, HalfM, Deep>::run(x, w, sz, out, sh);
 #endif
 }
 
@@ -298,30 +358,29 @@ enum class Config { kHalfM, kSmallM, kLargeM };
 
 Config pick_config(int64_t m) { return m <= 8 ? Config::kHalfM : (m <= 64 ? Config::kSmallM : Config::kLargeM); }
 
-// Small M: 4 n-tiles per block when that still gives every SM two blocks, else 2.
-int small_m_nt(int64_t n_tiles, int sm_count) { return n_tiles / 4 >= 2 * static_cast<int64_t>(sm_count) ? 4 : 2; }
-
-template <int IKT, int MT, int NT, int KW, bool HalfM>
+template <int IKT, int MT, int NT, int KW, bool HalfM, bool Deep>
 cudaError_t launch_one(const Problem& p, const Shape& sh, cudaStream_t stream) {
+  using Gemm = Int4Gemm<IKT, MT, NT, KW, HalfM, Deep>;
+  auto* kernel = int4_gemm_kernel<IKT, MT, NT, KW, HalfM, Deep>;
+  if (Gemm::kSmemBytes > 48 * 1024) {
+    // Per device and cheap; setting it on every launch keeps multi-GPU processes simple.
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Gemm::kSmemBytes);
+    if (err != cudaSuccess) return err;
+  }
   const dim3 grid(static_cast<unsigned>((sh.n_tiles + NT - 1) / NT),
                   static_cast<unsigned>((p.m + 16 * MT - 1) / (16 * MT)));
-  int4_gemm_kernel<IKT, MT, NT, KW, HalfM><<<grid, KW * 32, 0, stream>>>(
-      static_cast<const __nv_bfloat16*>(p.x), static_cast<const uint32_t*>(p.w),
-      static_cast<const uint32_t*>(p.sz), static_cast<__nv_bfloat16*>(p.out), sh);
+  kernel<<<grid, KW * 32, Gemm::kSmemBytes, stream>>>(
+      static_cast<const __nv_bfloat16*>(p.x), static_cast<const uint32_t*>(p.w), static_cast<const uint32_t*>(p.sz),
+      static_cast<__nv_bfloat16*>(p.out), sh);
   return cudaGetLastError();
 }
 
 template <int IKT>
-cudaError_t launch_ikt(const Problem& p, const Shape& sh, cudaStream_t stream, int sm_count) {
+cudaError_t launch_ikt(const Problem& p, const Shape& sh, cudaStream_t stream) {
   switch (pick_config(p.m)) {
-    case Config::kHalfM:
-      return small_m_nt(sh.n_tiles, sm_count) == 4 ? launch_one<IKT, 1, 4, 8, true>(p, sh, stream)
-                                                   : launch_one<IKT, 1, 2, 8, true>(p, sh, stream);
-    case Config::kSmallM:
-      return small_m_nt(sh.n_tiles, sm_count) == 4 ? launch_one<IKT, 1, 4, 8, false>(p, sh, stream)
-                                                   : launch_one<IKT, 1, 2, 8, false>(p, sh, stream);
-    case Config::kLargeM:
-      return launch_one<IKT, 4, 4, 4, false>(p, sh, stream);
+    case Config::kHalfM: return launch_one<IKT, 1, 2, 8, true, true>(p, sh, stream);
+    case Config::kSmallM: return launch_one<IKT, 1, 2, 8, false, true>(p, sh, stream);
+    case Config::kLargeM: return launch_one<IKT, 4, 4, 4, false, false>(p, sh, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -334,17 +393,16 @@ int log2_exact(int v) {
 
 }  // namespace
 
-const char* config_name(const Problem& p, int sm_count) {
-  const bool nt4 = small_m_nt(p.n / 8, sm_count) == 4;
+const char* config_name(const Problem& p, int /*sm_count*/) {
   switch (pick_config(p.m)) {
-    case Config::kHalfM: return nt4 ? "m<=8: 16x32 tile, 8 warps split K" : "m<=8: 16x16 tile, 8 warps split K";
-    case Config::kSmallM: return nt4 ? "m<=64: 16x32 tiles, 8 warps split K" : "m<=64: 16x16 tiles, 8 warps split K";
+    case Config::kHalfM: return "m<=8: 8(16)x16 tiles, 8 warps split K, 3-deep super-tile pipeline";
+    case Config::kSmallM: return "m<=64: 16x16 tiles, 8 warps split K, 3-deep super-tile pipeline";
     case Config::kLargeM: return "m>64: 64x32 tiles, 4 warps split K";
   }
   return "?";
 }
 
-int launch(const Problem& p, void* stream, int sm_count) {
+int launch(const Problem& p, void* stream, int /*sm_count*/) {
   if (p.m == 0) return cudaSuccess;
   Shape sh{};
   sh.m = static_cast<int>(p.m);
@@ -355,9 +413,9 @@ int launch(const Problem& p, void* stream, int sm_count) {
   sh.group_shift = log2_exact(p.group);
   auto s = static_cast<cudaStream_t>(stream);
   switch (p.inner_k_tiles) {
-    case 2: return launch_ikt<2>(p, sh, s, sm_count);
-    case 4: return launch_ikt<4>(p, sh, s, sm_count);
-    case 8: return launch_ikt<8>(p, sh, s, sm_count);
+    case 2: return launch_ikt<2>(p, sh, s);
+    case 4: return launch_ikt<4>(p, sh, s);
+    case 8: return launch_ikt<8>(p, sh, s);
     default: return cudaErrorInvalidValue;
   }
 }
