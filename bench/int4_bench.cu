@@ -1,7 +1,10 @@
 // int4_bench: aoti_torch_cuda__weight_int4pack_mm kernel time (CUDA events) and effective
 // weight bandwidth, for the shapes of docs/benchmarks/int4.md. Not a test: prints numbers.
 //
-//   aoti_cuda_int4_bench [--json out.json] [--iters N] [--group G] [--inner-k-tiles T]
+//   aoti_cuda_int4_bench [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants]
+//
+// --variants times the kernels' tuning candidates (weight_int4pack_mm.hpp) for M <= 64 directly
+// (no shim), innerKTiles 8, and prints one table per candidate.
 //
 // Each timed call is preceded by a kernel that reads 512 MiB, so the weights come from HBM, not
 // L2 (the H200's L2 holds 60 MB, more than a 4096x4096 int4 weight) and L2 holds no dirty lines
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "aoti_cuda/shim.h"
+#include "shim/ops/weight_int4pack_mm.hpp"
 
 namespace {
 
@@ -114,19 +118,76 @@ Result measure(int64_t m, int64_t n, int64_t k, int group, int ikt, int iters, v
   return {m, n, k, us, bytes / (us * 1e-6) / 1e9};
 }
 
+// Times tuning candidate `v` on raw device buffers (same flush/median as measure()); < 0 if n/a.
+double measure_variant(int v, int64_t m, int64_t n, int64_t k, int group, int iters, void* flush,
+                       std::size_t flush_bytes) {
+  namespace mm = aoti_cuda::shim::int4mm;
+  AtenTensorHandle x = device_tensor({m, k}, 15, static_cast<std::size_t>(m * k * 2), true, 1);
+  AtenTensorHandle w = device_tensor({n / 8, k / 128, 32, 4}, 3, static_cast<std::size_t>(n * k / 2), false, 2);
+  AtenTensorHandle sz = device_tensor({k / group, n, 2}, 15, static_cast<std::size_t>(k / group * n * 4), true, 3);
+  AtenTensorHandle out = device_tensor({m, n}, 15, static_cast<std::size_t>(m * n * 2), true, 4);
+  mm::Problem p;
+  aoti_torch_get_data_ptr(x, const_cast<void**>(&p.x));
+  aoti_torch_get_data_ptr(w, const_cast<void**>(&p.w));
+  aoti_torch_get_data_ptr(sz, const_cast<void**>(&p.sz));
+  aoti_torch_get_data_ptr(out, &p.out);
+  p.m = m; p.n = n; p.k = k; p.group = group; p.inner_k_tiles = 8;
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> times;
+  for (int i = -3; i < iters; ++i) {
+    read_flush<<<1024, 512>>>(static_cast<const uint4*>(flush), flush_bytes / 16, static_cast<uint4*>(flush));
+    check(cudaEventRecord(start, nullptr), "cudaEventRecord");
+    if (mm::launch_variant(p, nullptr, v) != 0) break;
+    check(cudaEventRecord(stop, nullptr), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (i >= 0) times.push_back(ms * 1000.0);
+  }
+  (void)cudaGetLastError();
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  for (AtenTensorHandle t : {x, w, sz, out}) aoti_torch_delete_tensor_object(t);
+  if (times.empty()) return -1;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+void run_variants(int iters, int group, void* flush, std::size_t flush_bytes) {
+  namespace mm = aoti_cuda::shim::int4mm;
+  const int64_t shapes[3][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
+  for (int v = 0; v < mm::variant_count(); ++v) {
+    std::printf("variant %d: %s\n", v, mm::variant_name(v));
+    for (int64_t m : {1, 4, 8, 16}) {
+      std::printf("  M=%-3lld", static_cast<long long>(m));
+      for (const auto& nk : shapes) {
+        const double us = measure_variant(v, m, nk[0], nk[1], group, iters, flush, flush_bytes);
+        const double bytes = static_cast<double>(nk[0]) * nk[1] / 2 + static_cast<double>(nk[1] / group) * nk[0] * 4;
+        if (us < 0) std::printf("  %5lldx%-5lld      -         ", static_cast<long long>(nk[0]), static_cast<long long>(nk[1]));
+        else std::printf("  %5lldx%-5lld %7.2f us %6.0f GB/s", static_cast<long long>(nk[0]), static_cast<long long>(nk[1]), us, bytes / (us * 1e-6) / 1e9);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string json;
   int iters = 30, group = 128, ikt = 8;
+  bool variants = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
     else if (a == "--group" && i + 1 < argc) group = std::atoi(argv[++i]);
     else if (a == "--inner-k-tiles" && i + 1 < argc) ikt = std::atoi(argv[++i]);
+    else if (a == "--variants") variants = true;
     else {
-      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants]\n", argv[0]);
       return 2;
     }
   }
@@ -138,6 +199,11 @@ int main(int argc, char** argv) {
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   std::printf("device %s, %d SMs; group %d, innerKTiles %d, median of %d\n", prop.name, prop.multiProcessorCount,
               group, ikt, iters);
+  if (variants) {
+    run_variants(iters, group, flush, flush_bytes);
+    cudaFree(flush);
+    return 0;
+  }
   std::printf("%6s %6s %6s %10s %10s\n", "M", "N", "K", "us", "GB/s");
   std::vector<Result> results;
   const int64_t shapes[3][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};

@@ -112,26 +112,49 @@ struct Shape {
   int m, n_tiles, k_super, k, n, group_shift;
 };
 
-// Deep = false: activations staged one 32-k word at a time (2 slots), weights one super-tile
-//   ahead (large M: many mma per byte hide the latency).
-// Deep = true: a 3-stage pipeline of whole super-tiles, weights and activations together, so a
-//   warp has its next two super-tiles' loads in flight (small M: pure latency/bandwidth).
-template <int IKT, int MT, int NT, int KW, bool HalfM, bool Deep>
+// How a warp moves through its k-super-tiles:
+//   kWord:   activations staged one 32-k word at a time (2 slots), weights one super-tile ahead
+//            (large M: many mma per byte hide the latency);
+//   kSuper:  a Depth-stage pipeline of whole super-tiles, weights and activations (cp.async to
+//            shared memory) together, so the next Depth-1 super-tiles' loads are in flight;
+//   kDirect: the same pipeline with the activation fragments loaded straight into registers
+//            (M <= 8: only lanes of real rows load; no shared memory, no cp.async).
+enum class Pipe { kWord, kSuper, kDirect };
+
+template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
 struct Int4Gemm {
+  static constexpr bool Deep = P != Pipe::kWord;
+  static constexpr bool kDirectA = P == Pipe::kDirect;
   static constexpr int kWords = IKT / 2;                 // packed words per lane per super-tile
   static constexpr int kRows = HalfM ? 8 : 16 * MT;      // staged activation rows
   static constexpr int kSlotBytes = kRows * kRowBytes;   // one 32-k activation slice
-  static constexpr int kDepth = 3;                       // Deep: super-tiles in the pipeline
-  static constexpr int kStageBytes = Deep ? KW * kDepth * kWords * kSlotBytes : KW * 2 * kSlotBytes;
+  static constexpr int kDepth = Depth;                   // Deep: super-tiles in the pipeline
+  static constexpr int kStageBytes =
+      kDirectA ? 0 : (Deep ? KW * kDepth * kWords * kSlotBytes : KW * 2 * kSlotBytes);
   static constexpr int kReduceBytes = KW * MT * NT * 4 * kLanes * 4;
   static constexpr int kSmemBytes = kStageBytes > kReduceBytes ? kStageBytes : kReduceBytes;
   static_assert(!HalfM || MT == 1, "HalfM stages 8 rows: one m-tile");
+  static_assert(!kDirectA || HalfM, "direct activation loads serve 8-row tiles");
   static_assert(kSmemBytes <= 200 * 1024, "dynamic shared memory budget");
 
   struct Frag {
     uint32_t w[NT][kWords];  // packed weights
     uint32_t s[NT][kWords];  // (scale, zero) bf16x2 of each word's group
+    uint32_t xa[kDirectA ? kWords : 1][4];  // kDirect: a0, a2 of both k-tiles of each word
   };
+
+  // kDirect: this lane's activation pairs of super-tile `st` (row lane/4; zero past M).
+  static __device__ __forceinline__ void load_direct_a(Frag& f, const __nv_bfloat16* x, const Shape& sh, int m0,
+                                                       int st, int lane) {
+    const int row = m0 + (lane >> 2);
+    const bool valid = row < sh.m;
+    const uint32_t* xr = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(valid ? row : 0) * sh.k);
+    const int k0 = st * IKT * 16 + 2 * (lane & 3);
+#pragma unroll
+    for (int q = 0; q < kWords; ++q)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f.xa[q][e] = valid ? __ldg(xr + (k0 + q * 32 + e * 8) / 2) : 0u;
+  }
 
   // Weight words and their scales for super-tile `st` (n-tiles past N load nothing).
   static __device__ __forceinline__ void load_frag(Frag& f, const uint32_t* w, const uint32_t* sz,
@@ -244,8 +267,12 @@ struct Int4Gemm {
                                                      const uint32_t* w, const uint32_t* sz, const Shape& sh, int m0,
                                                      int nt0, int st, int lane) {
     load_frag(f, w, sz, sh, nt0, st, lane);
+    if constexpr (kDirectA) {
+      load_direct_a(f, x, sh, m0, st, lane);
+    } else {
 #pragma unroll
-    for (int q = 0; q < kWords; ++q) stage_x(stage + q * kSlotBytes, x, sh, m0, st * IKT * 16 + q * 32, lane);
+      for (int q = 0; q < kWords; ++q) stage_x(stage + q * kSlotBytes, x, sh, m0, st * IKT * 16 + q * 32, lane);
+    }
   }
 
   static __device__ __forceinline__ void deep_loop(float (&acc)[MT][NT][4], uint32_t stages, const __nv_bfloat16* x,
@@ -257,7 +284,7 @@ struct Int4Gemm {
 #pragma unroll
     for (int d = 0; d < kDepth - 1; ++d) {
       if (d < count) issue_super(ring[d], stages + d * kStage, x, w, sz, sh, m0, nt0, warp + d * KW, lane);
-      cp_async_commit();
+      if constexpr (!kDirectA) cp_async_commit();
     }
     for (int i0 = 0; i0 < count; i0 += kDepth) {
 #pragma unroll
@@ -269,13 +296,21 @@ struct Int4Gemm {
           issue_super(ring[(d + kDepth - 1) % kDepth], stages + ((d + kDepth - 1) % kDepth) * kStage, x, w, sz, sh,
                       m0, nt0, warp + ahead * KW, lane);
         }
-        cp_async_commit();
-        cp_async_wait<kDepth - 1>();
-        __syncwarp();
+        if constexpr (!kDirectA) {
+          cp_async_commit();
+          cp_async_wait<kDepth - 1>();
+          __syncwarp();
+        }
 #pragma unroll
         for (int q = 0; q < kWords; ++q) {
           uint32_t a[MT][2][4];
-          load_a(a, stages + d * kStage + q * kSlotBytes, lane);
+          if constexpr (kDirectA) {
+            const uint32_t(&xa)[4] = ring[d].xa[q];
+            a[0][0][0] = xa[0]; a[0][0][1] = 0u; a[0][0][2] = xa[1]; a[0][0][3] = 0u;
+            a[0][1][0] = xa[2]; a[0][1][1] = 0u; a[0][1][2] = xa[3]; a[0][1][3] = 0u;
+          } else {
+            load_a(a, stages + d * kStage + q * kSlotBytes, lane);
+          }
           mma_word(acc, a, ring[d], q, sh, nt0);
         }
         __syncwarp();  // this stage is refilled next iteration
@@ -343,13 +378,13 @@ struct Int4Gemm {
   }
 };
 
-template <int IKT, int MT, int NT, int KW, bool HalfM, bool Deep>
+template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
 __global__ void __launch_bounds__(KW * 32) int4_gemm_kernel(const __nv_bfloat16* __restrict__ x,
                                                             const uint32_t* __restrict__ w,
                                                             const uint32_t* __restrict__ sz,
                                                             __nv_bfloat16* __restrict__ out, Shape sh) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  Int4Gemm<IKT, MT, NT, KW, HalfM, Deep>::run(x, w, sz, out, sh);
+  Int4Gemm<IKT, MT, NT, KW, HalfM, P, Depth>::run(x, w, sz, out, sh);
 #endif
 }
 
@@ -358,10 +393,10 @@ enum class Config { kHalfM, kSmallM, kLargeM };
 
 Config pick_config(int64_t m) { return m <= 8 ? Config::kHalfM : (m <= 64 ? Config::kSmallM : Config::kLargeM); }
 
-template <int IKT, int MT, int NT, int KW, bool HalfM, bool Deep>
+template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
 cudaError_t launch_one(const Problem& p, const Shape& sh, cudaStream_t stream) {
-  using Gemm = Int4Gemm<IKT, MT, NT, KW, HalfM, Deep>;
-  auto* kernel = int4_gemm_kernel<IKT, MT, NT, KW, HalfM, Deep>;
+  using Gemm = Int4Gemm<IKT, MT, NT, KW, HalfM, P, Depth>;
+  auto* kernel = int4_gemm_kernel<IKT, MT, NT, KW, HalfM, P, Depth>;
   if (Gemm::kSmemBytes > 48 * 1024) {
     // Per device and cheap; setting it on every launch keeps multi-GPU processes simple.
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Gemm::kSmemBytes);
@@ -378,12 +413,30 @@ cudaError_t launch_one(const Problem& p, const Shape& sh, cudaStream_t stream) {
 template <int IKT>
 cudaError_t launch_ikt(const Problem& p, const Shape& sh, cudaStream_t stream) {
   switch (pick_config(p.m)) {
-    case Config::kHalfM: return launch_one<IKT, 1, 2, 8, true, true>(p, sh, stream);
-    case Config::kSmallM: return launch_one<IKT, 1, 2, 8, false, true>(p, sh, stream);
-    case Config::kLargeM: return launch_one<IKT, 4, 4, 4, false, false>(p, sh, stream);
+    case Config::kHalfM: return launch_one<IKT, 1, 2, 8, true, Pipe::kSuper, 3>(p, sh, stream);
+    case Config::kSmallM: return launch_one<IKT, 1, 2, 8, false, Pipe::kSuper, 3>(p, sh, stream);
+    case Config::kLargeM: return launch_one<IKT, 4, 4, 4, false, Pipe::kWord, 2>(p, sh, stream);
   }
   return cudaErrorInvalidValue;
 }
+
+// Tuning candidates for bench/int4_bench.cu --variants (innerKTiles 8 only); 0 is the dispatch.
+struct Variant {
+  const char* name;
+  int max_m;
+  cudaError_t (*fn)(const Problem&, const Shape&, cudaStream_t);
+};
+const Variant kVariants[] = {
+    {"default dispatch", 1 << 30, nullptr},
+    {"super  NT2 KW8 D3 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kSuper, 3>},
+    {"direct NT1 KW8 D3 m<=8", 8, launch_one<8, 1, 1, 8, true, Pipe::kDirect, 3>},
+    {"direct NT2 KW8 D3 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kDirect, 3>},
+    {"direct NT1 KW4 D4 m<=8", 8, launch_one<8, 1, 1, 4, true, Pipe::kDirect, 4>},
+    {"direct NT1 KW8 D2 m<=8", 8, launch_one<8, 1, 1, 8, true, Pipe::kDirect, 2>},
+    {"direct NT2 KW4 D3 m<=8", 8, launch_one<8, 1, 2, 4, true, Pipe::kDirect, 3>},
+    {"super  NT1 KW8 D3 m<=64", 64, launch_one<8, 1, 1, 8, false, Pipe::kSuper, 3>},
+    {"super  NT2 KW4 D4 m<=64", 64, launch_one<8, 1, 2, 4, false, Pipe::kSuper, 4>},
+};
 
 int log2_exact(int v) {
   int s = 0;
@@ -402,8 +455,7 @@ const char* config_name(const Problem& p, int /*sm_count*/) {
   return "?";
 }
 
-int launch(const Problem& p, void* stream, int /*sm_count*/) {
-  if (p.m == 0) return cudaSuccess;
+static Shape make_shape(const Problem& p) {
   Shape sh{};
   sh.m = static_cast<int>(p.m);
   sh.n = static_cast<int>(p.n);
@@ -411,6 +463,22 @@ int launch(const Problem& p, void* stream, int /*sm_count*/) {
   sh.n_tiles = static_cast<int>(p.n / 8);
   sh.k_super = static_cast<int>(p.k / (16 * p.inner_k_tiles));
   sh.group_shift = log2_exact(p.group);
+  return sh;
+}
+
+int variant_count() { return static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0])); }
+
+const char* variant_name(int v) { return v >= 0 && v < variant_count() ? kVariants[v].name : "?"; }
+
+int launch_variant(const Problem& p, void* stream, int v) {
+  if (v == 0) return launch(p, stream, 0);
+  if (v < 0 || v >= variant_count() || p.inner_k_tiles != 8 || p.m > kVariants[v].max_m) return cudaErrorInvalidValue;
+  return kVariants[v].fn(p, make_shape(p), static_cast<cudaStream_t>(stream));
+}
+
+int launch(const Problem& p, void* stream, int /*sm_count*/) {
+  if (p.m == 0) return cudaSuccess;
+  const Shape sh = make_shape(p);
   auto s = static_cast<cudaStream_t>(stream);
   switch (p.inner_k_tiles) {
     case 2: return launch_ikt<2>(p, sh, s);

@@ -45,6 +45,13 @@ const char* config_name(const Problem& p, int sm_count);
 /// cudaError_t of the launch (0 = success).
 int launch(const Problem& p, void* stream, int sm_count);
 
+/// Benchmark hooks (bench/int4_bench.cu --variants compiles the kernels in): tuning candidates
+/// for innerKTiles 8; variant 0 is launch() itself. launch_variant returns cudaErrorInvalidValue
+/// for a variant that does not apply to the problem.
+int variant_count();
+const char* variant_name(int variant);
+int launch_variant(const Problem& p, void* stream, int variant);
+
 }  // namespace int4mm
 }  // namespace shim
 }  // namespace aoti_cuda
