@@ -10,14 +10,16 @@ endif()
 if(NOT CMAKE_CUDA_COMPILER AND CUDAToolkit_NVCC_EXECUTABLE)
   set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
 endif()
+# Every target (tests, tools) that links these objects must use the process's shared cudart.
+set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
 enable_language(CUDA)
 file(GLOB AOTI_CUDA_KERNEL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/shim/ops/*.cu)
-target_sources(aoti_cuda PRIVATE ${AOTI_CUDA_KERNEL_SOURCES})
-set_target_properties(aoti_cuda PROPERTIES
+target_sources(aoti_cuda_core PRIVATE ${AOTI_CUDA_KERNEL_SOURCES})
+set_target_properties(aoti_cuda_core PROPERTIES
   CUDA_ARCHITECTURES "${AOTI_CUDA_KERNEL_ARCHITECTURES}"
   CUDA_STANDARD 17
   CUDA_STANDARD_REQUIRED ON
   # The model libraries resolve cuda* from the process's (shared) cudart: use the same one.
   CUDA_RUNTIME_LIBRARY Shared
   CUDA_VISIBILITY_PRESET hidden)
-target_compile_options(aoti_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall>)
+target_compile_options(aoti_cuda_core PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall>)

@@ -15,6 +15,8 @@
 
 #include "aoti_cuda/error.hpp"
 #include "common/env.hpp"
+#include "common/text.hpp"
+#include "format/elf.hpp"
 #include "runtime/sha256.hpp"
 
 namespace aoti_cuda::runtime {
@@ -32,13 +34,6 @@ constexpr const char* kHostMachineName = "aarch64";
 
 bool starts_with(const std::string& s, const char* prefix) {
   return s.compare(0, std::strlen(prefix), prefix) == 0;
-}
-
-template <typename T>
-bool read_le(ByteView b, std::size_t off, T& out) {
-  if (off > b.size || b.size - off < sizeof(T)) return false;
-  std::memcpy(&out, b.data + off, sizeof(T));
-  return true;
 }
 
 std::string errno_text(int err) { return std::string(std::strerror(err)); }
@@ -138,6 +133,39 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Binds the AOTInductor entry points of a loaded model library; throws
+// kLoad naming every required one that is missing.
+void bind_entry_points(void* handle, ContainerApi& a, const std::string& label) {
+  bind(handle, "AOTInductorModelContainerCreateWithDevice", a.create_with_device);
+  bind(handle, "AOTInductorModelContainerDelete", a.destroy);
+  bind(handle, "AOTInductorModelContainerGetNumInputs", a.get_num_inputs);
+  bind(handle, "AOTInductorModelContainerGetNumOutputs", a.get_num_outputs);
+  bind(handle, "AOTInductorModelContainerRun", a.run);
+  bind(handle, "AOTInductorModelUpdateConstantsFromBlob", a.update_constants_from_blob);
+  bind(handle, "AOTInductorModelContainerGetInputName", a.get_input_name);
+  bind(handle, "AOTInductorModelContainerGetOutputName", a.get_output_name);
+  bind(handle, "AOTInductorModelContainerGetNumConstants", a.get_num_constants);
+  bind(handle, "AOTInductorModelContainerGetConstantsBlobSize", a.get_constants_blob_size);
+  bind(handle, "AOTInductorGetLastError", a.get_last_error);
+  bind(handle, "AOTInductorModelContainerGetConstantName", a.get_constant_name);
+  bind(handle, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
+  bind(handle, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
+  bind(handle, "AOTInductorModelContainerGetConstantDtype", a.get_constant_dtype);
+  bind(handle, "AOTInductorModelContainerGetConstantDataSize", a.get_constant_data_size);
+  bind(handle, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
+       a.update_user_managed_constant_buffer_pairs);
+  std::string absent;
+  if (!a.create_with_device) absent += " AOTInductorModelContainerCreateWithDevice";
+  if (!a.destroy) absent += " AOTInductorModelContainerDelete";
+  if (!a.get_num_inputs) absent += " AOTInductorModelContainerGetNumInputs";
+  if (!a.get_num_outputs) absent += " AOTInductorModelContainerGetNumOutputs";
+  if (!a.run) absent += " AOTInductorModelContainerRun";
+  if (!absent.empty()) {
+    throw Error(ErrorCode::kLoad, "the model library of " + label +
+                                      " lacks required AOTInductor entry point(s):" + absent);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> missing_imports(const ElfInfo& elf) {
@@ -165,31 +193,7 @@ void promote_self_to_global() noexcept {
   });
 }
 
-std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView b) {
-  std::vector<std::size_t> out;
-  if (b.size < 64 || b.data[4] != 2 || b.data[5] != 1) return out;  // ELF64 little-endian only
-  std::uint64_t shoff = 0;
-  std::uint16_t shentsize = 0, shnum = 0;
-  if (!read_le(b, 0x28, shoff) || !read_le(b, 0x3A, shentsize) || !read_le(b, 0x3C, shnum)) return out;
-  if (shentsize < 64 || shoff == 0) return out;
-  for (std::uint16_t i = 0; i < shnum; ++i) {
-    if (shoff > b.size) return {};
-    const std::size_t sh = static_cast<std::size_t>(shoff) + static_cast<std::size_t>(i) * shentsize;
-    std::uint32_t type = 0;
-    std::uint64_t off = 0, size = 0, entsize = 0;
-    if (!read_le(b, sh + 4, type) || !read_le(b, sh + 0x18, off) || !read_le(b, sh + 0x20, size) ||
-        !read_le(b, sh + 0x38, entsize)) {
-      return {};
-    }
-    if (type != 11 /* SHT_DYNSYM */) continue;
-    if (entsize < 24 || off > b.size || size > b.size - off) return {};
-    for (std::uint64_t s = 0; s + entsize <= size; s += entsize) {
-      const std::size_t info_off = static_cast<std::size_t>(off + s + 4);
-      if ((b.data[info_off] >> 4) == 10 /* STB_GNU_UNIQUE */) out.push_back(info_off);
-    }
-  }
-  return out;
-}
+std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView elf) { return format::gnu_unique_symbol_offsets(elf); }
 
 std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string& label,
                                                  const std::vector<std::string>& allowed_sha256) {
@@ -222,8 +226,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   promote_self_to_global();
   const std::vector<std::string> missing = missing_imports(elf);
   if (!missing.empty()) {
-    std::string names;
-    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+    const std::string names = common::join(missing);
     throw Error(ErrorCode::kLoad, "the model library of " + label + " imports " + std::to_string(missing.size()) +
                                       " symbol(s) this process does not provide: " + names +
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
@@ -249,35 +252,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
     }
   }  // fd closed / temp file unlinked: the mapping keeps the code alive
   // 5. Entry points.
-  ContainerApi& a = lib->api_;
-  bind(lib->handle_, "AOTInductorModelContainerCreateWithDevice", a.create_with_device);
-  bind(lib->handle_, "AOTInductorModelContainerDelete", a.destroy);
-  bind(lib->handle_, "AOTInductorModelContainerGetNumInputs", a.get_num_inputs);
-  bind(lib->handle_, "AOTInductorModelContainerGetNumOutputs", a.get_num_outputs);
-  bind(lib->handle_, "AOTInductorModelContainerRun", a.run);
-  bind(lib->handle_, "AOTInductorModelUpdateConstantsFromBlob", a.update_constants_from_blob);
-  bind(lib->handle_, "AOTInductorModelContainerGetInputName", a.get_input_name);
-  bind(lib->handle_, "AOTInductorModelContainerGetOutputName", a.get_output_name);
-  bind(lib->handle_, "AOTInductorModelContainerGetNumConstants", a.get_num_constants);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantsBlobSize", a.get_constants_blob_size);
-  bind(lib->handle_, "AOTInductorGetLastError", a.get_last_error);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantName", a.get_constant_name);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantDtype", a.get_constant_dtype);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantDataSize", a.get_constant_data_size);
-  bind(lib->handle_, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
-       a.update_user_managed_constant_buffer_pairs);
-  std::string absent;
-  if (!a.create_with_device) absent += " AOTInductorModelContainerCreateWithDevice";
-  if (!a.destroy) absent += " AOTInductorModelContainerDelete";
-  if (!a.get_num_inputs) absent += " AOTInductorModelContainerGetNumInputs";
-  if (!a.get_num_outputs) absent += " AOTInductorModelContainerGetNumOutputs";
-  if (!a.run) absent += " AOTInductorModelContainerRun";
-  if (!absent.empty()) {
-    throw Error(ErrorCode::kLoad, "the model library of " + label +
-                                      " lacks required AOTInductor entry point(s):" + absent);
-  }  // ~ModelLibrary dlcloses
+  bind_entry_points(lib->handle_, lib->api_, label);  // throws: ~ModelLibrary dlcloses
   return lib;
 }
 

@@ -1,5 +1,6 @@
-// Private helpers of the runtime: turning cudart failures into aoti_cuda::Error
-// and small RAII wrappers. Nothing here is exported.
+// Private low layer (src/common): turning cudart failures into
+// aoti_cuda::Error, and the one device guard every layer uses.
+// Used by the shim and the runtime; includes nothing of either.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,7 +9,7 @@
 
 #include "aoti_cuda/error.hpp"
 
-namespace aoti_cuda::runtime {
+namespace aoti_cuda::common {
 
 /// True for cudart codes that mean "there is no usable GPU/driver here" rather
 /// than "this call failed".
@@ -26,10 +27,21 @@ inline void check_cuda(cudaError_t err, const char* what) {
 }
 
 /// Makes `device` current for the lifetime of the guard and restores the
-/// previous device afterwards (only touches cudart when they differ).
+/// previous device afterwards. The one policy of the library:
+///   * a negative `device` means host work: the guard does nothing (so callers
+///     write `DeviceGuard g(cuda ? index : -1)` instead of optional guards);
+///   * cudart is only touched when the current device differs, except with
+///     Bind::kPrimaryContext, which always calls cudaSetDevice so the device's
+///     primary context is current on this thread (cuModuleUnload needs it);
+///   * OnFailure::kThrow throws cuda_error; OnFailure::kIgnore (for destructors
+///     and other noexcept paths) carries on on whatever device is current and
+///     clears cudart's last error.
 class DeviceGuard {
  public:
-  explicit DeviceGuard(int device);
+  enum class OnFailure { kThrow, kIgnore };
+  enum class Bind { kIfDifferent, kPrimaryContext };
+
+  explicit DeviceGuard(int device, OnFailure on_failure = OnFailure::kThrow, Bind bind = Bind::kIfDifferent);
   ~DeviceGuard();
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
@@ -42,4 +54,4 @@ class DeviceGuard {
 /// Compute capability of `device` as major*10+minor (90 for sm_90), 0 when it cannot be queried.
 int sm_version(int device);
 
-}  // namespace aoti_cuda::runtime
+}  // namespace aoti_cuda::common

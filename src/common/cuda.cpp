@@ -1,6 +1,6 @@
-#include "runtime/cuda_util.hpp"
+#include "common/cuda.hpp"
 
-namespace aoti_cuda::runtime {
+namespace aoti_cuda::common {
 
 bool is_no_device_error(cudaError_t err) noexcept {
   switch (err) {
@@ -32,12 +32,23 @@ Error cuda_error(cudaError_t err, const std::string& what) {
   return Error(ErrorCode::kCuda, text);
 }
 
-DeviceGuard::DeviceGuard(int device) {
-  check_cuda(cudaGetDevice(&previous_), "cudaGetDevice");
-  if (previous_ != device) {
-    check_cuda(cudaSetDevice(device), ("cudaSetDevice(" + std::to_string(device) + ")").c_str());
-    changed_ = true;
+DeviceGuard::DeviceGuard(int device, OnFailure on_failure, Bind bind) {
+  if (device < 0) return;
+  const bool throwing = on_failure == OnFailure::kThrow;
+  cudaError_t err = cudaGetDevice(&previous_);
+  if (err != cudaSuccess) {
+    if (throwing) throw cuda_error(err, "cudaGetDevice");
+    (void)cudaGetLastError();
+    return;
   }
+  if (previous_ == device && bind == Bind::kIfDifferent) return;
+  err = cudaSetDevice(device);
+  if (err != cudaSuccess) {
+    if (throwing) throw cuda_error(err, "cudaSetDevice(" + std::to_string(device) + ")");
+    (void)cudaGetLastError();
+    return;
+  }
+  changed_ = previous_ != device;
 }
 
 DeviceGuard::~DeviceGuard() {
@@ -54,4 +65,4 @@ int sm_version(int device) {
   return major * 10 + minor;
 }
 
-}  // namespace aoti_cuda::runtime
+}  // namespace aoti_cuda::common
