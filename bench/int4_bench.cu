@@ -160,11 +160,12 @@ void run_variants(int iters, int group, void* flush, std::size_t flush_bytes) {
   const int64_t shapes[3][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
   for (int v = 0; v < mm::variant_count(); ++v) {
     std::printf("variant %d: %s\n", v, mm::variant_name(v));
-    for (int64_t m : {1, 4, 8, 16}) {
+    for (int64_t m : {1, 4, 8, 16, 64}) {
       std::printf("  M=%-3lld", static_cast<long long>(m));
       for (const auto& nk : shapes) {
         const double us = measure_variant(v, m, nk[0], nk[1], group, iters, flush, flush_bytes);
         const double bytes = static_cast<double>(nk[0]) * nk[1] / 2 + static_cast<double>(nk[1] / group) * nk[0] * 4;
+        if (us < 0 && m > 8) break;
         if (us < 0) std::printf("  %5lldx%-5lld      -         ", static_cast<long long>(nk[0]), static_cast<long long>(nk[1]));
         else std::printf("  %5lldx%-5lld %7.2f us %6.0f GB/s", static_cast<long long>(nk[0]), static_cast<long long>(nk[1]), us, bytes / (us * 1e-6) / 1e9);
       }

@@ -434,8 +434,17 @@ const Variant kVariants[] = {
     {"direct NT1 KW4 D4 m<=8", 8, launch_one<8, 1, 1, 4, true, Pipe::kDirect, 4>},
     {"direct NT1 KW8 D2 m<=8", 8, launch_one<8, 1, 1, 8, true, Pipe::kDirect, 2>},
     {"direct NT2 KW4 D3 m<=8", 8, launch_one<8, 1, 2, 4, true, Pipe::kDirect, 3>},
+    {"super  NT2 KW8 D2 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kSuper, 2>},
+    {"super  NT4 KW8 D3 m<=8", 8, launch_one<8, 1, 4, 8, true, Pipe::kSuper, 3>},
+    {"super  NT4 KW8 D2 m<=8", 8, launch_one<8, 1, 4, 8, true, Pipe::kSuper, 2>},
+    {"super  NT2 KW16 D2 m<=8", 8, launch_one<8, 1, 2, 16, true, Pipe::kSuper, 2>},
+    {"direct NT4 KW8 D2 m<=8", 8, launch_one<8, 1, 4, 8, true, Pipe::kDirect, 2>},
+    {"word   NT2 KW8 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kWord, 2>},
     {"super  NT1 KW8 D3 m<=64", 64, launch_one<8, 1, 1, 8, false, Pipe::kSuper, 3>},
     {"super  NT2 KW4 D4 m<=64", 64, launch_one<8, 1, 2, 4, false, Pipe::kSuper, 4>},
+    {"super  NT4 KW8 D2 m<=64", 64, launch_one<8, 1, 4, 8, false, Pipe::kSuper, 2>},
+    {"word   NT4 KW8 m<=64", 64, launch_one<8, 1, 4, 8, false, Pipe::kWord, 2>},
+    {"word   NT2 KW8 m<=64", 64, launch_one<8, 1, 2, 8, false, Pipe::kWord, 2>},
 };
 
 int log2_exact(int v) {
