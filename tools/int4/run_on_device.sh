@@ -8,7 +8,7 @@
 #   BIN_DIR   libaoti_cuda.so*, aoti_cuda_gpu_tests, aoti_cuda_int4_bench (built elsewhere)
 #   SRC_DIR   a checkout with this branch's tools/ (the exporter runs from there; its .whl/
 #             wheels are taken from the current directory's .whl/ when SRC_DIR has none)
-#   STEPS     comma list of export,vectors,bench,conformance,ncu   [export,vectors,bench,conformance]
+#   STEPS     comma list of export,vectors,variants,bench,conformance,ncu   [export,vectors,bench,conformance]
 #   INT4_FIXTURES env: extra fixture roots for the conformance step (default: the fresh exports)
 #   BUILD_ROOT  env: the source path the test binaries were configured with (fixtures are
 #               looked up there; it is symlinked to the current directory when missing)
@@ -38,6 +38,10 @@ fi
 if [[ -n "$export_pid" ]]; then
   echo "== waiting for the export ($(($(date +%s) - t0)) s)"
   wait "$export_pid"; echo "export exit $?"; tail -12 /tmp/int4_export.log
+fi
+if has variants; then
+  echo "== tuning variants ($(($(date +%s) - t0)) s)"
+  timeout 120 "$BIN/aoti_cuda_int4_bench" --variants --iters 15
 fi
 if has bench; then
   echo "== our kernel ($(($(date +%s) - t0)) s)"
