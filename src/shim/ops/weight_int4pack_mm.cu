@@ -445,6 +445,10 @@ const Variant kVariants[] = {
     {"super  NT4 KW8 D2 m<=64", 64, launch_one<8, 1, 4, 8, false, Pipe::kSuper, 2>},
     {"word   NT4 KW8 m<=64", 64, launch_one<8, 1, 4, 8, false, Pipe::kWord, 2>},
     {"word   NT2 KW8 m<=64", 64, launch_one<8, 1, 2, 8, false, Pipe::kWord, 2>},
+    {"word   MT2 NT4 KW4", 1 << 30, launch_one<8, 2, 4, 4, false, Pipe::kWord, 2>},
+    {"word   MT4 NT2 KW4", 1 << 30, launch_one<8, 4, 2, 4, false, Pipe::kWord, 2>},
+    {"word   MT4 NT4 KW2", 1 << 30, launch_one<8, 4, 4, 2, false, Pipe::kWord, 2>},
+    {"word   MT2 NT4 KW8", 1 << 30, launch_one<8, 2, 4, 8, false, Pipe::kWord, 2>},
 };
 
 int log2_exact(int v) {
