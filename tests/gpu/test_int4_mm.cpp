@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "aoti_cuda/shim.h"
+#include "shim/ops/weight_int4pack_mm.hpp"
 #include "support/gpu.hpp"
 #include "support/shim_testing.hpp"
 
@@ -180,44 +181,113 @@ TEST_CASE("int4pack_mm: M = 0 gives an empty [0, N] output" * AOTI_CUDA_GPU_CASE
   CHECK(got.empty());
 }
 
-TEST_CASE("int4pack_mm: PyTorch vectors ($AOTI_CUDA_INT4_VECTORS)" * AOTI_CUDA_GPU_CASE) {
-  const char* dir = std::getenv("AOTI_CUDA_INT4_VECTORS");
-  if (dir == nullptr || *dir == '\0') {
+namespace {
+
+struct VectorCase {
+  int64_t id = 0, wid = 0, m = 0, n = 0, k = 0, group = 0, ikt = 0;
+};
+
+// The cases of $AOTI_CUDA_INT4_VECTORS/index.txt; empty (with a visible message) when unset.
+std::vector<VectorCase> vector_cases(std::string& dir) {
+  const char* env = std::getenv("AOTI_CUDA_INT4_VECTORS");
+  std::vector<VectorCase> cases;
+  if (env == nullptr || *env == '\0') {
     MESSAGE("SKIPPED: AOTI_CUDA_INT4_VECTORS is not set (generate with tools/int4/gen_vectors.py on a GPU machine)");
-    return;
+    return cases;
   }
-  std::ifstream index(std::string(dir) + "/index.txt");
+  dir = std::string(env) + "/";
+  std::ifstream index(dir + "index.txt");
   REQUIRE_MESSAGE(index.good(), "no index.txt in " << dir);
   std::string line;
-  int cases = 0;
-  double worst_torch = 0, worst_ref = 0;
   while (std::getline(index, line)) {
     std::istringstream fields(line);
-    int64_t id = 0, wid = 0, m = 0, n = 0, k = 0, group = 0, ikt = 0;
-    if (!(fields >> id >> wid >> m >> n >> k >> group >> ikt)) continue;
-    const std::string base = std::string(dir) + "/";
-    OwnedTensor x = upload(read_file<uint16_t>(base + "x_" + std::to_string(id) + ".bin"), {m, k}, kBF16);
-    OwnedTensor w = upload(read_file<int32_t>(base + "w_" + std::to_string(wid) + ".bin"),
-                           {n / 8, k / (16 * ikt), 32, ikt / 2}, kI32);
-    OwnedTensor sz = upload(read_file<uint16_t>(base + "sz_" + std::to_string(wid) + ".bin"), {k / group, n, 2}, kBF16);
-    std::vector<float> got = run_mm(x, w, group, sz, m, n, nullptr);
-    std::vector<uint16_t> torch_bits = read_file<uint16_t>(base + "torch_" + std::to_string(id) + ".bin");
-    std::vector<float> torch_out(torch_bits.size());
-    std::transform(torch_bits.begin(), torch_bits.end(), torch_out.begin(), bf16_to_float);
-    std::vector<float> ref = read_file<float>(base + "ref_" + std::to_string(id) + ".bin");
-    REQUIRE(torch_out.size() == got.size());
-    REQUIRE(ref.size() == got.size());
+    VectorCase c;
+    if (fields >> c.id >> c.wid >> c.m >> c.n >> c.k >> c.group >> c.ikt) cases.push_back(c);
+  }
+  REQUIRE(!cases.empty());
+  return cases;
+}
+
+struct LoadedCase {
+  OwnedTensor x, w, sz;
+  std::vector<float> torch_out, ref;
+};
+
+LoadedCase load_case(const std::string& dir, const VectorCase& c) {
+  LoadedCase l;
+  l.x = upload(read_file<uint16_t>(dir + "x_" + std::to_string(c.id) + ".bin"), {c.m, c.k}, kBF16);
+  l.w = upload(read_file<int32_t>(dir + "w_" + std::to_string(c.wid) + ".bin"), {c.n / 8, c.k / (16 * c.ikt), 32, c.ikt / 2},
+               kI32);
+  l.sz = upload(read_file<uint16_t>(dir + "sz_" + std::to_string(c.wid) + ".bin"), {c.k / c.group, c.n, 2}, kBF16);
+  std::vector<uint16_t> bits = read_file<uint16_t>(dir + "torch_" + std::to_string(c.id) + ".bin");
+  l.torch_out.resize(bits.size());
+  std::transform(bits.begin(), bits.end(), l.torch_out.begin(), bf16_to_float);
+  l.ref = read_file<float>(dir + "ref_" + std::to_string(c.id) + ".bin");
+  REQUIRE(l.torch_out.size() == static_cast<std::size_t>(c.m * c.n));
+  REQUIRE(l.ref.size() == l.torch_out.size());
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("int4pack_mm: PyTorch vectors ($AOTI_CUDA_INT4_VECTORS)" * AOTI_CUDA_GPU_CASE) {
+  std::string dir;
+  double worst_torch = 0, worst_ref = 0;
+  int cases = 0;
+  for (const VectorCase& c : vector_cases(dir)) {
+    LoadedCase l = load_case(dir, c);
+    std::vector<float> got = run_mm(l.x, l.w, c.group, l.sz, c.m, c.n, nullptr);
     // Both kernels accumulate in fp32 and round once to bf16 (half an ulp = 2^-9 relative),
     // in different orders: within one bf16 ulp of each other, half an ulp (+ fp32 noise) of ref.
-    Mismatch vs_torch = compare(got, torch_out, 1.0 / 128, 1e-3);
-    Mismatch vs_ref = compare(got, ref, 1.0 / 256, 1e-4);
-    INFO("case " << id << ": m=" << m << " n=" << n << " k=" << k << " group=" << group << " innerKTiles=" << ikt);
+    Mismatch vs_torch = compare(got, l.torch_out, 1.0 / 128, 1e-3);
+    Mismatch vs_ref = compare(got, l.ref, 1.0 / 256, 1e-4);
+    INFO("case " << c.id << ": m=" << c.m << " n=" << c.n << " k=" << c.k << " group=" << c.group
+                 << " innerKTiles=" << c.ikt);
     CHECK_MESSAGE(vs_torch.count == 0, vs_torch.count << " elements off torch, worst error/tolerance " << vs_torch.worst);
     CHECK_MESSAGE(vs_ref.count == 0, vs_ref.count << " elements off the reference, worst " << vs_ref.worst);
     worst_torch = std::max(worst_torch, vs_torch.worst);
     worst_ref = std::max(worst_ref, vs_ref.worst);
     ++cases;
   }
-  MESSAGE(cases << " PyTorch cases; worst error/tolerance vs torch " << worst_torch << ", vs reference " << worst_ref);
-  CHECK(cases > 0);
+  if (cases > 0) {
+    MESSAGE(cases << " PyTorch cases; worst error/tolerance vs torch " << worst_torch << ", vs reference " << worst_ref);
+  }
+}
+
+// Every tuning candidate of the kernels (bench/int4_bench.cu --variants) on the innerKTiles-8
+// vectors, so switching the dispatch to any of them is covered.
+TEST_CASE("int4pack_mm: every kernel variant on the PyTorch vectors" * AOTI_CUDA_GPU_CASE) {
+  namespace mm = aoti_cuda::shim::int4mm;
+  std::string dir;
+  std::vector<int> runs(static_cast<std::size_t>(mm::variant_count()), 0);
+  for (const VectorCase& c : vector_cases(dir)) {
+    if (c.ikt != 8 || c.m > 2048) continue;
+    LoadedCase l = load_case(dir, c);
+    OwnedTensor out = empty({c.m, c.n}, {}, kBF16, kCUDA, 0);
+    mm::Problem p;
+    p.x = l.x.data();
+    p.w = l.w.data();
+    p.sz = l.sz.data();
+    p.out = out.data();
+    p.m = c.m; p.n = c.n; p.k = c.k; p.group = static_cast<int>(c.group); p.inner_k_tiles = 8;
+    for (int v = 1; v < mm::variant_count(); ++v) {
+      REQUIRE(cudaMemset(p.out, 0xFF, static_cast<std::size_t>(c.m * c.n * 2)) == cudaSuccess);  // NaN pattern
+      if (mm::launch_variant(p, nullptr, v) != 0) {
+        (void)cudaGetLastError();
+        continue;  // not applicable to this M
+      }
+      std::vector<uint16_t> bits(static_cast<std::size_t>(c.m * c.n));
+      REQUIRE(cudaMemcpy(bits.data(), p.out, bits.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+      std::vector<float> got(bits.size());
+      std::transform(bits.begin(), bits.end(), got.begin(), bf16_to_float);
+      Mismatch vs_torch = compare(got, l.torch_out, 1.0 / 128, 1e-3);
+      INFO("variant " << v << " (" << mm::variant_name(v) << "), case " << c.id << ": m=" << c.m << " n=" << c.n
+                      << " k=" << c.k << " group=" << c.group);
+      CHECK_MESSAGE(vs_torch.count == 0, vs_torch.count << " elements off torch, worst " << vs_torch.worst);
+      ++runs[static_cast<std::size_t>(v)];
+    }
+  }
+  std::ostringstream summary;
+  for (int v = 1; v < mm::variant_count(); ++v) summary << " v" << v << ":" << runs[static_cast<std::size_t>(v)];
+  MESSAGE("variant cases run:" << summary.str());
 }
