@@ -33,7 +33,7 @@ if has vectors; then
   echo "== vectors ($(($(date +%s) - t0)) s)"
   timeout 120 python3 "$SRC/tools/int4/gen_vectors.py" /tmp/int4_vectors || echo "gen_vectors FAILED"
   echo "== GPU int4 tests ($(($(date +%s) - t0)) s)"
-  AOTI_CUDA_INT4_VECTORS=/tmp/int4_vectors timeout 120 "$BIN/aoti_cuda_gpu_tests" -tc='int4pack*' 2>&1 | tail -25
+  AOTI_CUDA_INT4_VECTORS=/tmp/int4_vectors timeout 120 "$BIN/aoti_cuda_gpu_tests" -tc='int4pack*' 2>&1 | tail -40
 fi
 if [[ -n "$export_pid" ]]; then
   echo "== waiting for the export ($(($(date +%s) - t0)) s)"
