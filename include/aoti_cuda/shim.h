@@ -254,6 +254,22 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_get_current_cuda_stream(int32_t dev
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint64_t nbytes, void** ret_ptr);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
 
+/* ---- Operator shims ---------------------------------------------------------
+ * _weight_int4pack_mm (int4 weight-only linear; torchao "tile_packed_to_4d" weights, the
+ * fallback kernel ExecuTorch's CUDA backend keeps): *ret0 = a new bf16 [M, N] CUDA tensor
+ * self · W^T, where self is bf16 [M, K] contiguous; mat2 holds W as PyTorch's
+ * _convert_weight_to_int4pack packs it for CUDA: int32 [N/8, K/(innerKTiles*16), 32,
+ * innerKTiles/2] contiguous, innerKTiles 2, 4 or 8; qScaleAndZeros is bf16 [K/qGroupSize, N, 2]
+ * contiguous, qGroupSize 32, 64, 128 or 256; W[n][k] = (q - 8) * scale + zero of group k/qGroupSize
+ * (q the unsigned 4-bit value), rounded to bf16; fp32 accumulation. All three on one CUDA device
+ * (sm_80 or newer); the output is allocated and the kernel enqueued on the calling thread's
+ * current stream for that device (asynchronous). Invalid dtypes, shapes, devices, group sizes
+ * or misaligned data fail with a message naming the operand. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2,
+                                                                      int64_t qGroupSize,
+                                                                      AtenTensorHandle qScaleAndZeros,
+                                                                      AtenTensorHandle* ret0);
+
 /* ---- Ops without a C shim ------------------------------------------------- */
 /* Always fails: there is no libtorch dispatcher to replay the op. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_proxy_executor_call_function(AOTIProxyExecutorHandle proxy_executor,

@@ -72,6 +72,9 @@ class Model:
     # Extra expected results computed from eager call sequences (see lm).
     sequences: Optional[Callable[[str], Dict[str, Any]]] = None
     inductor_config: Dict[str, Any] = field(default_factory=dict)
+    # Where torch.export runs: "cpu", or "cuda" for models whose weights only exist on the GPU
+    # (torchao int4 packing, see int4_models.py).
+    export_device: str = "cpu"
 
 
 @dataclass
@@ -623,6 +626,11 @@ def _lm() -> Model:
     )
 
 
+import int4_models  # noqa: E402  (sibling module: int4 weight-only models, need torchao)
+
+int4_models.add_to(sys.modules[__name__])
+
+
 # --------------------------------------------------------------------------------------------
 # Writing tensors and manifests
 # --------------------------------------------------------------------------------------------
@@ -834,8 +842,9 @@ def _export_into(name: str, out_dir: str, device: str) -> Dict[str, Any]:
     programs = {}
     with torch.no_grad():
         for m in model.methods:
+            inputs = tuple(t.to(model.export_device) for t in m.inputs)
             programs[m.name] = torch.export.export(
-                copy.deepcopy(m.module).eval(), m.inputs, dynamic_shapes=m.dynamic_shapes
+                copy.deepcopy(m.module).to(model.export_device).eval(), inputs, dynamic_shapes=m.dynamic_shapes
             )
     t_export = time.time() - t0
 

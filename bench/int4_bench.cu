@@ -1,0 +1,235 @@
+// int4_bench: aoti_torch_cuda__weight_int4pack_mm kernel time (CUDA events) and effective
+// weight bandwidth, for the shapes of docs/benchmarks/int4.md. Not a test: prints numbers.
+//
+//   aoti_cuda_int4_bench [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants]
+//
+// --variants times the kernels' tuning candidates (weight_int4pack_mm.hpp) for M <= 64 directly
+// (no shim), innerKTiles 8, and prints one table per candidate.
+//
+// Each timed call is preceded by a kernel that reads 512 MiB, so the weights come from HBM, not
+// L2 (the H200's L2 holds 60 MB, more than a 4096x4096 int4 weight) and L2 holds no dirty lines
+// whose write-back would compete with the weight reads (a memset would leave 60 MB of them);
+// the call is timed alone
+// between two events and the median over the iterations is reported. Bandwidth counts the
+// packed weights plus their scales/zeros (what a memory-bound kernel must read once).
+// tools/int4/bench_torch.py measures torch's kernel the same way.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/shim.h"
+#include "shim/ops/weight_int4pack_mm.hpp"
+
+namespace {
+
+// Reads every 16 bytes of `p`; never writes in practice (the data is never the magic value),
+// but the compiler cannot drop the loads.
+__global__ void read_flush(const uint4* p, std::size_t n, uint4* sink) {
+  uint32_t acc = 0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9E3779B9u) sink[0] = make_uint4(acc, 0, 0, 0);
+}
+
+void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    std::fprintf(stderr, "int4_bench: %s: %s\n", what, cudaGetErrorString(err));
+    std::exit(1);
+  }
+}
+
+// Deterministic filler (xorshift); any 32-bit pattern is a valid packed weight word.
+std::vector<uint32_t> random_words(std::size_t count, uint64_t seed) {
+  std::vector<uint32_t> v(count);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& w : v) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    w = static_cast<uint32_t>(s >> 16);
+  }
+  return v;
+}
+
+// Device tensor (contiguous) holding `bytes` random bytes, or bf16 values of small magnitude.
+AtenTensorHandle device_tensor(const std::vector<int64_t>& sizes, int32_t dtype, std::size_t bytes, bool bf16_small,
+                               uint64_t seed) {
+  std::vector<uint32_t> words = random_words((bytes + 3) / 4, seed);
+  if (bf16_small) {
+    for (auto& w : words) w = (w & 0x007F007Fu) | 0x3C003C00u;  // bf16 pairs in [2^-7, 2^-6)
+  }
+  AtenTensorHandle t = nullptr;
+  if (aoti_torch_empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(), nullptr, dtype, 1, 0, &t) != 0) {
+    std::fprintf(stderr, "int4_bench: allocation failed: %s\n", aoti_cuda_shim_last_error());
+    std::exit(1);
+  }
+  void* p = nullptr;
+  aoti_torch_get_data_ptr(t, &p);
+  check(cudaMemcpy(p, words.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  return t;
+}
+
+struct Result {
+  int64_t m, n, k;
+  double us, gbps;
+};
+
+Result measure(int64_t m, int64_t n, int64_t k, int group, int ikt, int iters, void* flush, std::size_t flush_bytes) {
+  AtenTensorHandle x = device_tensor({m, k}, 15, static_cast<std::size_t>(m * k * 2), true, 1);
+  AtenTensorHandle w = device_tensor({n / 8, k / (16 * ikt), 32, ikt / 2}, 3, static_cast<std::size_t>(n * k / 2), false, 2);
+  AtenTensorHandle sz = device_tensor({k / group, n, 2}, 15, static_cast<std::size_t>(k / group * n * 4), true, 3);
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> times;
+  for (int i = -3; i < iters; ++i) {  // 3 warm-up calls
+    read_flush<<<1024, 512>>>(static_cast<const uint4*>(flush), flush_bytes / 16, static_cast<uint4*>(flush));
+    check(cudaGetLastError(), "flush");
+    check(cudaEventRecord(start, nullptr), "cudaEventRecord");
+    AtenTensorHandle out = nullptr;
+    if (aoti_torch_cuda__weight_int4pack_mm(x, w, group, sz, &out) != 0) {
+      std::fprintf(stderr, "int4_bench: %s\n", aoti_cuda_shim_last_error());
+      std::exit(1);
+    }
+    check(cudaEventRecord(stop, nullptr), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    aoti_torch_delete_tensor_object(out);
+    if (i >= 0) times.push_back(ms * 1000.0);
+  }
+  std::sort(times.begin(), times.end());
+  const double us = times[times.size() / 2];
+  const double bytes = static_cast<double>(n) * k / 2 + static_cast<double>(k / group) * n * 4;
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  aoti_torch_delete_tensor_object(x);
+  aoti_torch_delete_tensor_object(w);
+  aoti_torch_delete_tensor_object(sz);
+  return {m, n, k, us, bytes / (us * 1e-6) / 1e9};
+}
+
+// Times tuning candidate `v` on raw device buffers (same flush/median as measure()); < 0 if n/a.
+double measure_variant(int v, int64_t m, int64_t n, int64_t k, int group, int iters, void* flush,
+                       std::size_t flush_bytes) {
+  namespace mm = aoti_cuda::shim::int4mm;
+  AtenTensorHandle x = device_tensor({m, k}, 15, static_cast<std::size_t>(m * k * 2), true, 1);
+  AtenTensorHandle w = device_tensor({n / 8, k / 128, 32, 4}, 3, static_cast<std::size_t>(n * k / 2), false, 2);
+  AtenTensorHandle sz = device_tensor({k / group, n, 2}, 15, static_cast<std::size_t>(k / group * n * 4), true, 3);
+  AtenTensorHandle out = device_tensor({m, n}, 15, static_cast<std::size_t>(m * n * 2), true, 4);
+  mm::Problem p;
+  aoti_torch_get_data_ptr(x, const_cast<void**>(&p.x));
+  aoti_torch_get_data_ptr(w, const_cast<void**>(&p.w));
+  aoti_torch_get_data_ptr(sz, const_cast<void**>(&p.sz));
+  aoti_torch_get_data_ptr(out, &p.out);
+  p.m = m; p.n = n; p.k = k; p.group = group; p.inner_k_tiles = 8;
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> times;
+  for (int i = -3; i < iters; ++i) {
+    read_flush<<<1024, 512>>>(static_cast<const uint4*>(flush), flush_bytes / 16, static_cast<uint4*>(flush));
+    check(cudaEventRecord(start, nullptr), "cudaEventRecord");
+    if (mm::launch_variant(p, nullptr, v) != 0) break;
+    check(cudaEventRecord(stop, nullptr), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (i >= 0) times.push_back(ms * 1000.0);
+  }
+  (void)cudaGetLastError();
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  for (AtenTensorHandle t : {x, w, sz, out}) aoti_torch_delete_tensor_object(t);
+  if (times.empty()) return -1;
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+void run_variants(int iters, int group, void* flush, std::size_t flush_bytes) {
+  namespace mm = aoti_cuda::shim::int4mm;
+  const int64_t shapes[3][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
+  for (int v = 0; v < mm::variant_count(); ++v) {
+    std::printf("variant %d: %s\n", v, mm::variant_name(v));
+    for (int64_t m : {1, 4, 8, 16, 64, 256, 2048}) {
+      if (m > 64 && v > 0 && v < mm::variant_count() - 4) break;  // the last 4 candidates are for large M
+      std::printf("  M=%-3lld", static_cast<long long>(m));
+      for (const auto& nk : shapes) {
+        const double us = measure_variant(v, m, nk[0], nk[1], group, iters, flush, flush_bytes);
+        const double bytes = static_cast<double>(nk[0]) * nk[1] / 2 + static_cast<double>(nk[1] / group) * nk[0] * 4;
+        if (us < 0 && m > 8) break;
+        if (us < 0) std::printf("  %5lldx%-5lld      -         ", static_cast<long long>(nk[0]), static_cast<long long>(nk[1]));
+        else std::printf("  %5lldx%-5lld %7.2f us %6.0f GB/s", static_cast<long long>(nk[0]), static_cast<long long>(nk[1]), us, bytes / (us * 1e-6) / 1e9);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string json;
+  int iters = 30, group = 128, ikt = 8;
+  bool variants = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) json = argv[++i];
+    else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
+    else if (a == "--group" && i + 1 < argc) group = std::atoi(argv[++i]);
+    else if (a == "--inner-k-tiles" && i + 1 < argc) ikt = std::atoi(argv[++i]);
+    else if (a == "--variants") variants = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants]\n", argv[0]);
+      return 2;
+    }
+  }
+  const std::size_t flush_bytes = std::size_t{512} << 20;
+  void* flush = nullptr;
+  check(cudaMalloc(&flush, flush_bytes), "cudaMalloc(flush)");
+  check(cudaMemset(flush, 1, flush_bytes), "cudaMemset(flush)");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  std::printf("device %s, %d SMs; group %d, innerKTiles %d, median of %d\n", prop.name, prop.multiProcessorCount,
+              group, ikt, iters);
+  if (variants) {
+    run_variants(iters, group, flush, flush_bytes);
+    cudaFree(flush);
+    return 0;
+  }
+  std::printf("%6s %6s %6s %10s %10s\n", "M", "N", "K", "us", "GB/s");
+  std::vector<Result> results;
+  const int64_t shapes[3][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
+  for (const auto& nk : shapes) {
+    for (int64_t m : {1, 4, 16, 64, 256, 2048}) {
+      Result r = measure(m, nk[0], nk[1], group, ikt, iters, flush, flush_bytes);
+      std::printf("%6lld %6lld %6lld %10.2f %10.1f\n", static_cast<long long>(r.m), static_cast<long long>(r.n),
+                  static_cast<long long>(r.k), r.us, r.gbps);
+      results.push_back(r);
+    }
+  }
+  cudaFree(flush);
+  if (!json.empty()) {
+    FILE* f = std::fopen(json.c_str(), "w");
+    if (f == nullptr) return 1;
+    std::fprintf(f, "{\"device\": \"%s\", \"group\": %d, \"inner_k_tiles\": %d, \"results\": [\n", prop.name, group, ikt);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      std::fprintf(f, "  {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"us\": %.3f, \"gbps\": %.1f}%s\n",
+                   static_cast<long long>(r.m), static_cast<long long>(r.n), static_cast<long long>(r.k), r.us, r.gbps,
+                   i + 1 < results.size() ? "," : "");
+    }
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  return 0;
+}

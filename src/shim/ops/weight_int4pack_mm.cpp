@@ -1,0 +1,155 @@
+// Shim operator: aoti_torch_cuda__weight_int4pack_mm (int4 weight-only linear layers, the
+// fallback kernel ExecuTorch's CUDA backend keeps for torchao `tile_packed_to_4d` weights).
+// Validation, output allocation and dispatch here; the kernels are in weight_int4pack_mm.cu.
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "aoti_cuda/dtype.hpp"
+#include "aoti_cuda/shim.h"
+#include "shim/allocator.hpp"
+#include "shim/error_state.hpp"
+#include "shim/ops/weight_int4pack_mm.hpp"
+#include "shim/tensor_object.hpp"
+
+namespace aoti_cuda {
+namespace shim {
+namespace {
+
+constexpr int32_t kBFloat16 = static_cast<int32_t>(DType::kBFloat16);
+constexpr int32_t kInt32 = static_cast<int32_t>(DType::kInt32);
+// The kernels index with 32-bit rows/columns/k.
+constexpr int64_t kMaxExtent = int64_t{1} << 30;
+
+std::string describe_dims(const AtenTensorOpaque& t) { return format_dims(t.sizes); }
+
+void expect(bool ok, const std::string& message) {
+  if (!ok) throw_invalid(message);
+}
+
+void expect_tensor(const AtenTensorOpaque& t, const char* name, int32_t dtype, int64_t dim) {
+  expect(t.dtype == dtype, std::string(name) + " must be " + dtype_name(dtype) + ", got " + dtype_name(t.dtype));
+  expect(t.dim() == dim, std::string(name) + " must be " + std::to_string(dim) + "-d, got " +
+                             std::to_string(t.dim()) + "-d " + describe_dims(t));
+  expect(t.is_contiguous(), std::string(name) + " must be contiguous (sizes " + describe_dims(t) + ", strides " +
+                                format_dims(t.strides) + ")");
+}
+
+// Checks every operand against PyTorch's contract (see weight_int4pack_mm.hpp) and returns
+// the problem without device pointers. Only metadata is read, so CPU tensors get the same
+// shape/dtype diagnostics as CUDA ones; the device checks come last.
+int4mm::Problem validate(const AtenTensorOpaque& x, const AtenTensorOpaque& w, int64_t group,
+                         const AtenTensorOpaque& sz) {
+  expect_tensor(x, "self (activations)", kBFloat16, 2);
+  expect_tensor(w, "mat2 (packed int4 weight)", kInt32, 4);
+  const int64_t words = w.sizes[3];
+  expect(w.sizes[2] == 32 && (words == 1 || words == 2 || words == 4),
+         "mat2 (packed int4 weight) must be [N/8, K/(innerKTiles*16), 32, innerKTiles/2] with innerKTiles 2, 4 "
+         "or 8, got " + describe_dims(w));
+  expect(group == 32 || group == 64 || group == 128 || group == 256,
+         "qGroupSize must be 32, 64, 128 or 256, got " + std::to_string(group));
+  int4mm::Problem p;
+  p.inner_k_tiles = static_cast<int>(words * 2);
+  p.group = static_cast<int>(group);
+  p.m = x.sizes[0];
+  p.k = x.sizes[1];
+  p.n = w.sizes[0] * 8;
+  const int64_t k_super = 16 * p.inner_k_tiles;
+  expect(p.k > 0 && p.k % k_super == 0 && p.k / k_super == w.sizes[1],
+         "self has K = " + std::to_string(p.k) + " but mat2 " + describe_dims(w) + " packs K = " +
+             std::to_string(w.sizes[1] * k_super) + " (a positive multiple of innerKTiles*16 = " +
+             std::to_string(k_super) + ")");
+  expect(p.k % group == 0, "K = " + std::to_string(p.k) + " is not a multiple of qGroupSize " + std::to_string(group));
+  expect(p.m < kMaxExtent && p.n < kMaxExtent && p.k < kMaxExtent,
+         "M, N and K must each be below 2^30, got M = " + std::to_string(p.m) + ", N = " + std::to_string(p.n) +
+             ", K = " + std::to_string(p.k));
+  expect_tensor(sz, "qScaleAndZeros", kBFloat16, 3);
+  expect(sz.sizes[0] == p.k / group && sz.sizes[1] == p.n && sz.sizes[2] == 2,
+         "qScaleAndZeros must be [K/qGroupSize, N, 2] = [" + std::to_string(p.k / group) + ", " +
+             std::to_string(p.n) + ", 2], got " + describe_dims(sz));
+  return p;
+}
+
+int device_of(const AtenTensorOpaque& t, const char* name) {
+  if (!t.storage->is_cuda()) throw_invalid(std::string(name) + " must be a CUDA tensor, got " + t.describe());
+  return t.storage->device_index;
+}
+
+void expect_aligned(const void* ptr, uintptr_t alignment, const char* name) {
+  expect(reinterpret_cast<uintptr_t>(ptr) % alignment == 0,
+         std::string(name) + " data must be " + std::to_string(alignment) + "-byte aligned (the kernels use " +
+             "vector loads)");
+}
+
+// Multiprocessor count of a device, queried once (the kernels size their tiles by it).
+int sm_count(int device) {
+  static std::array<std::atomic<int>, kMaxCudaDevices> cache{};
+  std::atomic<int>& slot = cache[static_cast<std::size_t>(device)];
+  int count = slot.load(std::memory_order_relaxed);
+  if (count > 0) return count;
+  cudaError_t err = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) throw_cuda_error(err, "cudaDeviceGetAttribute(MultiProcessorCount)");
+  slot.store(count, std::memory_order_relaxed);
+  return count;
+}
+
+// Owns a freshly created handle until it is handed to the caller.
+struct HandleOwner {
+  AtenTensorHandle handle = nullptr;
+  ~HandleOwner() {
+    if (handle != nullptr) (void)aoti_torch_delete_tensor_object(handle);
+  }
+  AtenTensorHandle release() {
+    AtenTensorHandle h = handle;
+    handle = nullptr;
+    return h;
+  }
+};
+
+AtenTensorHandle weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2, int64_t group,
+                                    AtenTensorHandle scale_zeros) {
+  const AtenTensorOpaque& x = *checked_defined(self, "self");
+  const AtenTensorOpaque& w = *checked_defined(mat2, "mat2");
+  const AtenTensorOpaque& sz = *checked_defined(scale_zeros, "qScaleAndZeros");
+  int4mm::Problem p = validate(x, w, group, sz);
+  const int device = device_of(x, "self (activations)");
+  expect(device_of(w, "mat2 (packed int4 weight)") == device && device_of(sz, "qScaleAndZeros") == device,
+         "self, mat2 and qScaleAndZeros must be on the same CUDA device, got " + x.describe() + ", " + w.describe() +
+             ", " + sz.describe());
+  p.x = x.data_ptr();
+  p.w = w.data_ptr();
+  p.sz = sz.data_ptr();
+  expect_aligned(p.x, 16, "self (activations)");
+  expect_aligned(p.w, 16, "mat2 (packed int4 weight)");
+  expect_aligned(p.sz, 4, "qScaleAndZeros");
+
+  const int64_t out_sizes[2] = {p.m, p.n};
+  HandleOwner out;
+  out.handle = new_empty_strided("aoti_torch_cuda__weight_int4pack_mm output", 2, out_sizes, nullptr, kBFloat16,
+                                 static_cast<int32_t>(DeviceType::kCUDA), device, false);
+  p.out = out.handle->data_ptr();
+  DeviceSwitch on_device(device);
+  const int err = int4mm::launch(p, current_stream(device), sm_count(device));
+  if (err != 0) throw_cuda_error(err, "int4 weight-only matmul kernel launch");
+  return out.release();
+}
+
+}  // namespace
+}  // namespace shim
+}  // namespace aoti_cuda
+
+extern "C" {
+
+AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2, int64_t qGroupSize,
+                                                   AtenTensorHandle qScaleAndZeros, AtenTensorHandle* ret0) {
+  return aoti_cuda::shim::shim_call(__func__, [&] {
+    AtenTensorHandle& out = aoti_cuda::shim::out_param(ret0, "ret0");
+    out = nullptr;
+    out = aoti_cuda::shim::weight_int4pack_mm(self, mat2, qGroupSize, qScaleAndZeros);
+  });
+}
+
+}  // extern "C"

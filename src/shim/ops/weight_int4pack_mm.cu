@@ -1,0 +1,506 @@
+// aoti_cuda shim — CUDA kernels of the int4 weight-only matrix multiply
+// (aoti_torch_cuda__weight_int4pack_mm). Formats: weight_int4pack_mm.hpp.
+//
+// One kernel family, tensor cores throughout (mma.sync m16n8k16, bf16 in, fp32 accumulate):
+//   * The packed weight word of a lane IS its mma B fragment for two k-tiles, so weights go
+//     straight from global memory to registers (16/8/4-byte coalesced loads, one k-super-tile
+//     prefetched ahead), are dequantized in registers (4 bit ops + 2 bf16x2 FMAs per pair)
+//     and never touch shared memory.
+//   * Activations are staged per warp in shared memory with cp.async (32 k at a time,
+//     double-buffered, XOR-swizzled rows so ldmatrix is bank-conflict free) and read with
+//     ldmatrix; rows past M are zero-filled by cp.async.
+//   * A block owns an output tile of 16*MT rows x 8*NT columns; its KW warps split K (each
+//     takes every KW-th k-super-tile), then reduce through shared memory.
+// Small M (GEMV-like, memory bound): MT = 1, 8 warps splitting K, so each SM keeps tens of KB
+// of weight loads in flight; for M <= 8 only 8 activation rows are staged (ldmatrix.x4 then
+// yields both k-tiles of a word at once). Large M: MT = 4 (64 rows) so each dequantized weight
+// feeds 4 mma and each activation fragment feeds NT = 4.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "shim/ops/weight_int4pack_mm.hpp"
+
+namespace aoti_cuda {
+namespace shim {
+namespace int4mm {
+namespace {
+
+constexpr int kLanes = 32;
+constexpr int kRowBytes = 64;  // one staged activation row: 32 bf16 (one packed word's k range)
+
+__device__ __forceinline__ uint32_t bf162_bits(__nv_bfloat162 v) {
+  uint32_t u;
+  memcpy(&u, &v, sizeof(u));
+  return u;
+}
+
+__device__ __forceinline__ __nv_bfloat162 bits_bf162(uint32_t u) {
+  __nv_bfloat162 v;
+  memcpy(&v, &u, sizeof(u));
+  return v;
+}
+
+// Nibbles (shift, shift+16) of `word` -> bf16x2 {(q0-8)*s+z, (q1-8)*s+z}. OR-ing a nibble
+// into the mantissa of bf16 128.0 (0x4300, ulp 1) gives 128+q exactly; subtracting 136 is
+// exact too, so the only rounding is the final FMA's, as in PyTorch's kernel.
+__device__ __forceinline__ uint32_t dequant_pair(uint32_t word, int shift, __nv_bfloat162 scale,
+                                                 __nv_bfloat162 zero) {
+  const uint32_t biased = ((word >> shift) & 0x000f000fu) | 0x43004300u;
+  const __nv_bfloat162 q = __hsub2(bits_bf162(biased), bits_bf162(0x43084308u));  // {136, 136}
+  return bf162_bits(__hfma2(q, scale, zero));
+}
+
+__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// 16-byte async copy global -> shared; src_bytes 0 zero-fills (rows past M).
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Byte offset of 16-byte chunk c (0..3) of staged row r: chunks are XOR-swizzled by (r/2)%4 so
+// the 8 rows an ldmatrix phase reads (64-byte stride) fall in 8 distinct bank groups.
+__device__ __forceinline__ uint32_t staged_offset(int r, int c) {
+  return static_cast<uint32_t>(r * kRowBytes + ((c ^ ((r >> 1) & 3)) << 4));
+}
+
+template <int Words>
+struct WordVec;  // the ikt/2 packed words of one lane for one (n-tile, k-super-tile)
+template <>
+struct WordVec<1> {
+  static __device__ __forceinline__ void load(uint32_t (&d)[1], const uint32_t* p) { d[0] = __ldg(p); }
+};
+template <>
+struct WordVec<2> {
+  static __device__ __forceinline__ void load(uint32_t (&d)[2], const uint32_t* p) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+    d[0] = v.x;
+    d[1] = v.y;
+  }
+};
+template <>
+struct WordVec<4> {
+  static __device__ __forceinline__ void load(uint32_t (&d)[4], const uint32_t* p) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+    d[0] = v.x;
+    d[1] = v.y;
+    d[2] = v.z;
+    d[3] = v.w;
+  }
+};
+
+struct Shape {
+  int m, n_tiles, k_super, k, n, group_shift;
+};
+
+// How a warp moves through its k-super-tiles:
+//   kWord:   activations staged one 32-k word at a time (2 slots), weights one super-tile ahead
+//            (large M: many mma per byte hide the latency);
+//   kSuper:  a Depth-stage pipeline of whole super-tiles, weights and activations (cp.async to
+//            shared memory) together, so the next Depth-1 super-tiles' loads are in flight;
+//   kDirect: the same pipeline with the activation fragments loaded straight into registers
+//            (M <= 8: only lanes of real rows load; no shared memory, no cp.async).
+enum class Pipe { kWord, kSuper, kDirect };
+
+template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
+struct Int4Gemm {
+  static constexpr bool Deep = P != Pipe::kWord;
+  static constexpr bool kDirectA = P == Pipe::kDirect;
+  static constexpr int kWords = IKT / 2;                 // packed words per lane per super-tile
+  static constexpr int kRows = HalfM ? 8 : 16 * MT;      // staged activation rows
+  static constexpr int kSlotBytes = kRows * kRowBytes;   // one 32-k activation slice
+  static constexpr int kDepth = Depth;                   // Deep: super-tiles in the pipeline
+  static constexpr int kStageBytes =
+      kDirectA ? 0 : (Deep ? KW * kDepth * kWords * kSlotBytes : KW * 2 * kSlotBytes);
+  static constexpr int kReduceBytes = KW * MT * NT * 4 * kLanes * 4;
+  static constexpr int kSmemBytes = kStageBytes > kReduceBytes ? kStageBytes : kReduceBytes;
+  static_assert(!HalfM || MT == 1, "HalfM stages 8 rows: one m-tile");
+  static_assert(!kDirectA || HalfM, "direct activation loads serve 8-row tiles");
+  static_assert(kSmemBytes <= 200 * 1024, "dynamic shared memory budget");
+
+  struct Frag {
+    uint32_t w[NT][kWords];  // packed weights
+    uint32_t s[NT][kWords];  // (scale, zero) bf16x2 of each word's group
+    uint32_t xa[kDirectA ? kWords : 1][4];  // kDirect: a0, a2 of both k-tiles of each word
+  };
+
+  // kDirect: this lane's activation pairs of super-tile `st` (row lane/4; zero past M).
+  static __device__ __forceinline__ void load_direct_a(Frag& f, const __nv_bfloat16* x, const Shape& sh, int m0,
+                                                       int st, int lane) {
+    const int row = m0 + (lane >> 2);
+    const bool valid = row < sh.m;
+    const uint32_t* xr = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(valid ? row : 0) * sh.k);
+    const int k0 = st * IKT * 16 + 2 * (lane & 3);
+#pragma unroll
+    for (int q = 0; q < kWords; ++q)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) f.xa[q][e] = valid ? __ldg(xr + (k0 + q * 32 + e * 8) / 2) : 0u;
+  }
+
+  // Weight words and their scales for super-tile `st` (n-tiles past N load nothing).
+  static __device__ __forceinline__ void load_frag(Frag& f, const uint32_t* w, const uint32_t* sz,
+                                                   const Shape& sh, int nt0, int st, int lane) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int nt = nt0 + j;
+      if (nt >= sh.n_tiles) continue;
+      const uint32_t* p = w + ((static_cast<size_t>(nt) * sh.k_super + st) * kLanes + lane) * kWords;
+      WordVec<kWords>::load(f.w[j], p);
+      const int n = nt * 8 + (lane >> 2);
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) {
+        const int group = (st * IKT * 16 + q * 32) >> sh.group_shift;
+        f.s[j][q] = __ldg(sz + static_cast<size_t>(group) * sh.n + n);
+      }
+    }
+  }
+
+  // cp.async of the activation slice [m0, m0+kRows) x [k0, k0+32) into `slot`.
+  static __device__ __forceinline__ void stage_x(uint32_t slot, const __nv_bfloat16* x, const Shape& sh,
+                                                 int m0, int k0, int lane) {
+#pragma unroll
+    for (int i = 0; i < kRows * 4 / kLanes; ++i) {
+      const int chunk = lane + i * kLanes;
+      const int r = chunk >> 2;
+      const int c = chunk & 3;
+      const bool valid = m0 + r < sh.m;
+      const __nv_bfloat16* src = valid ? x + static_cast<size_t>(m0 + r) * sh.k + k0 + c * 8 : x;
+      cp_async16(slot + staged_offset(r, c), src, valid ? 16 : 0);
+    }
+  }
+
+  // A fragments of both k-tiles of the staged slice: a[mi][kt].
+  static __device__ __forceinline__ void load_a(uint32_t (&a)[MT][2][4], uint32_t slot, int lane) {
+    if constexpr (HalfM) {
+      uint32_t r[4];
+      ldmatrix_x4(r, slot + staged_offset(lane & 7, lane >> 3));  // k 0-7, 8-15, 16-23, 24-31
+      a[0][0][0] = r[0]; a[0][0][1] = 0u; a[0][0][2] = r[1]; a[0][0][3] = 0u;
+      a[0][1][0] = r[2]; a[0][1][1] = 0u; a[0][1][2] = r[3]; a[0][1][3] = 0u;
+    } else {
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) {
+#pragma unroll
+        for (int kt = 0; kt < 2; ++kt) {
+          const int row = mi * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+          ldmatrix_x4(a[mi][kt], slot + staged_offset(row, kt * 2 + (lane >> 4)));
+        }
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void mma_word(float (&acc)[MT][NT][4], const uint32_t (&a)[MT][2][4],
+                                                  const Frag& f, int q, const Shape& sh, int nt0) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      if (nt0 + j >= sh.n_tiles) continue;
+      const __nv_bfloat162 sz2 = bits_bf162(f.s[j][q]);
+      const __nv_bfloat162 scale = __low2bfloat162(sz2);
+      const __nv_bfloat162 zero = __high2bfloat162(sz2);
+      const uint32_t word = f.w[j][q];
+      const uint32_t b00 = dequant_pair(word, 0, scale, zero);
+      const uint32_t b01 = dequant_pair(word, 4, scale, zero);
+      const uint32_t b10 = dequant_pair(word, 8, scale, zero);
+      const uint32_t b11 = dequant_pair(word, 12, scale, zero);
+#pragma unroll
+      for (int mi = 0; mi < MT; ++mi) {
+        mma_bf16(acc[mi][j], a[mi][0], b00, b01);
+        mma_bf16(acc[mi][j], a[mi][1], b10, b11);
+      }
+    }
+  }
+
+  // Sums the KW warps' partial tiles and writes bf16 output (rows < M, n-tiles < N/8).
+  static __device__ __forceinline__ void reduce_store(float (&acc)[MT][NT][4], unsigned char* smem,
+                                                      __nv_bfloat16* out, const Shape& sh, int m0, int nt0,
+                                                      int warp, int lane) {
+    float* red = reinterpret_cast<float*>(smem);
+    __syncthreads();  // every warp is done with its staged activations
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) red[((warp * MT + mi) * NT + j) * 4 * kLanes + c * kLanes + lane] = acc[mi][j][c];
+    __syncthreads();
+    constexpr int kPairs = MT * NT * 2 * kLanes;  // bf16x2 outputs of the tile
+    for (int pidx = threadIdx.x; pidx < kPairs; pidx += KW * kLanes) {
+      const int l = pidx % kLanes;
+      const int half = (pidx / kLanes) & 1;
+      const int tile = pidx / (2 * kLanes);  // mi * NT + j
+      const int mi = tile / NT;
+      const int j = tile % NT;
+      const int row = m0 + mi * 16 + (l >> 2) + half * 8;
+      const int nt = nt0 + j;
+      if (row >= sh.m || nt >= sh.n_tiles) continue;
+      float v0 = 0.f, v1 = 0.f;
+      for (int w = 0; w < KW; ++w) {
+        const float* base = red + (w * MT * NT + tile) * 4 * kLanes;
+        v0 += base[(half * 2) * kLanes + l];
+        v1 += base[(half * 2 + 1) * kLanes + l];
+      }
+      const int col = nt * 8 + (l & 3) * 2;
+      *reinterpret_cast<__nv_bfloat162*>(out + static_cast<size_t>(row) * sh.n + col) = __floats2bfloat162_rn(v0, v1);
+    }
+  }
+
+  // Weights, scales and activations of super-tile `st` into one Deep stage.
+  static __device__ __forceinline__ void issue_super(Frag& f, uint32_t stage, const __nv_bfloat16* x,
+                                                     const uint32_t* w, const uint32_t* sz, const Shape& sh, int m0,
+                                                     int nt0, int st, int lane) {
+    load_frag(f, w, sz, sh, nt0, st, lane);
+    if constexpr (kDirectA) {
+      load_direct_a(f, x, sh, m0, st, lane);
+    } else {
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) stage_x(stage + q * kSlotBytes, x, sh, m0, st * IKT * 16 + q * 32, lane);
+    }
+  }
+
+  static __device__ __forceinline__ void deep_loop(float (&acc)[MT][NT][4], uint32_t stages, const __nv_bfloat16* x,
+                                                   const uint32_t* w, const uint32_t* sz, const Shape& sh, int m0,
+                                                   int nt0, int warp, int lane) {
+    constexpr int kStage = kWords * kSlotBytes;
+    const int count = warp < sh.k_super ? (sh.k_super - warp + KW - 1) / KW : 0;  // this warp's super-tiles
+    Frag ring[kDepth];
+#pragma unroll
+    for (int d = 0; d < kDepth - 1; ++d) {
+      if (d < count) issue_super(ring[d], stages + d * kStage, x, w, sz, sh, m0, nt0, warp + d * KW, lane);
+      if constexpr (!kDirectA) cp_async_commit();
+    }
+    for (int i0 = 0; i0 < count; i0 += kDepth) {
+#pragma unroll
+      for (int d = 0; d < kDepth; ++d) {  // unrolled: ring[] indices are compile-time
+        const int i = i0 + d;
+        if (i >= count) break;
+        const int ahead = i + kDepth - 1;
+        if (ahead < count) {
+          issue_super(ring[(d + kDepth - 1) % kDepth], stages + ((d + kDepth - 1) % kDepth) * kStage, x, w, sz, sh,
+                      m0, nt0, warp + ahead * KW, lane);
+        }
+        if constexpr (!kDirectA) {
+          cp_async_commit();
+          cp_async_wait<kDepth - 1>();
+          __syncwarp();
+        }
+#pragma unroll
+        for (int q = 0; q < kWords; ++q) {
+          uint32_t a[MT][2][4];
+          if constexpr (kDirectA) {
+            const uint32_t(&xa)[4] = ring[d].xa[q];
+            a[0][0][0] = xa[0]; a[0][0][1] = 0u; a[0][0][2] = xa[1]; a[0][0][3] = 0u;
+            a[0][1][0] = xa[2]; a[0][1][1] = 0u; a[0][1][2] = xa[3]; a[0][1][3] = 0u;
+          } else {
+            load_a(a, stages + d * kStage + q * kSlotBytes, lane);
+          }
+          mma_word(acc, a, ring[d], q, sh, nt0);
+        }
+        __syncwarp();  // this stage is refilled next iteration
+      }
+    }
+  }
+
+  static __device__ __forceinline__ void word_loop(float (&acc)[MT][NT][4], uint32_t stage, const __nv_bfloat16* x,
+                                                   const uint32_t* w, const uint32_t* sz, const Shape& sh, int m0,
+                                                   int nt0, int warp, int lane) {
+    int st = warp;
+    if (st >= sh.k_super) return;
+    Frag cur, next;
+    load_frag(cur, w, sz, sh, nt0, st, lane);
+    stage_x(stage, x, sh, m0, st * IKT * 16, lane);
+    cp_async_commit();
+    int slot = 0;
+    for (; st < sh.k_super; st += KW) {
+      const bool more = st + KW < sh.k_super;
+      if (more) load_frag(next, w, sz, sh, nt0, st + KW, lane);
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) {
+        // Prefetch the next 32-k activation slice (this super-tile's next word, or the next
+        // super-tile's first) into the other slot, then wait for the current one.
+        if (q + 1 < kWords) {
+          stage_x(stage + (slot ^ 1) * kSlotBytes, x, sh, m0, st * IKT * 16 + (q + 1) * 32, lane);
+        } else if (more) {
+          stage_x(stage + (slot ^ 1) * kSlotBytes, x, sh, m0, (st + KW) * IKT * 16, lane);
+        }
+        cp_async_commit();
+        cp_async_wait<1>();
+        __syncwarp();
+        uint32_t a[MT][2][4];
+        load_a(a, stage + slot * kSlotBytes, lane);
+        mma_word(acc, a, cur, q, sh, nt0);
+        __syncwarp();  // the slot is refilled two words from now
+        slot ^= 1;
+      }
+      if (more) cur = next;
+    }
+  }
+
+  static __device__ __forceinline__ void run(const __nv_bfloat16* x, const uint32_t* w, const uint32_t* sz,
+                                             __nv_bfloat16* out, Shape sh) {
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int warp = threadIdx.x / kLanes;
+    const int lane = threadIdx.x % kLanes;
+    const int nt0 = blockIdx.x * NT;
+    const int m0 = blockIdx.y * 16 * MT;
+    const uint32_t per_warp = kStageBytes / KW;
+    const uint32_t stage = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + warp * per_warp;
+    float acc[MT][NT][4];
+#pragma unroll
+    for (int mi = 0; mi < MT; ++mi)
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc[mi][j][c] = 0.f;
+    if constexpr (Deep) {
+      deep_loop(acc, stage, x, w, sz, sh, m0, nt0, warp, lane);
+    } else {
+      word_loop(acc, stage, x, w, sz, sh, m0, nt0, warp, lane);
+    }
+    reduce_store(acc, smem, out, sh, m0, nt0, warp, lane);
+  }
+};
+
+template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
+__global__ void __launch_bounds__(KW * 32) int4_gemm_kernel(const __nv_bfloat16* __restrict__ x,
+                                                            const uint32_t* __restrict__ w,
+                                                            const uint32_t* __restrict__ sz,
+                                                            __nv_bfloat16* __restrict__ out, Shape sh) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  Int4Gemm<IKT, MT, NT, KW, HalfM, P, Depth>::run(x, w, sz, out, sh);
+#endif
+}
+
+// Kernel configurations, by M: <= 8 rows, <= 64 rows (16-row m-tiles), more.
+enum class Config { kHalfM, kSmallM, kLargeM };
+
+Config pick_config(int64_t m) { return m <= 8 ? Config::kHalfM : (m <= 64 ? Config::kSmallM : Config::kLargeM); }
+
+template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
+cudaError_t launch_one(const Problem& p, const Shape& sh, cudaStream_t stream) {
+  using Gemm = Int4Gemm<IKT, MT, NT, KW, HalfM, P, Depth>;
+  auto* kernel = int4_gemm_kernel<IKT, MT, NT, KW, HalfM, P, Depth>;
+  if (Gemm::kSmemBytes > 48 * 1024) {
+    // Per device and cheap; setting it on every launch keeps multi-GPU processes simple.
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Gemm::kSmemBytes);
+    if (err != cudaSuccess) return err;
+  }
+  const dim3 grid(static_cast<unsigned>((sh.n_tiles + NT - 1) / NT),
+                  static_cast<unsigned>((p.m + 16 * MT - 1) / (16 * MT)));
+  kernel<<<grid, KW * 32, Gemm::kSmemBytes, stream>>>(
+      static_cast<const __nv_bfloat16*>(p.x), static_cast<const uint32_t*>(p.w), static_cast<const uint32_t*>(p.sz),
+      static_cast<__nv_bfloat16*>(p.out), sh);
+  return cudaGetLastError();
+}
+
+template <int IKT>
+cudaError_t launch_ikt(const Problem& p, const Shape& sh, cudaStream_t stream) {
+  switch (pick_config(p.m)) {
+    case Config::kHalfM: return launch_one<IKT, 1, 2, 8, true, Pipe::kSuper, 3>(p, sh, stream);
+    case Config::kSmallM: return launch_one<IKT, 1, 2, 8, false, Pipe::kSuper, 3>(p, sh, stream);
+    case Config::kLargeM: return launch_one<IKT, 4, 4, 4, false, Pipe::kWord, 2>(p, sh, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Tuning candidates for bench/int4_bench.cu --variants (innerKTiles 8 only); 0 is the dispatch.
+struct Variant {
+  const char* name;
+  int max_m;
+  cudaError_t (*fn)(const Problem&, const Shape&, cudaStream_t);
+};
+const Variant kVariants[] = {
+    {"default dispatch", 1 << 30, nullptr},
+    {"super  NT2 KW8 D3 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kSuper, 3>},
+    {"direct NT1 KW8 D3 m<=8", 8, launch_one<8, 1, 1, 8, true, Pipe::kDirect, 3>},
+    {"direct NT2 KW8 D3 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kDirect, 3>},
+    {"direct NT1 KW4 D4 m<=8", 8, launch_one<8, 1, 1, 4, true, Pipe::kDirect, 4>},
+    {"direct NT1 KW8 D2 m<=8", 8, launch_one<8, 1, 1, 8, true, Pipe::kDirect, 2>},
+    {"direct NT2 KW4 D3 m<=8", 8, launch_one<8, 1, 2, 4, true, Pipe::kDirect, 3>},
+    {"super  NT2 KW8 D2 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kSuper, 2>},
+    {"super  NT4 KW8 D3 m<=8", 8, launch_one<8, 1, 4, 8, true, Pipe::kSuper, 3>},
+    {"super  NT4 KW8 D2 m<=8", 8, launch_one<8, 1, 4, 8, true, Pipe::kSuper, 2>},
+    {"super  NT2 KW16 D2 m<=8", 8, launch_one<8, 1, 2, 16, true, Pipe::kSuper, 2>},
+    {"direct NT4 KW8 D2 m<=8", 8, launch_one<8, 1, 4, 8, true, Pipe::kDirect, 2>},
+    {"word   NT2 KW8 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kWord, 2>},
+    {"super  NT1 KW8 D3 m<=64", 64, launch_one<8, 1, 1, 8, false, Pipe::kSuper, 3>},
+    {"super  NT2 KW4 D4 m<=64", 64, launch_one<8, 1, 2, 4, false, Pipe::kSuper, 4>},
+    {"super  NT4 KW8 D2 m<=64", 64, launch_one<8, 1, 4, 8, false, Pipe::kSuper, 2>},
+    {"word   NT4 KW8 m<=64", 64, launch_one<8, 1, 4, 8, false, Pipe::kWord, 2>},
+    {"word   NT2 KW8 m<=64", 64, launch_one<8, 1, 2, 8, false, Pipe::kWord, 2>},
+    {"word   MT2 NT4 KW4", 1 << 30, launch_one<8, 2, 4, 4, false, Pipe::kWord, 2>},
+    {"word   MT4 NT2 KW4", 1 << 30, launch_one<8, 4, 2, 4, false, Pipe::kWord, 2>},
+    {"word   MT4 NT4 KW2", 1 << 30, launch_one<8, 4, 4, 2, false, Pipe::kWord, 2>},
+    {"word   MT2 NT4 KW8", 1 << 30, launch_one<8, 2, 4, 8, false, Pipe::kWord, 2>},
+};
+
+int log2_exact(int v) {
+  int s = 0;
+  while ((1 << s) < v) ++s;
+  return s;
+}
+
+}  // namespace
+
+const char* config_name(const Problem& p, int /*sm_count*/) {
+  switch (pick_config(p.m)) {
+    case Config::kHalfM: return "m<=8: 8(16)x16 tiles, 8 warps split K, 3-deep super-tile pipeline";
+    case Config::kSmallM: return "m<=64: 16x16 tiles, 8 warps split K, 3-deep super-tile pipeline";
+    case Config::kLargeM: return "m>64: 64x32 tiles, 4 warps split K";
+  }
+  return "?";
+}
+
+static Shape make_shape(const Problem& p) {
+  Shape sh{};
+  sh.m = static_cast<int>(p.m);
+  sh.n = static_cast<int>(p.n);
+  sh.k = static_cast<int>(p.k);
+  sh.n_tiles = static_cast<int>(p.n / 8);
+  sh.k_super = static_cast<int>(p.k / (16 * p.inner_k_tiles));
+  sh.group_shift = log2_exact(p.group);
+  return sh;
+}
+
+int variant_count() { return static_cast<int>(sizeof(kVariants) / sizeof(kVariants[0])); }
+
+const char* variant_name(int v) { return v >= 0 && v < variant_count() ? kVariants[v].name : "?"; }
+
+int launch_variant(const Problem& p, void* stream, int v) {
+  if (v == 0) return launch(p, stream, 0);
+  if (v < 0 || v >= variant_count() || p.inner_k_tiles != 8 || p.m > kVariants[v].max_m) return cudaErrorInvalidValue;
+  return kVariants[v].fn(p, make_shape(p), static_cast<cudaStream_t>(stream));
+}
+
+int launch(const Problem& p, void* stream, int /*sm_count*/) {
+  if (p.m == 0) return cudaSuccess;
+  const Shape sh = make_shape(p);
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (p.inner_k_tiles) {
+    case 2: return launch_ikt<2>(p, sh, s);
+    case 4: return launch_ikt<4>(p, sh, s);
+    case 8: return launch_ikt<8>(p, sh, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace int4mm
+}  // namespace shim
+}  // namespace aoti_cuda

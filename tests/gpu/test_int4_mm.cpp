@@ -1,0 +1,293 @@
+// aoti_torch_cuda__weight_int4pack_mm on the GPU:
+//   * self-contained cases: weights packed here with the layout formula of
+//     src/shim/ops/weight_int4pack_mm.hpp, checked against a host reference;
+//   * PyTorch's vectors (tools/int4/gen_vectors.py, run on a GPU machine with torch) from
+//     $AOTI_CUDA_INT4_VECTORS: every group size, innerKTiles, M in {1..2048}, LLM shapes,
+//     checked against torch.ops.aten._weight_int4pack_mm and a float32 reference.
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/shim.h"
+#include "shim/ops/weight_int4pack_mm.hpp"
+#include "support/gpu.hpp"
+#include "support/shim_testing.hpp"
+
+using aoti_cuda_test::empty;
+using aoti_cuda_test::OwnedTensor;
+
+namespace {
+
+constexpr int32_t kBF16 = 15;
+constexpr int32_t kI32 = 3;
+constexpr int32_t kCUDA = 1;
+
+float bf16_to_float(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+uint16_t float_to_bf16(float f) {  // round to nearest even (finite inputs)
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+template <class T>
+OwnedTensor upload(const std::vector<T>& host, const std::vector<int64_t>& sizes, int32_t dtype) {
+  OwnedTensor t = empty(sizes, {}, dtype, kCUDA, 0);
+  REQUIRE(cudaMemcpy(t.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  return t;
+}
+
+// Runs the op on `stream` (made current for the call) and returns the output as floats.
+std::vector<float> run_mm(const OwnedTensor& x, const OwnedTensor& w, int64_t group, const OwnedTensor& sz,
+                          int64_t m, int64_t n, cudaStream_t stream) {
+  void* previous = nullptr;
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous) == 0);
+  OwnedTensor out;
+  AOTITorchError rc = aoti_torch_cuda__weight_int4pack_mm(x.get(), w.get(), group, sz.get(), out.out());
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
+  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+  CHECK(out.sizes() == std::vector<int64_t>{m, n});
+  std::vector<uint16_t> bits(static_cast<std::size_t>(m * n));
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  if (!bits.empty()) {
+    REQUIRE(cudaMemcpy(bits.data(), out.data(), bits.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+  }
+  std::vector<float> result(bits.size());
+  std::transform(bits.begin(), bits.end(), result.begin(), bf16_to_float);
+  return result;
+}
+
+// Packs q[n][k] (0..15) the way torch's _convert_weight_to_int4pack does for CUDA.
+std::vector<int32_t> pack(const std::vector<uint8_t>& q, int64_t n, int64_t k, int ikt) {
+  const int64_t k_super = k / (16 * ikt);
+  const int words = ikt / 2;
+  std::vector<int32_t> out(static_cast<std::size_t>(n * k / 8));
+  for (int64_t nt = 0; nt < n / 8; ++nt)
+    for (int64_t s = 0; s < k_super; ++s)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int p = 0; p < words; ++p) {
+          uint32_t word = 0;
+          for (int i = 0; i < 8; ++i) {
+            const int64_t row = 8 * nt + lane / 4;
+            const int64_t col = 16 * (ikt * s + 2 * p + (i % 4) / 2) + 8 * (i % 2) + 2 * (lane % 4) + i / 4;
+            word |= static_cast<uint32_t>(q[static_cast<std::size_t>(row * k + col)]) << (4 * i);
+          }
+          out[static_cast<std::size_t>(((nt * k_super + s) * 32 + lane) * words + p)] = static_cast<int32_t>(word);
+        }
+  return out;
+}
+
+struct Mismatch {
+  double worst = 0;  // largest |got - want| / bound
+  std::size_t count = 0;
+};
+
+// |got - want| <= rel * |want| + abs_frac * max|want|, elementwise.
+Mismatch compare(const std::vector<float>& got, const std::vector<float>& want, double rel, double abs_frac) {
+  double max_abs = 0;
+  for (float v : want) max_abs = std::max(max_abs, std::fabs(static_cast<double>(v)));
+  Mismatch r;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double bound = rel * std::fabs(want[i]) + abs_frac * max_abs + 1e-30;
+    const double ratio = std::fabs(static_cast<double>(got[i]) - want[i]) / bound;
+    r.worst = std::max(r.worst, ratio);
+    r.count += ratio > 1.0;
+  }
+  return r;
+}
+
+// One self-contained case: random q/scales/zeros/x, host reference with bf16-rounded weights.
+void self_contained_case(int64_t m, int64_t n, int64_t k, int group, int ikt, cudaStream_t stream) {
+  std::mt19937 rng(static_cast<uint32_t>(m * 7919 + n * 31 + k + group + ikt));
+  std::uniform_int_distribution<int> nibble(0, 15);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  std::vector<uint8_t> q(static_cast<std::size_t>(n * k));
+  for (auto& v : q) v = static_cast<uint8_t>(nibble(rng));
+  std::vector<uint16_t> sz(static_cast<std::size_t>(k / group * n * 2));
+  for (std::size_t i = 0; i < sz.size(); i += 2) {
+    sz[i] = float_to_bf16(0.01f + 0.005f * unit(rng));
+    sz[i + 1] = float_to_bf16(0.02f * unit(rng));
+  }
+  std::vector<uint16_t> x(static_cast<std::size_t>(m * k));
+  for (auto& v : x) v = float_to_bf16(unit(rng));
+  std::vector<float> want(static_cast<std::size_t>(m * n), 0.f);
+  for (int64_t col = 0; col < n; ++col) {
+    std::vector<float> wcol(static_cast<std::size_t>(k));
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const std::size_t g = static_cast<std::size_t>((kk / group) * n + col) * 2;
+      const float deq = (static_cast<float>(q[static_cast<std::size_t>(col * k + kk)]) - 8.f) * bf16_to_float(sz[g]) +
+                        bf16_to_float(sz[g + 1]);
+      wcol[static_cast<std::size_t>(kk)] = bf16_to_float(float_to_bf16(deq));
+    }
+    for (int64_t row = 0; row < m; ++row) {
+      double acc = 0;
+      for (int64_t kk = 0; kk < k; ++kk) acc += bf16_to_float(x[static_cast<std::size_t>(row * k + kk)]) * wcol[kk];
+      want[static_cast<std::size_t>(row * n + col)] = static_cast<float>(acc);
+    }
+  }
+  OwnedTensor dx = upload(x, {m, k}, kBF16);
+  OwnedTensor dw = upload(pack(q, n, k, ikt), {n / 8, k / (16 * ikt), 32, ikt / 2}, kI32);
+  OwnedTensor dsz = upload(sz, {k / group, n, 2}, kBF16);
+  std::vector<float> got = run_mm(dx, dw, group, dsz, m, n, stream);
+  Mismatch r = compare(got, want, 1.0 / 128, 1e-3);
+  INFO("m=" << m << " n=" << n << " k=" << k << " group=" << group << " innerKTiles=" << ikt);
+  CHECK_MESSAGE(r.count == 0, "worst error / tolerance " << r.worst);
+}
+
+template <class T>
+std::vector<T> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("int4pack_mm: self-contained packing and reference, every group size and innerKTiles" *
+          AOTI_CUDA_GPU_CASE) {
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  for (int ikt : {2, 4, 8})
+    for (int group : {32, 64, 128, 256})
+      for (int64_t m : {1, 5, 16, 40, 100}) self_contained_case(m, 48, 512, group, ikt, stream);
+  self_contained_case(3, 8, 128, 128, 8, stream);  // one n-tile, one k-super-tile
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
+
+TEST_CASE("int4pack_mm: M = 0 gives an empty [0, N] output" * AOTI_CUDA_GPU_CASE) {
+  OwnedTensor x = empty({0, 256}, {}, kBF16, kCUDA, 0);
+  OwnedTensor w = empty({2, 2, 32, 4}, {}, kI32, kCUDA, 0);
+  OwnedTensor sz = empty({2, 16, 2}, {}, kBF16, kCUDA, 0);
+  std::vector<float> got = run_mm(x, w, 128, sz, 0, 16, nullptr);
+  CHECK(got.empty());
+}
+
+namespace {
+
+struct VectorCase {
+  int64_t id = 0, wid = 0, m = 0, n = 0, k = 0, group = 0, ikt = 0;
+};
+
+// The cases of $AOTI_CUDA_INT4_VECTORS/index.txt; empty (with a visible message) when unset.
+std::vector<VectorCase> vector_cases(std::string& dir) {
+  const char* env = std::getenv("AOTI_CUDA_INT4_VECTORS");
+  std::vector<VectorCase> cases;
+  if (env == nullptr || *env == '\0') {
+    MESSAGE("SKIPPED: AOTI_CUDA_INT4_VECTORS is not set (generate with tools/int4/gen_vectors.py on a GPU machine)");
+    return cases;
+  }
+  dir = std::string(env) + "/";
+  std::ifstream index(dir + "index.txt");
+  REQUIRE_MESSAGE(index.good(), "no index.txt in " << dir);
+  std::string line;
+  while (std::getline(index, line)) {
+    std::istringstream fields(line);
+    VectorCase c;
+    if (fields >> c.id >> c.wid >> c.m >> c.n >> c.k >> c.group >> c.ikt) cases.push_back(c);
+  }
+  REQUIRE(!cases.empty());
+  return cases;
+}
+
+struct LoadedCase {
+  OwnedTensor x, w, sz;
+  std::vector<float> torch_out, ref;
+};
+
+LoadedCase load_case(const std::string& dir, const VectorCase& c) {
+  LoadedCase l;
+  l.x = upload(read_file<uint16_t>(dir + "x_" + std::to_string(c.id) + ".bin"), {c.m, c.k}, kBF16);
+  l.w = upload(read_file<int32_t>(dir + "w_" + std::to_string(c.wid) + ".bin"), {c.n / 8, c.k / (16 * c.ikt), 32, c.ikt / 2},
+               kI32);
+  l.sz = upload(read_file<uint16_t>(dir + "sz_" + std::to_string(c.wid) + ".bin"), {c.k / c.group, c.n, 2}, kBF16);
+  std::vector<uint16_t> bits = read_file<uint16_t>(dir + "torch_" + std::to_string(c.id) + ".bin");
+  l.torch_out.resize(bits.size());
+  std::transform(bits.begin(), bits.end(), l.torch_out.begin(), bf16_to_float);
+  l.ref = read_file<float>(dir + "ref_" + std::to_string(c.id) + ".bin");
+  REQUIRE(l.torch_out.size() == static_cast<std::size_t>(c.m * c.n));
+  REQUIRE(l.ref.size() == l.torch_out.size());
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("int4pack_mm: PyTorch vectors ($AOTI_CUDA_INT4_VECTORS)" * AOTI_CUDA_GPU_CASE) {
+  std::string dir;
+  double worst_torch = 0, worst_ref = 0;
+  int cases = 0;
+  for (const VectorCase& c : vector_cases(dir)) {
+    LoadedCase l = load_case(dir, c);
+    std::vector<float> got = run_mm(l.x, l.w, c.group, l.sz, c.m, c.n, nullptr);
+    // Both kernels accumulate in fp32 and round once to bf16 (half an ulp = 2^-9 relative),
+    // in different orders: within one bf16 ulp of each other, half an ulp (+ fp32 noise) of ref.
+    Mismatch vs_torch = compare(got, l.torch_out, 1.0 / 128, 1e-3);
+    Mismatch vs_ref = compare(got, l.ref, 1.0 / 256, 1e-4);
+    INFO("case " << c.id << ": m=" << c.m << " n=" << c.n << " k=" << c.k << " group=" << c.group
+                 << " innerKTiles=" << c.ikt);
+    CHECK_MESSAGE(vs_torch.count == 0, vs_torch.count << " elements off torch, worst error/tolerance " << vs_torch.worst);
+    CHECK_MESSAGE(vs_ref.count == 0, vs_ref.count << " elements off the reference, worst " << vs_ref.worst);
+    worst_torch = std::max(worst_torch, vs_torch.worst);
+    worst_ref = std::max(worst_ref, vs_ref.worst);
+    ++cases;
+  }
+  if (cases > 0) {
+    MESSAGE(cases << " PyTorch cases; worst error/tolerance vs torch " << worst_torch << ", vs reference " << worst_ref);
+  }
+}
+
+// Every tuning candidate of the kernels (bench/int4_bench.cu --variants) on the innerKTiles-8
+// vectors, so switching the dispatch to any of them is covered.
+TEST_CASE("int4pack_mm: every kernel variant on the PyTorch vectors" * AOTI_CUDA_GPU_CASE) {
+  namespace mm = aoti_cuda::shim::int4mm;
+  std::string dir;
+  std::vector<int> runs(static_cast<std::size_t>(mm::variant_count()), 0);
+  for (const VectorCase& c : vector_cases(dir)) {
+    if (c.ikt != 8 || c.m > 2048) continue;
+    LoadedCase l = load_case(dir, c);
+    OwnedTensor out = empty({c.m, c.n}, {}, kBF16, kCUDA, 0);
+    mm::Problem p;
+    p.x = l.x.data();
+    p.w = l.w.data();
+    p.sz = l.sz.data();
+    p.out = out.data();
+    p.m = c.m; p.n = c.n; p.k = c.k; p.group = static_cast<int>(c.group); p.inner_k_tiles = 8;
+    for (int v = 1; v < mm::variant_count(); ++v) {
+      REQUIRE(cudaMemset(p.out, 0xFF, static_cast<std::size_t>(c.m * c.n * 2)) == cudaSuccess);  // NaN pattern
+      if (mm::launch_variant(p, nullptr, v) != 0) {
+        (void)cudaGetLastError();
+        continue;  // not applicable to this M
+      }
+      std::vector<uint16_t> bits(static_cast<std::size_t>(c.m * c.n));
+      REQUIRE(cudaMemcpy(bits.data(), p.out, bits.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+      std::vector<float> got(bits.size());
+      std::transform(bits.begin(), bits.end(), got.begin(), bf16_to_float);
+      Mismatch vs_torch = compare(got, l.torch_out, 1.0 / 128, 1e-3);
+      INFO("variant " << v << " (" << mm::variant_name(v) << "), case " << c.id << ": m=" << c.m << " n=" << c.n
+                      << " k=" << c.k << " group=" << c.group);
+      CHECK_MESSAGE(vs_torch.count == 0, vs_torch.count << " elements off torch, worst " << vs_torch.worst);
+      ++runs[static_cast<std::size_t>(v)];
+    }
+  }
+  std::ostringstream summary;
+  for (int v = 1; v < mm::variant_count(); ++v) summary << " v" << v << ":" << runs[static_cast<std::size_t>(v)];
+  MESSAGE("variant cases run:" << summary.str());
+}

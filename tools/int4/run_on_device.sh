@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The int4 work on the GPU machine, in one call: export the int4 fixture models (background),
+# torch test vectors + the GPU int4 tests, then (GPU otherwise idle) our benchmark and torch's,
+# then the conformance suite over the fresh exports (and the checked-in fixtures).
+#
+#   bash tools/int4/run_on_device.sh BIN_DIR SRC_DIR OUT_DIR [STEPS]
+#
+#   BIN_DIR   libaoti_cuda.so*, aoti_cuda_gpu_tests, aoti_cuda_int4_bench (built elsewhere)
+#   SRC_DIR   a checkout with this branch's tools/ (the exporter runs from there; its .whl/
+#             wheels are taken from the current directory's .whl/ when SRC_DIR has none)
+#   STEPS     comma list of export,vectors,variants,bench,conformance,ncu   [export,vectors,bench,conformance]
+#   INT4_FIXTURES env: extra fixture roots for the conformance step (default: the fresh exports)
+#   BUILD_ROOT  env: the source path the test binaries were configured with (fixtures are
+#               looked up there; it is symlinked to the current directory when missing)
+set -uo pipefail
+BIN=$(cd "$1" && pwd); SRC=$(cd "$2" && pwd); OUT=$3; STEPS=${4:-export,vectors,bench,conformance}
+mkdir -p "$OUT"
+has() { [[ ",$STEPS," == *",$1,"* ]]; }
+export LD_LIBRARY_PATH="$BIN:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+if [[ -n "${BUILD_ROOT:-}" && ! -e "$BUILD_ROOT" ]]; then mkdir -p "$(dirname "$BUILD_ROOT")"; ln -s "$PWD" "$BUILD_ROOT"; fi
+[[ -e "$SRC/.whl" ]] || ln -s "$PWD/.whl" "$SRC/.whl"
+LOG="$OUT/main.log"
+exec > >(tee -a "$LOG") 2>&1
+date -u; nvidia-smi -L
+t0=$(date +%s)
+export_pid=
+if has export; then
+  AOTI_EXPORT_WORK=/tmp/int4_export bash "$SRC/tools/export/run_on_device.sh" "$OUT/export" mlp_int4,lm_int4 2 230 \
+    > /tmp/int4_export.log 2>&1 &
+  export_pid=$!
+fi
+if has vectors; then
+  echo "== vectors ($(($(date +%s) - t0)) s)"
+  timeout 120 python3 "$SRC/tools/int4/gen_vectors.py" /tmp/int4_vectors || echo "gen_vectors FAILED"
+  echo "== GPU int4 tests ($(($(date +%s) - t0)) s)"
+  AOTI_CUDA_INT4_VECTORS=/tmp/int4_vectors timeout 120 "$BIN/aoti_cuda_gpu_tests" -tc='int4pack*' 2>&1 | tail -40
+fi
+if [[ -n "$export_pid" ]]; then
+  echo "== waiting for the export ($(($(date +%s) - t0)) s)"
+  wait "$export_pid"; echo "export exit $?"; tail -12 /tmp/int4_export.log
+fi
+if has variants; then
+  echo "== tuning variants ($(($(date +%s) - t0)) s)"
+  timeout 120 "$BIN/aoti_cuda_int4_bench" --variants --iters 15
+fi
+if has bench; then
+  echo "== our kernel ($(($(date +%s) - t0)) s)"
+  timeout 60 "$BIN/aoti_cuda_int4_bench" --json "$OUT/ours.json"
+  echo "== torch ($(($(date +%s) - t0)) s)"
+  timeout 90 python3 "$SRC/tools/int4/bench_torch.py" "$OUT/torch.json"
+fi
+if has ncu; then
+  # The bench's first launches: 3 warm-ups + 1 timed call per shape (--iters 1); int4_gemm launch 4
+  # is M=1 4096x4096, launch 12 is M=16 4096x4096, launch 24 is M=2048 4096x4096.
+  for skip in 3 11 23; do
+    echo "== ncu, int4_gemm launch $((skip + 1)) ($(($(date +%s) - t0)) s)"
+    timeout 60 ncu --clock-control none -k regex:int4_gemm --launch-skip $skip --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats \
+      "$BIN/aoti_cuda_int4_bench" --iters 1 2>&1 | grep -E "int4_gemm|Duration|Throughput|DRAM|Registers|Occupancy|Block Limit|Grid Size|Shared Memory Config" | head -30
+  done
+fi
+if has conformance; then
+  echo "== conformance ($(($(date +%s) - t0)) s)"
+  AOTI_CUDA_FIXTURE_DIRS=${INT4_FIXTURES:-/tmp/int4_export/models} timeout 150 "$BIN/aoti_cuda_gpu_tests" \
+    -tc='gpu conformance: every fixture*' -s 2>&1 | grep -E "PASS|FAIL|SKIP|ERROR|error|test cases|assertions" | head -60
+fi
+echo "== done ($(($(date +%s) - t0)) s)"
