@@ -29,7 +29,10 @@
 // library again); AOTI_CUDA_NO_MODULE_TRACKING leaves the CUDA modules a model
 // loads to the driver (by default they are unloaded with the Module);
 // AOTI_CUDA_DLOPEN_LAZY dlopens with RTLD_LAZY instead of RTLD_NOW (for
-// load-time measurements).
+// load-time measurements); AOTI_CUDA_KEEP_EH_POOL skips freeing, at unload,
+// the exception-handling emergency pool (~73 KB) that a library linking
+// libstdc++ statically allocates at load (by default it is freed, so
+// load/unload cycles do not grow host memory).
 //
 // Errors: every failure throws aoti_cuda::Error; the code of each case is
 // listed at the function.

@@ -1,6 +1,7 @@
 #include "runtime/library_loader.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -133,6 +134,36 @@ void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& uniqu
   }
 }
 
+// The mangled name of libstdc++'s __gnu_cxx::__freeres(), which frees the
+// exception-handling emergency pool (eh_alloc.cc).
+constexpr const char* kFreeresSymbol = "_ZN9__gnu_cxx9__freeresEv";
+
+// A model library that links libstdc++ statically (every AOTInductor .so does)
+// gets a private copy of libstdc++'s emergency pool for exceptions thrown under
+// memory pressure: ~73 KB malloc'ed by a static constructor when the library is
+// loaded, and freed by nothing — the pool has no destructor and dlclose does not
+// free heap blocks — so each load/unload cycle leaked it (issue 15). The
+// library's own __freeres frees exactly that block. Returns it when the
+// library defines it itself (never a shared libstdc++'s: that pool belongs to
+// the process), found through the dynamic table or, when hidden, the .symtab.
+void (*own_freeres(void* handle, ByteView so))() {
+  link_map* self = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &self) != 0 || self == nullptr) return nullptr;
+  auto owned_by_self = [self](void* addr) {
+    Dl_info info{};
+    void* owner = nullptr;
+    return addr != nullptr && ::dladdr1(addr, &info, &owner, RTLD_DL_LINKMAP) != 0 && owner == self;
+  };
+  void* sym = ::dlsym(handle, kFreeresSymbol);
+  if (!owned_by_self(sym)) {
+    const std::uint64_t value = defined_function_value(so, kFreeresSymbol);
+    sym = value != 0 ? reinterpret_cast<void*>(self->l_addr + value) : nullptr;
+    if (!owned_by_self(sym)) sym = nullptr;
+  }
+  (void)::dlerror();
+  return reinterpret_cast<void (*)()>(sym);
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -189,6 +220,40 @@ std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView b) {
     }
   }
   return out;
+}
+
+std::uint64_t defined_function_value(ByteView b, const char* name) {
+  if (b.size < 64 || b.data[4] != 2 || b.data[5] != 1) return 0;  // ELF64 little-endian only
+  std::uint64_t shoff = 0;
+  std::uint16_t shentsize = 0, shnum = 0;
+  if (!read_le(b, 0x28, shoff) || !read_le(b, 0x3A, shentsize) || !read_le(b, 0x3C, shnum)) return 0;
+  if (shentsize < 64 || shoff == 0 || shoff > b.size) return 0;
+  const std::size_t name_len = std::strlen(name);
+  auto header = [&](std::uint32_t i, std::uint32_t& type, std::uint32_t& link, std::uint64_t& off,
+                    std::uint64_t& size) {
+    const std::size_t sh = static_cast<std::size_t>(shoff) + static_cast<std::size_t>(i) * shentsize;
+    return read_le(b, sh + 4, type) && read_le(b, sh + 0x28, link) && read_le(b, sh + 0x18, off) &&
+           read_le(b, sh + 0x20, size) && off <= b.size && size <= b.size - off;
+  };
+  for (std::uint32_t i = 0; i < shnum; ++i) {
+    std::uint32_t type = 0, link = 0, str_type = 0, str_link = 0;
+    std::uint64_t off = 0, size = 0, str_off = 0, str_size = 0;
+    if (!header(i, type, link, off, size)) return 0;
+    if (type != 2 /* SHT_SYMTAB */ && type != 11 /* SHT_DYNSYM */) continue;
+    if (link >= shnum || !header(link, str_type, str_link, str_off, str_size)) return 0;
+    for (std::uint64_t s = 24; s + 24 <= size; s += 24) {  // Elf64_Sym; entry 0 is reserved
+      std::uint32_t st_name = 0;
+      std::uint16_t shndx = 0;
+      std::uint64_t value = 0;
+      const std::size_t sym = static_cast<std::size_t>(off + s);
+      if (!read_le(b, sym, st_name) || !read_le(b, sym + 6, shndx) || !read_le(b, sym + 8, value)) return 0;
+      if ((b.data[sym + 4] & 0x0f) != 2 /* STT_FUNC */ || shndx == 0 || value == 0) continue;
+      if (st_name >= str_size || str_size - st_name < name_len + 1) continue;
+      const std::uint8_t* n = b.data + str_off + st_name;
+      if (std::memcmp(n, name, name_len) == 0 && n[name_len] == '\0') return value;
+    }
+  }
+  return 0;
 }
 
 std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string& label,
@@ -248,6 +313,8 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                         (why != nullptr ? why : "unknown error"));
     }
   }  // fd closed / temp file unlinked: the mapping keeps the code alive
+  // AOTI_CUDA_KEEP_EH_POOL=1 leaves the pool alone (to measure the leak it prevents).
+  if (!env_flag("AOTI_CUDA_KEEP_EH_POOL")) lib->freeres_ = own_freeres(lib->handle_, so);
   // 5. Entry points.
   ContainerApi& a = lib->api_;
   bind(lib->handle_, "AOTInductorModelContainerCreateWithDevice", a.create_with_device);
@@ -282,7 +349,13 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
 }
 
 ModelLibrary::~ModelLibrary() {
-  if (handle_ != nullptr) ::dlclose(handle_);
+  if (handle_ == nullptr) return;
+  // Every load dlopens a fresh memfd (a new link map nobody else references),
+  // and the containers built from it are gone, so none of the library's code
+  // can throw again: its emergency pool is dead weight. Free it now; once
+  // unmapped, the pointer to it would be lost.
+  if (freeres_ != nullptr) freeres_();
+  ::dlclose(handle_);
 }
 
 }  // namespace aoti_cuda::runtime
