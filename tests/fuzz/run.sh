@@ -42,7 +42,7 @@ for t in "${TARGETS[@]}"; do
   echo "== $t: ${SECONDS_PER_TARGET}s from $(ls "$work" | wc -l) inputs"
   result=ok
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    nice -n 19 "$fuzzer" -max_total_time="$SECONDS_PER_TARGET" -max_len=16384 -timeout=5 -rss_limit_mb=2048 \
+    nice -n 19 "$fuzzer" -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 -timeout=5 -rss_limit_mb=2048 \
     -dict="$dict" -print_final_stats=1 -artifact_prefix="$B/crashes/$t-" "$work" >"$out" 2>&1 || result=crash
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$out" | tail -1)"
@@ -56,7 +56,7 @@ for t in "${TARGETS[@]}"; do
   fi
   # Keep only inputs that add coverage.
   rm -rf "$kept.new" && mkdir -p "$kept.new"
-  nice -n 19 "$fuzzer" -merge=1 -max_len=16384 -timeout=5 "$kept.new" "$work" >>"$out" 2>&1
+  nice -n 19 "$fuzzer" -merge=1 -max_len=8192 -timeout=5 "$kept.new" "$work" >>"$out" 2>&1
   rm -rf "$kept" && mv "$kept.new" "$kept"
   echo "   corpus: $(ls "$kept" | wc -l) files, $(du -sk "$kept" | cut -f1) KB"
 done
