@@ -105,6 +105,18 @@ void ensure_aligned(FileData& fd, std::uint64_t size) {
   fd.fb = aligned;
 }
 
+// Element i of a vector of 8-byte scalars. The FlatBuffers verifier checks a
+// vector's length prefix for 4-byte alignment only, so in a hostile file such
+// a vector's elements can sit at 4 mod 8: read them without assuming more
+// (found by tests/fuzz, reproducer in tests/fuzz/regressions).
+template <typename T>
+T scalar_at(const flatbuffers::Vector<T>* v, flatbuffers::uoffset_t i) {
+  static_assert(sizeof(T) == 8, "only 8-byte elements can be misaligned after verification");
+  T out;
+  std::memcpy(&out, v->Data() + static_cast<std::size_t>(i) * sizeof(T), sizeof(T));
+  return out;
+}
+
 flatbuffers::Verifier::Options verifier_options() {
   flatbuffers::Verifier::Options o;
   o.max_depth = 64;
@@ -364,7 +376,7 @@ void check_tensor_data(const et::Program* prog, const std::string& F, const std:
         invalid(F, "S5 (constants)", vw + ": data_buffer_idx " + std::to_string(idx) + " is out of range (" +
                                          std::to_string(offs->size()) + " constant offsets)");
       }
-      in_segment("S5 (constants)", cs->segment_index(), offs->Get(idx), "constant");
+      in_segment("S5 (constants)", cs->segment_index(), scalar_at(offs, idx), "constant");
       return;
     }
     const auto* cb = prog->constant_buffer();
@@ -386,7 +398,7 @@ void check_tensor_data(const et::Program* prog, const std::string& F, const std:
     invalid(F, "S6 (mutable data)", vw + ": data_buffer_idx " + std::to_string(idx) + " is out of range (" +
                                         std::to_string(md->offsets()->size()) + " mutable offsets)");
   }
-  in_segment("S6 (mutable data)", md->segment_index(), md->offsets()->Get(idx), "mutable data");
+  in_segment("S6 (mutable data)", md->segment_index(), scalar_at(md->offsets(), idx), "mutable data");
 }
 
 ValueKind kind_of(et::KernelTypes t) {
@@ -595,9 +607,9 @@ void Program::Impl::build_methods(const et::Program* prog) {
     require(nbs, "non_const_buffer_sizes");
     if (chains->size() == 0) invalid(F, "S2 (plan fields)", where + ": chains is empty");
     for (flatbuffers::uoffset_t i = 0; i < nbs->size(); ++i) {
-      if (nbs->Get(i) < 0) {
+      if (scalar_at(nbs, i) < 0) {
         invalid(F, "S2 (plan fields)", where + ": non_const_buffer_sizes[" + std::to_string(i) + "] = " +
-                                           std::to_string(nbs->Get(i)) + " is negative");
+                                           std::to_string(scalar_at(nbs, i)) + " is negative");
       }
     }
     const std::int64_t nvalues = values->size();
@@ -652,9 +664,9 @@ void Program::Impl::build_methods(const et::Program* prog) {
           const std::uint64_t off = static_cast<std::uint64_t>(a->memory_offset_low()) |
                                     (static_cast<std::uint64_t>(a->memory_offset_high()) << 32);
           std::uint64_t end = 0;
-          if (!format::add_u64(off, nbytes, &end) || end > static_cast<std::uint64_t>(nbs->Get(static_cast<flatbuffers::uoffset_t>(mid)))) {
+          if (!format::add_u64(off, nbytes, &end) || end > static_cast<std::uint64_t>(scalar_at(nbs, static_cast<flatbuffers::uoffset_t>(mid)))) {
             invalid(F, "S4 (tensor)", vw + ": planned memory [" + u64s(off) + ", +" + u64s(nbytes) + ") exceeds buffer " +
-                                          u64s(mid) + " of " + std::to_string(nbs->Get(static_cast<flatbuffers::uoffset_t>(mid))) + " bytes");
+                                          u64s(mid) + " of " + std::to_string(scalar_at(nbs, static_cast<flatbuffers::uoffset_t>(mid))) + " bytes");
           }
         }
         if (t->data_buffer_idx() > 0) check_tensor_data(prog, F, vw, t, nbytes);
