@@ -66,6 +66,16 @@ bool patch_unique_bindings(int fd, const std::vector<std::size_t>& offsets, cons
   return true;
 }
 
+// Our dlopen, dlclose and dlsym calls happen under this mutex. glibc
+// serializes them anyway (its internal dl_load_lock), so it costs nothing, but
+// that lock is invisible to ThreadSanitizer: without this one, the dynamic
+// loader's own bookkeeping (calloc'ed in one thread's dlopen, freed in another
+// thread's dlclose) is reported as a data race when Modules load concurrently.
+std::mutex& dl_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 template <typename Fn>
 void bind(void* handle, const char* name, Fn& fn) {
   fn = reinterpret_cast<Fn>(::dlsym(handle, name));
@@ -89,9 +99,12 @@ struct SoFile {
 bool choose_fresh_fd_path(SoFile& f) {
   for (int attempt = 0; attempt < 256; ++attempt) {
     f.path = "/proc/self/fd/" + std::to_string(f.fd);
-    void* stale = ::dlopen(f.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    if (stale == nullptr) return true;
-    ::dlclose(stale);
+    {
+      std::lock_guard<std::mutex> dl(dl_mutex());
+      void* stale = ::dlopen(f.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+      if (stale == nullptr) return true;
+      ::dlclose(stale);
+    }
     const int moved = ::fcntl(f.fd, F_DUPFD_CLOEXEC, f.fd + 1);
     if (moved < 0) return false;
     ::close(f.fd);
@@ -284,8 +297,12 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   }
   // 3. Every shim/cudart import must resolve, or dlopen(RTLD_NOW) would fail
   // with only the first name; report all of them.
-  promote_self_to_global();
-  const std::vector<std::string> missing = missing_imports(elf);
+  std::vector<std::string> missing;
+  {
+    std::lock_guard<std::mutex> dl(dl_mutex());
+    promote_self_to_global();
+    missing = missing_imports(elf);
+  }
   if (!missing.empty()) {
     std::string names;
     for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
@@ -298,9 +315,13 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   // 4. Load from an anonymous file.
   std::vector<std::size_t> unique_offsets;
   if (!env_flag("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS")) unique_offsets = gnu_unique_symbol_offsets(so);
+  // Held from dlopen to the end (declared after `lib`, so released before a
+  // failed load's ~ModelLibrary takes it again).
+  std::unique_lock<std::mutex> dl(dl_mutex(), std::defer_lock);
   {
     SoFile file;
     write_so_file(file, so, unique_offsets, label);
+    dl.lock();
     (void)::dlerror();
     // RTLD_NOW: every import was checked above, so binding everything now
     // costs little and moves any surprise to load time instead of mid-run.
@@ -354,6 +375,7 @@ ModelLibrary::~ModelLibrary() {
   // and the containers built from it are gone, so none of the library's code
   // can throw again: its emergency pool is dead weight. Free it now; once
   // unmapped, the pointer to it would be lost.
+  std::lock_guard<std::mutex> dl(dl_mutex());
   if (freeres_ != nullptr) freeres_();
   ::dlclose(handle_);
 }
