@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "aoti_cuda/error.hpp"
+#include "common/fault_injection.hpp"
 #include "runtime/cuda_util.hpp"
 #include "runtime/tensor_util.hpp"
 
@@ -131,7 +132,8 @@ void element_span(const Tensor& t, int64_t& lo, int64_t& hi) {
 std::shared_ptr<void> host_alloc(std::size_t nbytes) {
   const std::size_t rounded = (nbytes + 63) / 64 * 64;
   void* p = nullptr;
-  if (posix_memalign(&p, 64, rounded == 0 ? 64 : rounded) != 0 || p == nullptr) {
+  if (testing::FaultInjector::should_fail(testing::FaultKind::kHostAlloc) ||
+      posix_memalign(&p, 64, rounded == 0 ? 64 : rounded) != 0 || p == nullptr) {
     throw Error(ErrorCode::kOutOfMemory, "host allocation of " + std::to_string(nbytes) + " bytes failed");
   }
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });

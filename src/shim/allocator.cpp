@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "aoti_cuda/error.hpp"
+#include "common/fault_injection.hpp"
 #include "aoti_cuda/memory.hpp"
 #include "runtime/cuda_util.hpp"
 #include "shim/error_state.hpp"
@@ -127,7 +128,9 @@ void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
     throw Error(e.code(), "CUDA allocation of " + where + ": " + e.what());
   }
   void* ptr = nullptr;
-  cudaError_t err = cudaMallocAsync(&ptr, nbytes, static_cast<cudaStream_t>(stream));
+  cudaError_t err = testing::FaultInjector::should_fail(testing::FaultKind::kDeviceAlloc)
+                        ? cudaErrorMemoryAllocation
+                        : cudaMallocAsync(&ptr, nbytes, static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     std::size_t in_use = 0;
@@ -188,7 +191,9 @@ void* host_allocate(std::size_t nbytes) {
   }
   // aligned_alloc requires a size that is a multiple of the alignment.
   std::size_t rounded = (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-  void* ptr = std::aligned_alloc(kHostAlignment, rounded);
+  void* ptr = testing::FaultInjector::should_fail(testing::FaultKind::kHostAlloc)
+                  ? nullptr
+                  : std::aligned_alloc(kHostAlignment, rounded);
   if (ptr == nullptr) {
     throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + std::to_string(nbytes) + " bytes on cpu");
   }
@@ -201,7 +206,9 @@ void* pinned_allocate(std::size_t nbytes, bool* pinned) {
   *pinned = false;
   if (nbytes == 0) return nullptr;
   void* ptr = nullptr;
-  cudaError_t err = cudaMallocHost(&ptr, nbytes);
+  cudaError_t err = testing::FaultInjector::should_fail(testing::FaultKind::kDeviceAlloc)
+                        ? cudaErrorMemoryAllocation
+                        : cudaMallocHost(&ptr, nbytes);
   if (err == cudaSuccess && ptr != nullptr) {
     *pinned = true;
     return ptr;
