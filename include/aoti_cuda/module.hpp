@@ -151,7 +151,8 @@ class AOTI_CUDA_API Module {
   /// kUnsupported for a non-tensor method input or kernels this GPU cannot run;
   /// kLoad when a model library is refused or cannot be dlopen'ed;
   /// kInvalidProgram when a library disagrees with the program (argument
-  /// count, weights size); kModel when a container entry point fails; kIo,
+  /// count, weights size); kModel when a container entry point fails
+  /// (kOutOfMemory when a shim allocation made it fail); kIo,
   /// kCuda, kOutOfMemory for the corresponding system failures.
   explicit Module(const std::string& pte_path, const LoadOptions& options = {});
   /// Loads an already-opened Program (e.g. Program::from_memory): the Module
@@ -183,7 +184,8 @@ class AOTI_CUDA_API Module {
   /// Returns one owned Tensor per method output (see OutputLocation).
   /// Errors: kNotFound (unknown method, listing the loaded ones),
   /// kInvalidArgument (naming the input, expected vs got), kModel (the
-  /// model's Run failed, with the shim's and the model's last message),
+  /// model's Run failed, with the shim's and the model's last message;
+  /// kOutOfMemory instead when it failed because a shim allocation did),
   /// kCuda / kOutOfMemory / kNoDevice (a CUDA call failed).
   std::vector<Tensor> execute(std::string_view method, const std::vector<Tensor>& inputs,
                               const RunOptions& options = {});

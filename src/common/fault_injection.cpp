@@ -7,6 +7,7 @@ std::atomic<std::uint32_t> g_kinds{0};
 std::atomic<std::uint64_t> g_target{0};
 std::atomic<std::uint64_t> g_events{0};
 std::atomic<bool> g_fired{false};
+std::atomic<std::uint32_t> g_fired_kind{0};
 
 }  // namespace
 
@@ -27,10 +28,13 @@ std::uint64_t FaultInjector::events() noexcept { return g_events.load(); }
 
 bool FaultInjector::fired() noexcept { return g_fired.load(); }
 
+FaultKind FaultInjector::fired_kind() noexcept { return static_cast<FaultKind>(g_fired_kind.load()); }
+
 bool FaultInjector::hit(FaultKind kind) noexcept {
   if ((g_kinds.load() & static_cast<std::uint32_t>(kind)) == 0) return false;
   const std::uint64_t seen = g_events.fetch_add(1) + 1;
   if (seen != g_target.load()) return false;
+  g_fired_kind.store(static_cast<std::uint32_t>(kind));
   g_fired.store(true);
   return true;
 }

@@ -10,8 +10,11 @@
 //   kHostAlloc   shim host memory (CPU tensors the model or the Module creates)
 //   kDeviceAlloc shim device memory (cudaMallocAsync) and pinned host memory
 //   kCudaCall    CUDA runtime calls made while loading and running a Module
+//   kLoaderCall  the system calls of loading a model library (memfd_create,
+//                writing the bytes, mkstemp, dlopen)
 // A failed kHostAlloc / kDeviceAlloc behaves like an exhausted allocator; a
-// failed kCudaCall returns cudaErrorMemoryAllocation without calling CUDA.
+// failed kCudaCall returns cudaErrorMemoryAllocation without calling CUDA; a
+// failed kLoaderCall fails with EIO (dlopen: returns null) without the call.
 //
 // Thread-safety: arming and the sites may run on any threads; the n-th event
 // is counted across all of them (tests arm it around single-threaded calls).
@@ -26,8 +29,9 @@ enum class FaultKind : std::uint32_t {
   kHostAlloc = 1u << 0,
   kDeviceAlloc = 1u << 1,
   kCudaCall = 1u << 2,
+  kLoaderCall = 1u << 3,
 };
-constexpr std::uint32_t kAllFaultKinds = 0x7;
+constexpr std::uint32_t kAllFaultKinds = 0xF;
 
 class FaultInjector {
  public:
@@ -41,6 +45,8 @@ class FaultInjector {
   static std::uint64_t events() noexcept;
   /// True once the armed failure has been injected.
   static bool fired() noexcept;
+  /// Kind of the injected failure (meaningful once fired()).
+  static FaultKind fired_kind() noexcept;
 
   /// Called at each site: true when this event must fail.
   static bool should_fail(FaultKind kind) noexcept {

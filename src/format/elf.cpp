@@ -8,6 +8,7 @@
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/program.hpp"
 #include "format/checked.hpp"
+#include "format/elf.hpp"
 
 namespace aoti_cuda {
 
@@ -19,6 +20,9 @@ constexpr std::uint64_t kElf64HeaderSize = 64;
 constexpr std::uint64_t kElf64ShdrSize = 64;
 constexpr std::uint64_t kElf64SymSize = 24;
 constexpr std::uint64_t kElf64DynSize = 16;
+constexpr std::uint8_t kStbGnuUnique = 10;
+constexpr std::uint32_t kShtSymtab = 2;
+constexpr std::uint8_t kSttFunc = 2;
 constexpr std::int64_t kDtNull = 0;
 constexpr std::int64_t kDtNeeded = 1;
 constexpr std::int64_t kDtSoname = 14;
@@ -92,9 +96,14 @@ class ElfReader {
   ByteView b_;
 };
 
-}  // namespace
+// The identification and header checks every walk of an ELF file starts
+// with; returns the section header table (shnum 0 when there is none).
+struct SectionTable {
+  std::uint64_t shoff = 0;
+  std::uint16_t shnum = 0;
+};
 
-ElfInfo inspect_elf(ByteView bytes) {
+SectionTable read_header(ByteView bytes, ElfInfo& info) {
   if (bytes.data == nullptr && bytes.size != 0) elf_fail("input", "null data pointer with non-zero size");
   if (bytes.size < 16) {
     elf_fail("identification", "only " + std::to_string(bytes.size) + " bytes; an ELF file needs at least 64");
@@ -103,7 +112,6 @@ ElfInfo inspect_elf(ByteView bytes) {
   if (!(d[0] == 0x7f && d[1] == 'E' && d[2] == 'L' && d[3] == 'F')) {
     elf_fail("magic", "bytes 0..3 are not \\x7fELF");
   }
-  ElfInfo info;
   if (d[4] == 1) {
     info.elf_class = 32;
   } else if (d[4] == 2) {
@@ -123,15 +131,36 @@ ElfInfo inspect_elf(ByteView bytes) {
   info.machine_name = machine_name(info.machine);
   info.is_shared_object = info.type == 3;
 
-  const std::uint64_t shoff = format::read_u64(d + 40);
+  SectionTable table;
+  table.shoff = format::read_u64(d + 40);
   const std::uint16_t shentsize = format::read_u16(d + 58);
-  const std::uint16_t shnum = format::read_u16(d + 60);
-  if (shnum == 0) return info;  // no section headers: nothing more can be read without loading
+  table.shnum = format::read_u16(d + 60);
+  if (table.shnum == 0) return table;  // no section headers: nothing more can be read without loading
   if (shentsize != kElf64ShdrSize) {
     elf_fail("section header", "e_shentsize is " + std::to_string(shentsize) + ", expected 64");
   }
+  ElfReader(bytes).require_range(table.shoff, static_cast<std::uint64_t>(table.shnum) * kElf64ShdrSize,
+                                 "section header table");
+  return table;
+}
+
+// Checks a .dynsym section's bounds and entry size.
+void check_dynsym(const ElfReader& r, const Section& s, std::uint32_t index) {
+  r.require_range(s.offset, s.size, ".dynsym section " + std::to_string(index));
+  if (s.entsize != kElf64SymSize) {
+    elf_fail("symbol table", ".dynsym sh_entsize is " + std::to_string(s.entsize) + ", expected 24");
+  }
+}
+
+}  // namespace
+
+ElfInfo inspect_elf(ByteView bytes) {
+  ElfInfo info;
+  const SectionTable table = read_header(bytes, info);
+  if (table.shnum == 0) return info;
+  const std::uint64_t shoff = table.shoff;
+  const std::uint16_t shnum = table.shnum;
   ElfReader r(bytes);
-  r.require_range(shoff, static_cast<std::uint64_t>(shnum) * kElf64ShdrSize, "section header table");
 
   for (std::uint32_t i = 0; i < shnum; ++i) {
     const Section s = r.section(shoff, i);
@@ -145,9 +174,7 @@ ElfInfo inspect_elf(ByteView bytes) {
     const Section strtab = r.section(shoff, s.link);
     r.require_range(strtab.offset, strtab.size, std::string(what) + " string table");
     if (s.type == kShtDynsym) {
-      if (s.entsize != kElf64SymSize) {
-        elf_fail("symbol table", ".dynsym sh_entsize is " + std::to_string(s.entsize) + ", expected 24");
-      }
+      check_dynsym(r, s, i);
       const std::uint64_t count = s.size / kElf64SymSize;
       for (std::uint64_t k = 1; k < count; ++k) {  // entry 0 is the reserved null symbol
         const std::uint8_t* sym = r.at(s.offset + k * kElf64SymSize);
@@ -186,4 +213,54 @@ ElfInfo inspect_elf(ByteView bytes) {
   return info;
 }
 
+namespace format {
+
+std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView bytes) noexcept {
+  std::vector<std::size_t> out;
+  try {
+    ElfInfo info;
+    const SectionTable table = read_header(bytes, info);
+    const ElfReader r(bytes);
+    for (std::uint32_t i = 0; i < table.shnum; ++i) {
+      const Section s = r.section(table.shoff, i);
+      if (s.type != kShtDynsym) continue;
+      check_dynsym(r, s, i);
+      for (std::uint64_t off = 0; off + kElf64SymSize <= s.size; off += kElf64SymSize) {
+        const std::uint64_t info_off = s.offset + off + 4;  // st_info
+        if ((*r.at(info_off) >> 4) == kStbGnuUnique) out.push_back(static_cast<std::size_t>(info_off));
+      }
+    }
+  } catch (...) {
+    return {};  // not a readable ELF64 file: nothing to patch (loading reports the real problem)
+  }
+  return out;
+}
+
+std::uint64_t defined_function_value(ByteView bytes, const char* name) noexcept {
+  try {
+    ElfInfo info;
+    const SectionTable table = read_header(bytes, info);
+    const ElfReader r(bytes);
+    for (std::uint32_t i = 0; i < table.shnum; ++i) {
+      const Section s = r.section(table.shoff, i);
+      if (s.type != kShtSymtab && s.type != kShtDynsym) continue;
+      r.require_range(s.offset, s.size, "symbol table");
+      if (s.entsize != kElf64SymSize || s.link >= table.shnum) continue;
+      const Section strtab = r.section(table.shoff, s.link);
+      r.require_range(strtab.offset, strtab.size, "symbol string table");
+      for (std::uint64_t off = kElf64SymSize; off + kElf64SymSize <= s.size; off += kElf64SymSize) {
+        const std::uint8_t* sym = r.at(s.offset + off);
+        const std::uint64_t value = format::read_u64(sym + 8);
+        if ((sym[4] & 0x0f) != kSttFunc || format::read_u16(sym + 6) == 0 || value == 0) continue;
+        const std::uint32_t name_off = format::read_u32(sym);
+        if (name_off != 0 && name_off < strtab.size && r.string_at(strtab, name_off, "symbol") == name) return value;
+      }
+    }
+  } catch (...) {
+    return 0;  // not a readable ELF64 file: nothing found
+  }
+  return 0;
+}
+
+}  // namespace format
 }  // namespace aoti_cuda

@@ -3,7 +3,7 @@
 // The AOTInductor runtime inside a model .so loads its kernels with
 // cuModuleLoadData (or cuModuleLoad) on their first launch and never unloads
 // them, so every container would leak its kernel images in device memory
-// (aoti-abi.md §3.3). The model resolves these driver functions from the
+// (docs/shim-abi.md, "Kernel modules"). The model resolves these driver functions from the
 // global scope, like the shim, so libaoti_cuda exports pass-through
 // definitions of them: while a ModuleTracker is active on the calling thread
 // (around the container calls the runtime makes), every module loaded is

@@ -16,6 +16,9 @@
 
 #include "aoti_cuda/error.hpp"
 #include "common/env.hpp"
+#include "common/fault_injection.hpp"
+#include "common/text.hpp"
+#include "format/elf.hpp"
 #include "runtime/sha256.hpp"
 
 namespace aoti_cuda::runtime {
@@ -35,17 +38,17 @@ bool starts_with(const std::string& s, const char* prefix) {
   return s.compare(0, std::strlen(prefix), prefix) == 0;
 }
 
-template <typename T>
-bool read_le(ByteView b, std::size_t off, T& out) {
-  if (off > b.size || b.size - off < sizeof(T)) return false;
-  std::memcpy(&out, b.data + off, sizeof(T));
-  return true;
-}
-
 std::string errno_text(int err) { return std::string(std::strerror(err)); }
+
+// Test hook (common/fault_injection.hpp): fail this system call of a load.
+bool loader_fault() noexcept { return testing::FaultInjector::should_fail(testing::FaultKind::kLoaderCall); }
 
 // Writes all of [data, data+size) to fd; false (errno set) on failure.
 bool write_all(int fd, const std::uint8_t* data, std::size_t size) {
+  if (loader_fault()) {
+    errno = EIO;
+    return false;
+  }
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);
     if (n < 0) {
@@ -117,7 +120,7 @@ void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& uniqu
   // Preferred: an anonymous memory file, nothing touches the file system.
   // AOTI_CUDA_DISABLE_MEMFD=1 forces the temp-file path (tests, odd sandboxes).
   const bool memfd_allowed = !env_flag("AOTI_CUDA_DISABLE_MEMFD");
-  f.fd = memfd_allowed ? static_cast<int>(::memfd_create("aoti_cuda_model", MFD_CLOEXEC)) : -1;
+  f.fd = memfd_allowed && !loader_fault() ? static_cast<int>(::memfd_create("aoti_cuda_model", MFD_CLOEXEC)) : -1;
   if (f.fd >= 0) {
     if (!write_all(f.fd, so.data, so.size) || !patch_unique_bindings(f.fd, unique_offsets, so)) {
       const int err = errno;
@@ -132,7 +135,7 @@ void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& uniqu
   std::string templ = dir + "/aoti_cuda_model_XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
-  f.fd = ::mkstemp(buf.data());
+  f.fd = loader_fault() ? (errno = EMFILE, -1) : ::mkstemp(buf.data());
   if (f.fd < 0) {
     const int err = errno;
     throw Error(ErrorCode::kIo, "creating a temporary file in " + dir + " for the model library of " + label +
@@ -169,7 +172,7 @@ void (*own_freeres(void* handle, ByteView so))() {
   };
   void* sym = ::dlsym(handle, kFreeresSymbol);
   if (!owned_by_self(sym)) {
-    const std::uint64_t value = defined_function_value(so, kFreeresSymbol);
+    const std::uint64_t value = format::defined_function_value(so, kFreeresSymbol);
     sym = value != 0 ? reinterpret_cast<void*>(self->l_addr + value) : nullptr;
     if (!owned_by_self(sym)) sym = nullptr;
   }
@@ -180,6 +183,39 @@ void (*own_freeres(void* handle, ByteView so))() {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
+}
+
+// Binds the AOTInductor entry points of a loaded model library; throws
+// kLoad naming every required one that is missing.
+void bind_entry_points(void* handle, ContainerApi& a, const std::string& label) {
+  bind(handle, "AOTInductorModelContainerCreateWithDevice", a.create_with_device);
+  bind(handle, "AOTInductorModelContainerDelete", a.destroy);
+  bind(handle, "AOTInductorModelContainerGetNumInputs", a.get_num_inputs);
+  bind(handle, "AOTInductorModelContainerGetNumOutputs", a.get_num_outputs);
+  bind(handle, "AOTInductorModelContainerRun", a.run);
+  bind(handle, "AOTInductorModelUpdateConstantsFromBlob", a.update_constants_from_blob);
+  bind(handle, "AOTInductorModelContainerGetInputName", a.get_input_name);
+  bind(handle, "AOTInductorModelContainerGetOutputName", a.get_output_name);
+  bind(handle, "AOTInductorModelContainerGetNumConstants", a.get_num_constants);
+  bind(handle, "AOTInductorModelContainerGetConstantsBlobSize", a.get_constants_blob_size);
+  bind(handle, "AOTInductorGetLastError", a.get_last_error);
+  bind(handle, "AOTInductorModelContainerGetConstantName", a.get_constant_name);
+  bind(handle, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
+  bind(handle, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
+  bind(handle, "AOTInductorModelContainerGetConstantDtype", a.get_constant_dtype);
+  bind(handle, "AOTInductorModelContainerGetConstantDataSize", a.get_constant_data_size);
+  bind(handle, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
+       a.update_user_managed_constant_buffer_pairs);
+  std::string absent;
+  if (!a.create_with_device) absent += " AOTInductorModelContainerCreateWithDevice";
+  if (!a.destroy) absent += " AOTInductorModelContainerDelete";
+  if (!a.get_num_inputs) absent += " AOTInductorModelContainerGetNumInputs";
+  if (!a.get_num_outputs) absent += " AOTInductorModelContainerGetNumOutputs";
+  if (!a.run) absent += " AOTInductorModelContainerRun";
+  if (!absent.empty()) {
+    throw Error(ErrorCode::kLoad, "the model library of " + label +
+                                      " lacks required AOTInductor entry point(s):" + absent);
+  }
 }
 
 }  // namespace
@@ -209,65 +245,7 @@ void promote_self_to_global() noexcept {
   });
 }
 
-std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView b) {
-  std::vector<std::size_t> out;
-  if (b.size < 64 || b.data[4] != 2 || b.data[5] != 1) return out;  // ELF64 little-endian only
-  std::uint64_t shoff = 0;
-  std::uint16_t shentsize = 0, shnum = 0;
-  if (!read_le(b, 0x28, shoff) || !read_le(b, 0x3A, shentsize) || !read_le(b, 0x3C, shnum)) return out;
-  if (shentsize < 64 || shoff == 0) return out;
-  for (std::uint16_t i = 0; i < shnum; ++i) {
-    if (shoff > b.size) return {};
-    const std::size_t sh = static_cast<std::size_t>(shoff) + static_cast<std::size_t>(i) * shentsize;
-    std::uint32_t type = 0;
-    std::uint64_t off = 0, size = 0, entsize = 0;
-    if (!read_le(b, sh + 4, type) || !read_le(b, sh + 0x18, off) || !read_le(b, sh + 0x20, size) ||
-        !read_le(b, sh + 0x38, entsize)) {
-      return {};
-    }
-    if (type != 11 /* SHT_DYNSYM */) continue;
-    if (entsize < 24 || off > b.size || size > b.size - off) return {};
-    for (std::uint64_t s = 0; s + entsize <= size; s += entsize) {
-      const std::size_t info_off = static_cast<std::size_t>(off + s + 4);
-      if ((b.data[info_off] >> 4) == 10 /* STB_GNU_UNIQUE */) out.push_back(info_off);
-    }
-  }
-  return out;
-}
-
-std::uint64_t defined_function_value(ByteView b, const char* name) {
-  if (b.size < 64 || b.data[4] != 2 || b.data[5] != 1) return 0;  // ELF64 little-endian only
-  std::uint64_t shoff = 0;
-  std::uint16_t shentsize = 0, shnum = 0;
-  if (!read_le(b, 0x28, shoff) || !read_le(b, 0x3A, shentsize) || !read_le(b, 0x3C, shnum)) return 0;
-  if (shentsize < 64 || shoff == 0 || shoff > b.size) return 0;
-  const std::size_t name_len = std::strlen(name);
-  auto header = [&](std::uint32_t i, std::uint32_t& type, std::uint32_t& link, std::uint64_t& off,
-                    std::uint64_t& size) {
-    const std::size_t sh = static_cast<std::size_t>(shoff) + static_cast<std::size_t>(i) * shentsize;
-    return read_le(b, sh + 4, type) && read_le(b, sh + 0x28, link) && read_le(b, sh + 0x18, off) &&
-           read_le(b, sh + 0x20, size) && off <= b.size && size <= b.size - off;
-  };
-  for (std::uint32_t i = 0; i < shnum; ++i) {
-    std::uint32_t type = 0, link = 0, str_type = 0, str_link = 0;
-    std::uint64_t off = 0, size = 0, str_off = 0, str_size = 0;
-    if (!header(i, type, link, off, size)) return 0;
-    if (type != 2 /* SHT_SYMTAB */ && type != 11 /* SHT_DYNSYM */) continue;
-    if (link >= shnum || !header(link, str_type, str_link, str_off, str_size)) return 0;
-    for (std::uint64_t s = 24; s + 24 <= size; s += 24) {  // Elf64_Sym; entry 0 is reserved
-      std::uint32_t st_name = 0;
-      std::uint16_t shndx = 0;
-      std::uint64_t value = 0;
-      const std::size_t sym = static_cast<std::size_t>(off + s);
-      if (!read_le(b, sym, st_name) || !read_le(b, sym + 6, shndx) || !read_le(b, sym + 8, value)) return 0;
-      if ((b.data[sym + 4] & 0x0f) != 2 /* STT_FUNC */ || shndx == 0 || value == 0) continue;
-      if (st_name >= str_size || str_size - st_name < name_len + 1) continue;
-      const std::uint8_t* n = b.data + str_off + st_name;
-      if (std::memcmp(n, name, name_len) == 0 && n[name_len] == '\0') return value;
-    }
-  }
-  return 0;
-}
+std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView elf) { return format::gnu_unique_symbol_offsets(elf); }
 
 std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string& label,
                                                  const std::vector<std::string>& allowed_sha256) {
@@ -304,8 +282,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
     missing = missing_imports(elf);
   }
   if (!missing.empty()) {
-    std::string names;
-    for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+    const std::string names = common::join(missing);
     throw Error(ErrorCode::kLoad, "the model library of " + label + " imports " + std::to_string(missing.size()) +
                                       " symbol(s) this process does not provide: " + names +
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
@@ -327,7 +304,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
     // costs little and moves any surprise to load time instead of mid-run.
     // AOTI_CUDA_DLOPEN_LAZY=1 switches to lazy binding (for measurements).
     const int mode = env_flag("AOTI_CUDA_DLOPEN_LAZY") ? RTLD_LAZY : RTLD_NOW;
-    lib->handle_ = ::dlopen(file.path.c_str(), mode | RTLD_LOCAL);
+    lib->handle_ = loader_fault() ? nullptr : ::dlopen(file.path.c_str(), mode | RTLD_LOCAL);
     if (lib->handle_ == nullptr) {
       const char* why = ::dlerror();
       throw Error(ErrorCode::kLoad, "dlopen of the model library of " + label + " failed: " +
@@ -337,35 +314,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   // AOTI_CUDA_KEEP_EH_POOL=1 leaves the pool alone (to measure the leak it prevents).
   if (!env_flag("AOTI_CUDA_KEEP_EH_POOL")) lib->freeres_ = own_freeres(lib->handle_, so);
   // 5. Entry points.
-  ContainerApi& a = lib->api_;
-  bind(lib->handle_, "AOTInductorModelContainerCreateWithDevice", a.create_with_device);
-  bind(lib->handle_, "AOTInductorModelContainerDelete", a.destroy);
-  bind(lib->handle_, "AOTInductorModelContainerGetNumInputs", a.get_num_inputs);
-  bind(lib->handle_, "AOTInductorModelContainerGetNumOutputs", a.get_num_outputs);
-  bind(lib->handle_, "AOTInductorModelContainerRun", a.run);
-  bind(lib->handle_, "AOTInductorModelUpdateConstantsFromBlob", a.update_constants_from_blob);
-  bind(lib->handle_, "AOTInductorModelContainerGetInputName", a.get_input_name);
-  bind(lib->handle_, "AOTInductorModelContainerGetOutputName", a.get_output_name);
-  bind(lib->handle_, "AOTInductorModelContainerGetNumConstants", a.get_num_constants);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantsBlobSize", a.get_constants_blob_size);
-  bind(lib->handle_, "AOTInductorGetLastError", a.get_last_error);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantName", a.get_constant_name);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantDtype", a.get_constant_dtype);
-  bind(lib->handle_, "AOTInductorModelContainerGetConstantDataSize", a.get_constant_data_size);
-  bind(lib->handle_, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
-       a.update_user_managed_constant_buffer_pairs);
-  std::string absent;
-  if (!a.create_with_device) absent += " AOTInductorModelContainerCreateWithDevice";
-  if (!a.destroy) absent += " AOTInductorModelContainerDelete";
-  if (!a.get_num_inputs) absent += " AOTInductorModelContainerGetNumInputs";
-  if (!a.get_num_outputs) absent += " AOTInductorModelContainerGetNumOutputs";
-  if (!a.run) absent += " AOTInductorModelContainerRun";
-  if (!absent.empty()) {
-    throw Error(ErrorCode::kLoad, "the model library of " + label +
-                                      " lacks required AOTInductor entry point(s):" + absent);
-  }  // ~ModelLibrary dlcloses
+  bind_entry_points(lib->handle_, lib->api_, label);  // throws: ~ModelLibrary dlcloses
   return lib;
 }
 

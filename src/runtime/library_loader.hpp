@@ -79,11 +79,6 @@ void promote_self_to_global() noexcept;
 /// in its private copy. Empty for malformed input.
 std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView elf);
 
-/// st_value (the load-base-relative address) of the function `name` that `elf`
-/// defines, looked up in .symtab and .dynsym (so hidden and local symbols are
-/// found too). 0 when absent or when the tables are malformed.
-std::uint64_t defined_function_value(ByteView elf, const char* name);
-
 class ModelLibrary {
  public:
   /// Checks and loads `so`. `label` names the library in messages (method,

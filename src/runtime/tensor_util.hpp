@@ -14,12 +14,6 @@ namespace aoti_cuda::runtime {
 /// dimension is negative or the element count / byte size overflows.
 int64_t checked_numel(const std::vector<int64_t>& shape, std::size_t element_size, const char* what);
 
-/// Element-by-element copy between two host layouts of the same shape
-/// (strides in elements, may be arbitrary; pointers are element 0).
-void copy_strided_host(void* dst, const std::vector<int64_t>& dst_strides, const void* src,
-                       const std::vector<int64_t>& src_strides, const std::vector<int64_t>& shape,
-                       std::size_t element_size);
-
 /// Strides (in elements) of a dense tensor of `sizes` stored in `dim_order`
 /// (outermost first). An empty or invalid dim_order means contiguous.
 std::vector<int64_t> strides_for_dim_order(const std::vector<int64_t>& sizes, const std::vector<std::uint8_t>& dim_order);

@@ -16,7 +16,7 @@
 #include "aoti_cuda/error.hpp"
 #include "common/fault_injection.hpp"
 #include "aoti_cuda/memory.hpp"
-#include "runtime/cuda_util.hpp"
+#include "common/cuda.hpp"
 #include "shim/error_state.hpp"
 #include "shim/tensor_object.hpp"
 
@@ -86,7 +86,7 @@ void check_device(int device) {
 [[noreturn]] void throw_cuda_error(int cuda_error, const std::string& what) {
   // One classification for the whole library (also resets cudart's last
   // error, so the model's next cudaGetLastError() does not see our failure).
-  throw runtime::cuda_error(static_cast<cudaError_t>(cuda_error), what);
+  throw common::cuda_error(static_cast<cudaError_t>(cuda_error), what);
 }
 
 int resolve_cuda_device(int32_t device_index) {
@@ -119,7 +119,7 @@ void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
   const std::string where = std::to_string(nbytes) + " bytes on cuda:" + std::to_string(device);
   AllocatorState& s = state();
   DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
-  std::unique_ptr<DeviceSwitch> on_device;
+  std::unique_ptr<DeviceSwitch> on_device;  // outlives the try: cudaMallocAsync below runs on `device`
   try {
     on_device = std::make_unique<DeviceSwitch>(device);
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -156,14 +156,11 @@ int cuda_free(void* ptr, std::size_t nbytes, int device, void* stream) noexcept 
   if (ptr == nullptr) return cudaSuccess;
   if (device < 0 || device >= kMaxCudaDevices) return cudaErrorInvalidDevice;
   cudaError_t err = cudaSuccess;
-  int current = -1;
-  bool switched = false;
-  if (cudaGetDevice(&current) == cudaSuccess && current != device) {
-    switched = cudaSetDevice(device) == cudaSuccess;
+  {
+    DeviceSwitch on_device(device, DeviceSwitch::OnFailure::kIgnore);
+    err = cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
+    if (err != cudaSuccess) (void)cudaGetLastError();
   }
-  err = cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
-  if (err != cudaSuccess) (void)cudaGetLastError();
-  if (switched) (void)cudaSetDevice(current);
   if (err == cudaSuccess) {
     AllocatorState& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -172,53 +169,6 @@ int cuda_free(void* ptr, std::size_t nbytes, int device, void* stream) noexcept 
     if (dev.live_allocations > 0) dev.live_allocations -= 1;
   }
   return err;
-}
-
-void* host_allocate(std::size_t nbytes) {
-  if (nbytes == 0) return nullptr;
-  // Requests beyond physical memory cannot be backed; refuse them up front
-  // rather than relying on overcommit (or a sanitizer's allocator) to fail.
-  static const std::size_t physical = [] {
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long page_size = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page_size <= 0) return std::numeric_limits<std::size_t>::max() / 2;
-    return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size);
-  }();
-  if (nbytes > physical) {
-    throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + std::to_string(nbytes) +
-                                             " bytes on cpu (more than the " + std::to_string(physical) +
-                                             " bytes of physical memory)");
-  }
-  // aligned_alloc requires a size that is a multiple of the alignment.
-  std::size_t rounded = (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-  void* ptr = testing::FaultInjector::should_fail(testing::FaultKind::kHostAlloc)
-                  ? nullptr
-                  : std::aligned_alloc(kHostAlignment, rounded);
-  if (ptr == nullptr) {
-    throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + std::to_string(nbytes) + " bytes on cpu");
-  }
-  return ptr;
-}
-
-void host_free(void* ptr) noexcept { std::free(ptr); }
-
-void* pinned_allocate(std::size_t nbytes, bool* pinned) {
-  *pinned = false;
-  if (nbytes == 0) return nullptr;
-  void* ptr = nullptr;
-  cudaError_t err = testing::FaultInjector::should_fail(testing::FaultKind::kDeviceAlloc)
-                        ? cudaErrorMemoryAllocation
-                        : cudaMallocHost(&ptr, nbytes);
-  if (err == cudaSuccess && ptr != nullptr) {
-    *pinned = true;
-    return ptr;
-  }
-  (void)cudaGetLastError();
-  return host_allocate(nbytes);
-}
-
-void pinned_free(void* ptr) noexcept {
-  if (ptr != nullptr && cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
 AOTITorchError set_storage_free_stream(AtenTensorHandle handle, void* stream) noexcept {

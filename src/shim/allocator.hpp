@@ -33,15 +33,15 @@
 #include <string>
 
 #include "aoti_cuda/shim.h"
-#include "runtime/cuda_util.hpp"
+#include "common/cuda.hpp"
+#include "common/host_memory.hpp"
 
 namespace aoti_cuda {
 namespace shim {
 
 /// Device ordinals accepted by the shim are [0, kMaxCudaDevices).
 constexpr int kMaxCudaDevices = 64;
-/// Alignment of every host allocation made by the shim (bytes).
-constexpr std::size_t kHostAlignment = 64;
+using common::kHostAlignment;
 
 /// Resolves a CUDA device index from the C ABI: -1 means the calling thread's
 /// current device. Throws invalid_argument for other negatives or >= kMaxCudaDevices.
@@ -54,9 +54,9 @@ void* exchange_current_stream(int device, void* stream);
 
 /// RAII: makes `device` the calling thread's current CUDA device (only calls
 /// cudaSetDevice if it differs) and restores the previous one on destruction.
-using DeviceSwitch = runtime::DeviceGuard;
+using DeviceSwitch = common::DeviceGuard;
 
-/// Throws runtime::cuda_error(cuda_error, what): kNoDevice for no
+/// Throws common::cuda_error(cuda_error, what): kNoDevice for no
 /// device/driver, kOutOfMemory for allocation failures, else kCuda; resets
 /// the runtime's last error. `what` names the operation.
 [[noreturn]] void throw_cuda_error(int cuda_error, const std::string& what);
@@ -66,12 +66,11 @@ void* cuda_allocate(std::size_t nbytes, int device, void* stream);
 /// Stream-ordered free; returns the cudaError_t (0 = success) and never throws.
 int cuda_free(void* ptr, std::size_t nbytes, int device, void* stream) noexcept;
 
-/// 64-byte aligned pageable host memory (nbytes 0 -> nullptr). Throws kOutOfMemory.
-void* host_allocate(std::size_t nbytes);
-void host_free(void* ptr) noexcept;
-/// Page-locked host memory; falls back to host_allocate (and sets *pinned=false) when cudaMallocHost fails.
-void* pinned_allocate(std::size_t nbytes, bool* pinned);
-void pinned_free(void* ptr) noexcept;
+// Host memory: the low layer's one allocator (common/host_memory.hpp).
+using common::host_allocate;
+using common::host_free;
+using common::pinned_allocate;
+using common::pinned_free;
 
 /// Moves the stream on which the handle's storage will be freed (e.g. before the
 /// stream it was allocated on is destroyed; the caller orders the two streams,

@@ -17,6 +17,7 @@
 
 #include "aoti_cuda/dtype.hpp"
 #include "aoti_cuda/shim.h"
+#include "common/layout.hpp"
 #include "shim/error_state.hpp"
 
 namespace aoti_cuda {
@@ -56,13 +57,18 @@ std::shared_ptr<Storage> allocate_storage(DeviceType type, int device_index, std
 /// Wraps caller memory without taking ownership.
 std::shared_ptr<Storage> borrow_storage(void* data, std::size_t nbytes, DeviceType type, int device_index);
 
+// Layout arithmetic lives in the low layer (common/layout.hpp).
+using common::checked_numel;
+using common::contiguous_strides;
+using common::format_dims;
+using common::is_contiguous;
+using common::is_non_overlapping_and_dense;
+using common::required_bytes;
+using common::span_elements;
+
 /// True (once) when a Storage destructor on this thread failed to free its memory.
 bool take_storage_free_failure() noexcept;
 
-/// True when the elements occupy exactly numel consecutive slots in some dimension order.
-bool is_non_overlapping_and_dense(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
-/// True for row-major contiguous layouts (size-1 dims ignored; anything with a 0 size counts as contiguous).
-bool is_contiguous(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) noexcept;
 
 /// Largest ndim the shim accepts (catches garbage ndim before any allocation).
 constexpr int64_t kMaxDims = 64;
@@ -121,14 +127,6 @@ AtenTensorOpaque* checked_defined(AtenTensorHandle handle, const char* arg_name)
 /// strides == nullptr means contiguous. Throws invalid_argument with `what` in the message.
 void read_shape(const char* what, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
                 std::vector<int64_t>& sizes, std::vector<int64_t>& strides);
-/// Row-major contiguous strides for `sizes`.
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
-/// Number of elements; throws on overflow.
-int64_t checked_numel(const std::vector<int64_t>& sizes);
-/// Elements a strided layout spans: 1 + Σ (size_i - 1) * stride_i, 0 if any size is 0; throws on overflow.
-int64_t span_elements(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
-/// Bytes needed for offset + span elements of `itemsize`; throws on overflow.
-std::size_t required_bytes(int64_t storage_offset, int64_t span, std::size_t itemsize);
 /// Validates a dtype code from the C ABI and returns its element size.
 std::size_t checked_itemsize(int32_t dtype);
 /// Validates a device type code (cpu or cuda only).
@@ -150,8 +148,6 @@ T& out_param(T* ptr, const char* name) {
   return *ptr;
 }
 
-/// Formats a list of int64 as "[a, b, c]".
-std::string format_dims(const std::vector<int64_t>& dims);
 
 }  // namespace shim
 }  // namespace aoti_cuda

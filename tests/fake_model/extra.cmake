@@ -24,8 +24,3 @@ foreach(kind_name affine kv bad_import affine_static)
   string(TOUPPER ${kind_name} upper)
   target_compile_definitions(aoti_cuda_test_support PUBLIC AOTI_CUDA_FAKE_MODEL_${upper}="$<TARGET_FILE:${target}>")
 endforeach()
-
-# Private runtime pieces unit-tested directly (their symbols are hidden inside
-# libaoti_cuda.so, so the tests compile their own copy).
-target_sources(aoti_cuda_test_support PRIVATE ${CMAKE_SOURCE_DIR}/src/runtime/sha256.cpp
-                                              ${CMAKE_SOURCE_DIR}/src/runtime/library_loader.cpp)

@@ -8,6 +8,7 @@
 
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/program.hpp"
+#include "format/elf.hpp"
 #include "runtime/library_loader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -16,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t off : aoti_cuda::runtime::gnu_unique_symbol_offsets(so)) {
     if (off >= size) std::abort();  // the loader writes at these offsets
   }
-  (void)aoti_cuda::runtime::defined_function_value(so, "_ZN9__gnu_cxx9__freeresEv");
+  (void)aoti_cuda::format::defined_function_value(so, "_ZN9__gnu_cxx9__freeresEv");
   try {
     const aoti_cuda::ElfInfo info = aoti_cuda::inspect_elf(so);
     (void)aoti_cuda::runtime::missing_imports(info);

@@ -13,6 +13,7 @@
 #include "aoti_cuda/program.hpp"
 #include "fuzz/seed_programs.hpp"
 #include "fuzz/tiny_elf.hpp"
+#include "format/elf.hpp"
 #include "runtime/library_loader.hpp"
 #include "support/pte_builder.hpp"
 
@@ -58,7 +59,7 @@ TEST_CASE("fuzz seeds: the tiny ELF has every fact the inspectors read") {
   CHECK(std::count(info.undefined_symbols.begin(), info.undefined_symbols.end(), "aoti_torch_empty_strided") == 1);
   CHECK(std::count(info.defined_symbols.begin(), info.defined_symbols.end(), "AOTInductorModelContainerRun") == 1);
   CHECK(aoti_cuda::runtime::gnu_unique_symbol_offsets({elf.data(), elf.size()}).size() == 1);
-  CHECK(aoti_cuda::runtime::defined_function_value({elf.data(), elf.size()}, "_ZN9__gnu_cxx9__freeresEv") == 0x180);
+  CHECK(aoti_cuda::format::defined_function_value({elf.data(), elf.size()}, "_ZN9__gnu_cxx9__freeresEv") == 0x180);
   const aoti_cuda::CudaKernelInfo k = aoti_cuda::inspect_cuda_kernels({elf.data(), elf.size()});
   CHECK(k.fatbins == 1);
   CHECK(k.sass_archs == std::vector<int>{90});
@@ -101,7 +102,7 @@ TEST_CASE("fuzz regressions: ELF reproducers are inspected without reading past 
     const ByteView v{b.data(), b.size()};
     (void)aoti_cuda::inspect_cuda_kernels(v);
     (void)aoti_cuda::runtime::gnu_unique_symbol_offsets(v);
-    (void)aoti_cuda::runtime::defined_function_value(v, "_ZN9__gnu_cxx9__freeresEv");
+    (void)aoti_cuda::format::defined_function_value(v, "_ZN9__gnu_cxx9__freeresEv");
     accepted_or_rejected(f, [&] { (void)aoti_cuda::inspect_elf(v); });
   }
 }

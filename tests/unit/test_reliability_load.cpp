@@ -15,6 +15,7 @@
 
 #include "aoti_cuda/module.hpp"
 #include "aoti_cuda/shim.h"
+#include "format/elf.hpp"
 #include "runtime/library_loader.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
@@ -140,9 +141,9 @@ TEST_CASE("reliability: a statically linked libstdc++ in the model library is fo
   // whose pool must never be touched.
   const Bytes with_static = read_file(AOTI_CUDA_FAKE_MODEL_AFFINE_STATIC);
   const Bytes with_shared = read_file(AOTI_CUDA_FAKE_MODEL_AFFINE);
-  CHECK(aoti_cuda::runtime::defined_function_value({with_static.data(), with_static.size()},
+  CHECK(aoti_cuda::format::defined_function_value({with_static.data(), with_static.size()},
                                                    "_ZN9__gnu_cxx9__freeresEv") != 0);
-  CHECK(aoti_cuda::runtime::defined_function_value({with_shared.data(), with_shared.size()},
+  CHECK(aoti_cuda::format::defined_function_value({with_shared.data(), with_shared.size()},
                                                    "_ZN9__gnu_cxx9__freeresEv") == 0);
   auto lib = aoti_cuda::runtime::ModelLibrary::load({with_static.data(), with_static.size()}, "static", {});
   CHECK(lib->frees_own_eh_pool());
@@ -151,7 +152,7 @@ TEST_CASE("reliability: a statically linked libstdc++ in the model library is fo
   // Truncated tables are read as "absent", never past the buffer (the
   // section headers sit at the end of the file).
   for (std::size_t cut : {std::size_t{0}, std::size_t{63}, with_static.size() / 2}) {
-    CHECK(aoti_cuda::runtime::defined_function_value({with_static.data(), cut}, "_ZN9__gnu_cxx9__freeresEv") == 0);
+    CHECK(aoti_cuda::format::defined_function_value({with_static.data(), cut}, "_ZN9__gnu_cxx9__freeresEv") == 0);
   }
 }
 

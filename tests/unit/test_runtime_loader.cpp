@@ -113,12 +113,18 @@ TEST_CASE("loader: loads the fake library from a memfd and binds the entry point
 
 
 TEST_CASE("driver modules: models bind cuModuleLoadData to libaoti_cuda's pass-through, which fails cleanly without a driver") {
-  // The definition the global scope offers must be libaoti_cuda's (models resolve it from there).
+  // The definition the global scope offers must be aoti_cuda's (models resolve it from there): the
+  // object that provides the shim (libaoti_cuda.so, or this test program, which links the library's
+  // objects and exports them), not libcuda.
   void* sym = dlsym(RTLD_DEFAULT, "cuModuleLoadData");
   REQUIRE(sym != nullptr);
-  Dl_info info{};
+  void* shim = dlsym(RTLD_DEFAULT, "aoti_torch_empty_strided");
+  REQUIRE(shim != nullptr);
+  Dl_info info{}, shim_info{};
   REQUIRE(dladdr(sym, &info) != 0);
-  CHECK(std::string(info.dli_fname).find("libaoti_cuda") != std::string::npos);
+  REQUIRE(dladdr(shim, &shim_info) != 0);
+  CHECK(std::string(info.dli_fname) == std::string(shim_info.dli_fname));
+  CHECK(std::string(info.dli_fname).find("libcuda") == std::string::npos);
   using Fn = int (*)(void**, const void*);
   void* module = nullptr;
   const int rc = reinterpret_cast<Fn>(sym)(&module, "not an image");

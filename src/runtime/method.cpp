@@ -1,0 +1,139 @@
+// Loaded-method resources: teardown order of a delegate, slot streams and
+// staging, the stream scope, and model-error text.
+#include "runtime/method.hpp"
+
+#include <algorithm>
+
+#include "common/cuda.hpp"
+#include "shim/error_state.hpp"
+
+namespace aoti_cuda::runtime {
+
+using common::check_cuda;
+using common::DeviceGuard;
+
+Delegate::~Delegate() {
+  {
+    // Bind the primary context even when the device is already current:
+    // cuModuleUnload (below) needs it current on this thread.
+    DeviceGuard on_device(cuda_device, DeviceGuard::OnFailure::kIgnore, DeviceGuard::Bind::kPrimaryContext);
+    // The container's code lives in the library: delete it before dlclose.
+    if (container != nullptr && library) (void)library->api().destroy(container);
+    container = nullptr;
+    for (AtenTensorHandle h : shared_aliases) (void)aoti_torch_delete_tensor_object(h);
+    shared_aliases.clear();
+    // The AOTI runtime never unloads its kernel modules; do it for it, in the
+    // device's primary context.
+    if (cuda_device >= 0) kernel_modules.unload_all();
+  }
+  if (cuda_device >= 0) (void)cudaGetLastError();
+}
+
+Slot::~Slot() {
+  if (device < 0) return;
+  {
+    DeviceGuard on_device(device, DeviceGuard::OnFailure::kIgnore);
+    if (stream != nullptr) (void)cudaStreamSynchronize(stream);
+    if (staging_done != nullptr) {
+      (void)cudaEventSynchronize(staging_done);
+      (void)cudaEventDestroy(staging_done);
+    }
+    if (pinned != nullptr) (void)cudaFreeHost(pinned);
+    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+  }
+  (void)cudaGetLastError();
+}
+
+cudaStream_t Slot::own_stream() {
+  if (stream == nullptr) check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)), "cudaStreamCreateWithFlags");
+  return stream;
+}
+
+void* Slot::staging(std::size_t bytes) {
+  if (staging_pending) {
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaEventSynchronize(staging_done)), "cudaEventSynchronize (input staging)");
+    staging_pending = false;
+  }
+  if (bytes > pinned_capacity) {
+    if (pinned != nullptr) (void)cudaFreeHost(pinned);
+    pinned = nullptr;
+    pinned_capacity = 0;
+    const std::size_t want = std::max<std::size_t>(bytes, 1 << 16);
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaMallocHost(&pinned, want)), "cudaMallocHost (input staging)");
+    pinned_capacity = want;
+  }
+  return pinned;
+}
+
+void Slot::staging_used(cudaStream_t s) {
+  if (staging_done == nullptr) {
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaEventCreateWithFlags(&staging_done, cudaEventDisableTiming)), "cudaEventCreateWithFlags");
+  }
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaEventRecord(staging_done, s)), "cudaEventRecord");
+  staging_pending = true;
+}
+
+SlotLease::SlotLease(Method& m) : m_(m) {
+  std::unique_lock<std::mutex> lock(m.mu);
+  m.cv.wait(lock, [&] { return !m.free_slots.empty(); });
+  index_ = m.free_slots.back();
+  m.free_slots.pop_back();
+}
+
+SlotLease::~SlotLease() {
+  {
+    std::lock_guard<std::mutex> lock(m_.mu);
+    m_.free_slots.push_back(index_);
+  }
+  m_.cv.notify_one();
+}
+
+CurrentStreamScope::CurrentStreamScope(int device, void* stream) : device_(device) {
+  if (aoti_cuda_shim_set_current_stream(device, stream, &previous_) != AOTI_TORCH_SUCCESS) {
+    throw Error(ErrorCode::kCuda, std::string("setting the shim's current stream failed: ") + aoti_cuda_shim_last_error());
+  }
+  active_ = true;
+}
+
+CurrentStreamScope::~CurrentStreamScope() {
+  if (active_) (void)aoti_cuda_shim_set_current_stream(device_, previous_, nullptr);
+}
+
+std::string model_failure_detail(const ContainerApi& api) {
+  std::string detail;
+  const char* shim = aoti_cuda_shim_last_error();
+  if (shim != nullptr && *shim != '\0') detail = shim;
+  if (api.get_last_error != nullptr) {
+    const char* msg = nullptr;
+    if (api.get_last_error(&msg) == 0 && msg != nullptr && *msg != '\0') {
+      detail += (detail.empty() ? "" : "; ") + std::string("model: ") + msg;
+    }
+  }
+  return detail.empty() ? std::string("no error message was recorded (the model library prints its exception to stderr)")
+                        : detail;
+}
+
+ErrorCode model_failure_code() noexcept {
+  return shim::last_error_code() == ErrorCode::kOutOfMemory ? ErrorCode::kOutOfMemory : ErrorCode::kModel;
+}
+
+std::shared_ptr<void> own_handle(AtenTensorHandle h) {
+  return std::shared_ptr<void>(static_cast<void*>(h), [](void* p) {
+    (void)aoti_torch_delete_tensor_object(static_cast<AtenTensorHandle>(p));
+  });
+}
+
+const char* kind_name(ValueKind k) {
+  switch (k) {
+    case ValueKind::kNone: return "none";
+    case ValueKind::kTensor: return "tensor";
+    case ValueKind::kInt: return "int";
+    case ValueKind::kDouble: return "double";
+    case ValueKind::kBool: return "bool";
+    case ValueKind::kString: return "string";
+    case ValueKind::kList: return "list";
+  }
+  return "unknown";
+}
+
+}  // namespace aoti_cuda::runtime

@@ -1,0 +1,145 @@
+// Private runtime: what a loaded method is made of (delegates with their model
+// library and container, the pool of per-call slots), and the small RAII
+// scopes and helpers every stage (loading, constant sharing, execution) uses
+// to talk to a model library through the shim.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/error.hpp"
+#include "aoti_cuda/program.hpp"
+#include "aoti_cuda/shim.h"
+#include "aoti_cuda/tensor.hpp"
+#include "runtime/driver_modules.hpp"
+#include "runtime/library_loader.hpp"
+
+namespace aoti_cuda::runtime {
+
+/// The device a Module runs on, as every stage needs it.
+struct TargetDevice {
+  Device device = Device::cpu();
+  int gpu_sm = 0;  ///< e.g. 90 for compute capability 9.0 (CUDA modules)
+
+  /// CUDA ordinal for DeviceGuard, -1 for CPU modules (the guard then does nothing).
+  int ordinal() const noexcept { return device.is_cuda() ? device.index : -1; }
+};
+
+/// One entry of a model library's constant table (non-folded constants only).
+struct ConstantEntry {
+  std::string name, fqn;
+  int32_t dtype = -1;
+  std::size_t data_size = 0;
+};
+
+/// One delegate call site of a method: its model library and container.
+struct Delegate {
+  const DelegateSpec* spec = nullptr;
+  std::string label;  ///< "method 'forward' delegate 0 (.so 'k' in file)", for messages
+  std::unique_ptr<ModelLibrary> library;
+  ContainerHandle container = nullptr;
+  std::size_t n_in = 0;
+  std::size_t n_out = 0;
+  int cuda_device = -1;            ///< -1 for CPU modules
+  ModuleTracker kernel_modules;    ///< CUDA modules the model's runtime loaded
+  /// Handles the library created while installing its weights: one per
+  /// non-folded constant, in constant-table order. Owned by the container.
+  std::vector<AtenTensorHandle> constant_handles;
+  /// Aliases the library made of constants shared from another method
+  /// (UpdateUserManagedConstantBufferPairs); PyTorch 2.11 never frees them, so
+  /// they are deleted here once the container is gone.
+  std::vector<AtenTensorHandle> shared_aliases;
+  /// The library's constant table, read at load when constants are shared
+  /// across methods; constants_known says it was readable.
+  std::vector<ConstantEntry> constants;
+  bool constants_known = false;
+  /// True when every constant came from earlier methods and the weights blob
+  /// was never uploaded (ConstantSharing::try_adopt_all).
+  bool constants_adopted = false;
+
+  Delegate() = default;
+  Delegate(const Delegate&) = delete;
+  Delegate& operator=(const Delegate&) = delete;
+  ~Delegate();  ///< deletes the container, then unloads the kernel modules (library dlclosed last)
+};
+
+/// Resources of one in-flight call (a method allows LoadOptions::num_models).
+struct Slot {
+  int device = -1;                ///< CUDA ordinal, -1 for CPU modules
+  cudaStream_t stream = nullptr;  ///< the Module's own stream for this slot
+  void* pinned = nullptr;         ///< host staging for inputs
+  std::size_t pinned_capacity = 0;
+  cudaEvent_t staging_done = nullptr;  ///< recorded after the last copy out of `pinned`
+  bool staging_pending = false;
+
+  Slot() = default;
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  ~Slot();
+
+  /// The slot's stream, created on first use.
+  cudaStream_t own_stream();
+  /// A pinned buffer of at least `bytes`, free of in-flight copies.
+  void* staging(std::size_t bytes);
+  /// Records that copies out of the staging buffer were queued on `s`.
+  void staging_used(cudaStream_t s);
+};
+
+/// A loaded method: its delegates (parallel to spec->delegates) and slot pool.
+struct Method {
+  const MethodSpec* spec = nullptr;
+  std::vector<std::unique_ptr<Delegate>> delegates;
+  std::vector<std::unique_ptr<Slot>> slots;
+  std::vector<std::size_t> free_slots;
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
+/// Takes a free slot of a method (waits for one) and gives it back.
+class SlotLease {
+ public:
+  explicit SlotLease(Method& m);
+  ~SlotLease();
+  SlotLease(const SlotLease&) = delete;
+  SlotLease& operator=(const SlotLease&) = delete;
+  Slot& slot() { return *m_.slots[index_]; }
+
+ private:
+  Method& m_;
+  std::size_t index_ = 0;
+};
+
+/// Installs `stream` as the shim's current stream of `device` on this thread.
+class CurrentStreamScope {
+ public:
+  CurrentStreamScope(int device, void* stream);
+  ~CurrentStreamScope();
+  CurrentStreamScope(const CurrentStreamScope&) = delete;
+  CurrentStreamScope& operator=(const CurrentStreamScope&) = delete;
+
+ private:
+  int device_;
+  void* previous_ = nullptr;
+  bool active_ = false;
+};
+
+/// The reason of the last failed shim call / model entry point on this thread.
+std::string model_failure_detail(const ContainerApi& api);
+/// The code for a failed container entry point: kOutOfMemory when it failed
+/// because a shim allocation did (the caller can free memory and retry),
+/// kModel otherwise. Read it before deleting handles.
+ErrorCode model_failure_code() noexcept;
+
+/// Owner of one AtenTensorHandle, shared by the Tensors wrapping it.
+std::shared_ptr<void> own_handle(AtenTensorHandle h);
+
+/// "tensor", "int", ... for messages.
+const char* kind_name(ValueKind k);
+
+}  // namespace aoti_cuda::runtime

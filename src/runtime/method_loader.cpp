@@ -1,0 +1,247 @@
+// Loading methods: library -> container -> weights. See method_loader.hpp.
+#include "runtime/method_loader.hpp"
+
+#include <algorithm>
+
+#include "common/cuda.hpp"
+#include "common/text.hpp"
+#include "shim/handle_capture.hpp"
+
+namespace aoti_cuda::runtime {
+
+using common::check_cuda;
+using common::Clock;
+using common::DeviceGuard;
+using common::ms_since;
+
+std::vector<const MethodSpec*> select_methods(const Program& program, const std::vector<std::string>& names) {
+  std::vector<const MethodSpec*> selected;
+  const std::string& label = program.pte_path();
+  if (!names.empty()) {
+    for (const std::string& name : names) {
+      const MethodSpec& ms = program.method(name);  // kNotFound with the valid names
+      if (!ms.runnable) {
+        throw Error(ErrorCode::kUnsupported, "method '" + name + "' of " + label + " cannot run: " + ms.not_runnable_reason);
+      }
+      if (std::find(selected.begin(), selected.end(), &ms) == selected.end()) selected.push_back(&ms);
+    }
+    return selected;
+  }
+  std::vector<std::string> reasons;
+  for (const MethodSpec& ms : program.methods()) {
+    if (ms.runnable) selected.push_back(&ms);
+    else reasons.push_back("'" + ms.name + "': " + ms.not_runnable_reason);
+  }
+  if (selected.empty()) {
+    throw Error(ErrorCode::kUnsupported, "no method of " + label + " can run" +
+                                             (reasons.empty() ? std::string(" (the program has no methods)")
+                                                              : ": " + common::join(reasons, "; ")));
+  }
+  return selected;
+}
+
+TargetDevice open_device(Device device, const std::string& label, LoadTimings& timings) {
+  TargetDevice target;
+  target.device = device;
+  if (!device.is_cuda()) return target;
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) throw common::cuda_error(err, "cudaGetDeviceCount (loading " + label + ")");
+  if (count <= device.index) {
+    throw Error(ErrorCode::kNoDevice, "loading " + label + " on " + device.str() + ": this machine has " +
+                                          std::to_string(count) + " CUDA device(s)");
+  }
+  target.gpu_sm = common::sm_version(device.index);
+  // Create the device's primary context now, so its one-time cost (100+ ms
+  // in a fresh process) is reported as its own phase instead of hiding in
+  // the first container's creation.
+  const auto t_init = Clock::now();
+  {
+    DeviceGuard guard(device.index);
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaFree(nullptr)), "cudaFree(nullptr) (creating the CUDA context)");
+  }
+  timings.device_init_ms = ms_since(t_init);
+  return target;
+}
+
+std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const MethodSpec*>& selected,
+                                                        ConstantSharing* sharing) {
+  std::size_t total = 0;
+  for (const MethodSpec* ms : selected) total += ms->delegates.size();
+  std::size_t done = 0;
+  std::vector<std::unique_ptr<Method>> methods;
+  for (const MethodSpec* ms : selected) methods.push_back(load_method(*ms, done, total));
+
+  // Weights are installed after every container exists, so that methods whose
+  // constants are all held by another can adopt them.
+  std::vector<std::pair<Delegate*, const MethodSpec*>> pending;
+  for (const auto& m : methods) {
+    for (const auto& d : m->delegates) pending.emplace_back(d.get(), m->spec);
+  }
+  if (sharing != nullptr) {
+    for (auto& p : pending) ConstantSharing::read_table(*p.first);
+    std::stable_sort(pending.begin(), pending.end(),
+                     [](const auto& a, const auto& b) { return ConstantSharing::install_before(*a.first, *b.first); });
+  }
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    install_weights(*pending[i].first, sharing);
+    progress_("weights", pending[i].second->name, i + 1, pending.size());
+  }
+  if (sharing != nullptr) {
+    const auto t0 = Clock::now();
+    sharing->bind_remaining(methods);
+    timings_.weights_ms += ms_since(t0);
+  }
+  return methods;
+}
+
+std::unique_ptr<Method> MethodLoader::load_method(const MethodSpec& ms, std::size_t& done, std::size_t total) {
+  // The reader validated the plan's indices; what it does not refuse is a
+  // non-tensor value where the executor needs a tensor.
+  for (const ValueSpec& in : ms.inputs) {
+    if (in.kind != ValueKind::kTensor) {
+      throw Error(ErrorCode::kUnsupported, "method '" + ms.name + "' takes a " + kind_name(in.kind) + " input (value " +
+                                               std::to_string(in.value_index) + "); only tensor inputs are supported");
+    }
+  }
+  auto method = std::make_unique<Method>();
+  method->spec = &ms;
+  for (std::size_t di = 0; di < ms.delegates.size(); ++di) {
+    std::unique_ptr<Delegate> d = load_library(ms, di);
+    progress_("library", ms.name, done + 1, total);
+    create_container(*d);
+    progress_("container", ms.name, done + 1, total);
+    ++done;
+    method->delegates.push_back(std::move(d));
+  }
+  check_calls(*method);
+  for (std::size_t i = 0; i < options_.num_models; ++i) {
+    auto slot = std::make_unique<Slot>();
+    slot->device = target_.ordinal();
+    method->slots.push_back(std::move(slot));
+    method->free_slots.push_back(i);
+  }
+  return method;
+}
+
+std::unique_ptr<Delegate> MethodLoader::load_library(const MethodSpec& ms, std::size_t index) {
+  const DelegateSpec& ds = ms.delegates[index];
+  auto d = std::make_unique<Delegate>();
+  d->spec = &ds;
+  d->cuda_device = target_.ordinal();
+  d->label = "method '" + ms.name + "' delegate " + std::to_string(index) + " (.so '" + ds.so_key + "' in " + ds.so_file + ")";
+  const auto t0 = Clock::now();
+  d->library = ModelLibrary::load(ds.so, d->label, options_.allowed_so_sha256);
+  timings_.library_ms += ms_since(t0);
+  // Refuse a GPU the embedded kernels cannot run on now, not at the first
+  // kernel launch: no SASS for this SM and no PTX old enough to JIT.
+  if (target_.device.is_cuda() && target_.gpu_sm > 0) {
+    const CudaKernelInfo& k = d->library->kernels();
+    if (k.fatbins > 0 && !k.runs_on(target_.gpu_sm)) {
+      throw Error(ErrorCode::kUnsupported, d->label + ": the embedded GPU kernels were built for " + k.describe() + "; " +
+                                               target_.device.str() + " is sm_" + std::to_string(target_.gpu_sm) +
+                                               " and can run none of them (re-export the program on this GPU"
+                                               " generation)");
+    }
+  }
+  return d;
+}
+
+void MethodLoader::create_container(Delegate& d) {
+  const auto t0 = Clock::now();
+  const ContainerApi& api = d.library->api();
+  const std::string device_str = target_.device.is_cuda() ? "cuda:" + std::to_string(target_.device.index) : "cpu";
+  {
+    DeviceGuard guard(target_.ordinal());  // CreateWithDevice("cuda:N") calls cudaSetDevice(N)
+    aoti_cuda_shim_clear_error();
+    TrackModulesScope track(&d.kernel_modules);
+    if (api.create_with_device(&d.container, options_.num_models, device_str.c_str(), nullptr) != 0 ||
+        d.container == nullptr) {
+      d.container = nullptr;
+      throw Error(model_failure_code(), d.label + ": AOTInductorModelContainerCreateWithDevice(num_models=" +
+                                         std::to_string(options_.num_models) + ", \"" + device_str +
+                                         "\") failed: " + model_failure_detail(api));
+    }
+  }
+  if (api.get_num_inputs(d.container, &d.n_in) != 0 || api.get_num_outputs(d.container, &d.n_out) != 0) {
+    throw Error(ErrorCode::kModel, d.label + ": querying the container's input/output counts failed: " +
+                                       model_failure_detail(api));
+  }
+  timings_.container_ms += ms_since(t0);
+}
+
+// Every call of a delegate passes as many tensors as its container takes.
+void MethodLoader::check_calls(const Method& m) const {
+  const MethodSpec& ms = *m.spec;
+  for (const PlanStep& step : ms.plan) {
+    if (step.kind != PlanStep::Kind::kDelegate) continue;
+    const Delegate& d = *m.delegates[static_cast<std::size_t>(step.delegate)];
+    const std::vector<int32_t>& args = step.args.empty() ? d.spec->args : step.args;
+    if (args.size() != d.n_in + d.n_out) {
+      throw Error(ErrorCode::kInvalidProgram, d.label + ": a call passes " + std::to_string(args.size()) +
+                                                  " arguments, the model library takes " + std::to_string(d.n_in) +
+                                                  " inputs and " + std::to_string(d.n_out) + " outputs");
+    }
+    for (int32_t a : args) {
+      const ValueKind kind = ms.values[static_cast<std::size_t>(a)].kind;
+      if (kind != ValueKind::kTensor) {
+        throw Error(ErrorCode::kUnsupported, d.label + ": delegate argument value " + std::to_string(a) + " is a " +
+                                                 kind_name(kind) + "; only tensor arguments are supported");
+      }
+    }
+  }
+}
+
+void MethodLoader::install_weights(Delegate& d, ConstantSharing* sharing) {
+  const auto t0 = Clock::now();
+  const DelegateSpec& ds = *d.spec;
+  const ContainerApi& api = d.library->api();
+  std::uint64_t blob_bytes = 0;
+  if (ds.weights.empty() && api.get_constants_blob_size != nullptr &&
+      api.get_constants_blob_size(d.container, &blob_bytes) == 0 && blob_bytes > 0) {
+    throw Error(ErrorCode::kInvalidProgram, d.label + ": the model library reads " + std::to_string(blob_bytes) +
+                                                " bytes of weights but the program has no weights blob" +
+                                                (ds.weights_key.empty() ? std::string("")
+                                                                        : " ('" + ds.weights_key + "' is empty)"));
+  }
+  if (!ds.weights.empty()) {
+    // Adopted: never uploaded, every constant is an earlier method's copy.
+    const bool adopted = sharing != nullptr && sharing->try_adopt_all(d, ds.weights.size);
+    if (!adopted) {
+      upload_weights(d);
+      if (sharing != nullptr) sharing->remember(d);
+    }
+  }
+  timings_.weights_ms += ms_since(t0);
+}
+
+void MethodLoader::upload_weights(Delegate& d) {
+  const DelegateSpec& ds = *d.spec;
+  const ContainerApi& api = d.library->api();
+  if (api.update_constants_from_blob == nullptr) {
+    throw Error(ErrorCode::kLoad, d.label + ": the program has a weights blob ('" + ds.weights_key + "', " +
+                                      std::to_string(ds.weights.size) +
+                                      " bytes) but the model library does not export "
+                                      "AOTInductorModelUpdateConstantsFromBlob");
+  }
+  // The model reads as many bytes as its compiled-in constant table says;
+  // a short blob (truncated or mismatched .ptd) must not be read past its end.
+  std::uint64_t expected = 0;
+  if (api.get_constants_blob_size != nullptr && api.get_constants_blob_size(d.container, &expected) == 0 &&
+      expected > ds.weights.size) {
+    throw Error(ErrorCode::kInvalidProgram, d.label + ": the weights blob '" + ds.weights_key + "' in " +
+                                                ds.weights_file + " has " + std::to_string(ds.weights.size) +
+                                                " bytes but the model library reads " + std::to_string(expected));
+  }
+  aoti_cuda_shim_clear_error();
+  DeviceGuard guard(target_.ordinal());
+  TrackModulesScope track(&d.kernel_modules);
+  shim::HandleCapture capture(shim::CreatedBy::kFromBlob, &d.constant_handles);
+  if (api.update_constants_from_blob(d.container, ds.weights.data) != 0) {
+    throw Error(model_failure_code(), d.label + ": installing the weights ('" + ds.weights_key + "' from " +
+                                       ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
+                                       model_failure_detail(api));
+  }
+}
+
+}  // namespace aoti_cuda::runtime

@@ -1,0 +1,61 @@
+// Private runtime: loading a Program's methods for a Module — which methods,
+// the device, and per delegate: model library -> container -> weights.
+//
+// Order (Module::Impl::load):
+//   1. select_methods(): the requested (or every runnable) method;
+//   2. open_device(): the device exists, its primary context is created;
+//   3. MethodLoader::load(): for every delegate of every method, the model
+//      library (ModelLibrary::load), the architecture gate, the container;
+//      then, once every container exists, the weights of each delegate in
+//      ConstantSharing's order (a delegate may adopt an earlier one's
+//      constants instead of uploading its own blob), then the remaining
+//      constant bindings.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/module.hpp"
+#include "runtime/constant_sharing.hpp"
+#include "runtime/method.hpp"
+
+namespace aoti_cuda::runtime {
+
+/// The methods to load: `names` in order (kNotFound / kUnsupported for unknown or
+/// not-runnable ones), or every runnable method when `names` is empty
+/// (kUnsupported, with every reason, when there is none).
+std::vector<const MethodSpec*> select_methods(const Program& program, const std::vector<std::string>& names);
+
+/// Checks that `device` exists and creates its primary context now, so its
+/// one-time cost is reported as LoadTimings::device_init_ms. CPU: nothing.
+TargetDevice open_device(Device device, const std::string& label, LoadTimings& timings);
+
+class MethodLoader {
+ public:
+  using Progress = std::function<void(const char* phase, const std::string& method, std::size_t done, std::size_t total)>;
+
+  MethodLoader(const LoadOptions& options, TargetDevice target, LoadTimings& timings, Progress progress)
+      : options_(options), target_(target), timings_(timings), progress_(std::move(progress)) {}
+
+  /// Loads `selected` (see the file comment); `sharing` is null when constants
+  /// are not shared across methods.
+  std::vector<std::unique_ptr<Method>> load(const std::vector<const MethodSpec*>& selected, ConstantSharing* sharing);
+
+ private:
+  std::unique_ptr<Method> load_method(const MethodSpec& ms, std::size_t& done, std::size_t total);
+  std::unique_ptr<Delegate> load_library(const MethodSpec& ms, std::size_t index);
+  void create_container(Delegate& d);
+  void check_calls(const Method& m) const;
+  void install_weights(Delegate& d, ConstantSharing* sharing);
+  void upload_weights(Delegate& d);
+
+  const LoadOptions& options_;
+  TargetDevice target_;
+  LoadTimings& timings_;
+  Progress progress_;
+};
+
+}  // namespace aoti_cuda::runtime
