@@ -57,7 +57,7 @@ AtenTensorHandle to_model_input(RunState& run, const Value& v, const TensorSpec&
   const int64_t ndim = t.dim();
   AtenTensorHandle h = nullptr;
   auto shim_fail = [&](const char* fn) {
-    return Error(ErrorCode::kModel, what + ": " + fn + " failed: " + aoti_cuda_shim_last_error());
+    return Error(model_failure_code(), what + ": " + fn + " failed: " + aoti_cuda_shim_last_error());
   };
 
   if (t.device() == device && runtime::same_layout(t.shape(), t.strides(), want_strides)) {
@@ -156,6 +156,9 @@ void make_inputs(RunState& run, const Delegate& d, const std::vector<int32_t>& a
       ins[i] = to_model_input(run, run.values[vi], run.method.spec->values[vi].tensor,
                               d.label + " input " + std::to_string(i));
     }
+    // Inside the try: if recording the staging event fails, the handles made
+    // above must still be released (found by fault injection on the GPU).
+    if (run.staged) run.slot.staging_used(stream);
   } catch (...) {
     for (AtenTensorHandle& h : ins) {
       if (h != nullptr) (void)aoti_torch_delete_tensor_object(h);
@@ -171,7 +174,6 @@ void make_inputs(RunState& run, const Delegate& d, const std::vector<int32_t>& a
     }
     throw;
   }
-  if (run.staged) run.slot.staging_used(stream);
 }
 
 // Takes ownership of the outputs of a successful Run (a handle may fill several

@@ -27,6 +27,7 @@ using aoti_cuda::ErrorCode;
 using aoti_cuda::Module;
 using aoti_cuda::Tensor;
 using aoti_cuda::testing::FaultInjector;
+using aoti_cuda::testing::FaultKind;
 using aoti_cuda::testing::kAllFaultKinds;
 using aoti_cuda::testing::ScopedFault;
 
@@ -72,12 +73,23 @@ void check_same(const Resources& before, std::uint64_t n) {
   CHECK(now.device_bytes == before.device_bytes);
 }
 
-bool throws_oom(const std::function<void()>& fn) {
+// Runs fn with the n-th event failing: it throws the code matching the
+// injected failure (kOutOfMemory for allocations and CUDA calls, kIo / kLoad
+// for the loader's system calls) or succeeds through a fallback.
+bool fails_cleanly(std::uint64_t n, const std::function<void()>& fn) {
+  ScopedFault fault(kAllFaultKinds, n);
   try {
     fn();
   } catch (const Error& e) {
-    CAPTURE(e.what());
-    CHECK(e.code() == ErrorCode::kOutOfMemory);
+    CAPTURE(n);
+    const std::string message = e.what();
+    CAPTURE(message);
+    CHECK(FaultInjector::fired());
+    if (FaultInjector::fired_kind() == FaultKind::kLoaderCall) {
+      CHECK((e.code() == ErrorCode::kIo || e.code() == ErrorCode::kLoad));
+    } else {
+      CHECK(e.code() == ErrorCode::kOutOfMemory);
+    }
     return true;
   }
   return false;
@@ -108,23 +120,17 @@ TEST_CASE("gpu fault injection: every CUDA call and allocation of a load and a r
   const Resources before;
   std::uint64_t load_threw = 0, run_threw = 0;
   for (std::uint64_t n = 1; n <= load_events; ++n) {
-    {
-      ScopedFault fault(kAllFaultKinds, n);
-      load_threw += throws_oom([&] { Module failed(pte); });
-    }
+    load_threw += fails_cleanly(n, [&] { Module failed(pte); });
     check_same(before, n);
   }
   for (std::uint64_t n = 1; n <= run_events; ++n) {
-    {
-      ScopedFault fault(kAllFaultKinds, n);
-      run_threw += throws_oom([&] { run_and_check(m, x, want); });
-    }
+    run_threw += fails_cleanly(n, [&] { run_and_check(m, x, want); });
     (void)cudaDeviceSynchronize();
     check_same(before, n);
     run_and_check(m, x, want);
   }
-  std::printf("fault injection (mlp): load %llu faults (%llu threw kOutOfMemory), run %llu faults (%llu threw), "
-              "no leaks, Module usable after each\n",
+  std::printf("fault injection (mlp): load %llu faults (%llu threw the matching code, the rest had a fallback), "
+              "run %llu faults (%llu threw); no leaks, Module correct after each\n",
               static_cast<unsigned long long>(load_events), static_cast<unsigned long long>(load_threw),
               static_cast<unsigned long long>(run_events), static_cast<unsigned long long>(run_threw));
 }

@@ -119,7 +119,8 @@ bool fails_cleanly(std::uint64_t n, Fn&& fn) {
     fn();
   } catch (const Error& e) {
     CAPTURE(n);
-    CAPTURE(e.what());
+    const std::string message = e.what();
+    CAPTURE(message);
     CHECK(FaultInjector::fired());
     if (FaultInjector::fired_kind() == FaultKind::kLoaderCall) {
       CHECK((e.code() == ErrorCode::kIo || e.code() == ErrorCode::kLoad));
