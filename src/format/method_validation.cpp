@@ -246,9 +246,10 @@ void Program::Impl::read_tensor_value(format::MethodBuild& b, const std::string&
     const std::uint64_t off = static_cast<std::uint64_t>(a->memory_offset_low()) |
                               (static_cast<std::uint64_t>(a->memory_offset_high()) << 32);
     std::uint64_t end = 0;
-    if (!format::add_u64(off, nbytes, &end) || end > static_cast<std::uint64_t>(format::scalar_at(nbs, static_cast<flatbuffers::uoffset_t>(mid)))) {
+    const int64_t buffer_size = format::scalar_at(nbs, static_cast<flatbuffers::uoffset_t>(mid));
+    if (!format::add_u64(off, nbytes, &end) || end > static_cast<std::uint64_t>(buffer_size)) {
       invalid(F, "S4 (tensor)", vw + ": planned memory [" + u64s(off) + ", +" + u64s(nbytes) + ") exceeds buffer " +
-                                    u64s(mid) + " of " + std::to_string(format::scalar_at(nbs, static_cast<flatbuffers::uoffset_t>(mid))) + " bytes");
+                                    u64s(mid) + " of " + std::to_string(buffer_size) + " bytes");
     }
   }
   if (t->data_buffer_idx() > 0) check_tensor_data(b.prog, F, vw, t, nbytes);
