@@ -23,14 +23,15 @@ figures="$TMP/figures.md"
   echo "### Load/unload cycles (host memory)"
   echo
   if [[ -x "$ROOT/build/tests/aoti_cuda_unit_tests" ]]; then
-    "$ROOT/build/tests/aoti_cuda_unit_tests" -tc='reliability: 1?000*' 2>&1 | sed -n 's/.*MESSAGE: /- CPU, fake model library linked with -static-libstdc++, 1,000 cycles: /p'
-    AOTI_CUDA_KEEP_EH_POOL=1 "$ROOT/build/tests/aoti_cuda_unit_tests" -tc='reliability: 1?000*' 2>&1 |
+    { "$ROOT/build/tests/aoti_cuda_unit_tests" -tc='reliability: 1?000*' 2>&1 || true; } | sed -n 's/.*MESSAGE: /- CPU, fake model library linked with -static-libstdc++, 1,000 cycles: /p'
+    # The test fails with the fix off (that is the point); only its figure is wanted.
+    { AOTI_CUDA_KEEP_EH_POOL=1 "$ROOT/build/tests/aoti_cuda_unit_tests" -tc='reliability: 1?000*' 2>&1 || true; } |
       sed -n 's/.*MESSAGE: /- the same with the fix off (AOTI_CUDA_KEEP_EH_POOL=1): /p'
   else
     echo "- CPU: build/ not built (run scripts/test.sh first)"
   fi
   if [[ -f "$GPU_LOG" ]]; then
-    grep -E '^(mlp cycle|RSS per cycle|with AOTI_CUDA_KEEP_EH_POOL)' "$GPU_LOG" | sed 's/^/- GPU (H200), /'
+    grep -E '^(mlp cycle|RSS per cycle|with AOTI_CUDA_KEEP_EH_POOL)' "$GPU_LOG" | sed 's/^/- GPU (H200), /' || true
   else
     echo "- GPU: no docs/reliability/gpu.log yet"
   fi
@@ -63,9 +64,9 @@ figures="$TMP/figures.md"
   echo "### Fault injection"
   echo
   if [[ -x "$ROOT/build/tests/aoti_cuda_unit_tests" ]]; then
-    "$ROOT/build/tests/aoti_cuda_unit_tests" -tc='fault*' 2>&1 | sed -n 's/.*MESSAGE: /- CPU: /p'
+    { "$ROOT/build/tests/aoti_cuda_unit_tests" -tc='fault*' 2>&1 || true; } | sed -n 's/.*MESSAGE: /- CPU: /p'
   fi
-  [[ -f "$GPU_LOG" ]] && grep -E '^fault injection' "$GPU_LOG" | sed 's/^/- GPU (H200): /'
+  if [[ -f "$GPU_LOG" ]]; then grep -E '^fault injection' "$GPU_LOG" | sed 's/^/- GPU (H200): /' || true; fi
 } >"$figures"
 
 python3 - "$DOC" "$figures" <<'PY'

@@ -5,7 +5,7 @@
 # into that corpus (minimized: only inputs that add coverage).
 #   tests/fuzz/run.sh [seconds-per-target] [target...]     (default 60; pte ptd elf)
 # Every run appends one line per target to tests/fuzz/executions.tsv:
-#   date  target  seconds  executions  exec/s  result(ok|crash)
+#   date  target  seconds (wall)  executions  exec/s  result(ok|crash)
 # scripts/reliability-report.sh sums them. A crash stops the script with the
 # reproducer in build-fuzz/crashes/ (turn it into a regression test).
 # Runs at nice 19: the fuzzer shares the machine.
@@ -41,12 +41,13 @@ for t in "${TARGETS[@]}"; do
   out="$B/logs/$t.log"
   echo "== $t: ${SECONDS_PER_TARGET}s from $(ls "$work" | wc -l) inputs"
   result=ok
+  started=$SECONDS
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     nice -n 19 "$fuzzer" -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 -timeout=5 -rss_limit_mb=2048 \
     -dict="$dict" -print_final_stats=1 -artifact_prefix="$B/crashes/$t-" "$work" >"$out" 2>&1 || result=crash
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$out" | tail -1)"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$SECONDS_PER_TARGET" "${execs:-0}" "${rate:-0}" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$((SECONDS - started))" "${execs:-0}" "${rate:-0}" \
     "$result" >>"$LOG"
   echo "   executions ${execs:-?}, ${rate:-?}/s, $result"
   if [[ $result != ok ]]; then
