@@ -61,5 +61,13 @@ else
 fi
 
 echo
+echo "== LLM benchmark model (tools/export/llm; needs torch, skipped without it)"
+if python3 -c 'import torch' >/dev/null 2>&1; then
+  if python3 "$ROOT/tools/export/llm/test_model.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+else
+  python3 "$ROOT/tools/export/llm/test_model.py"
+fi
+
+echo
 echo "aoti_cuda: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -1,6 +1,7 @@
 # Installs the freshly built SDK into a temporary prefix and builds
 # examples/minimal against it with find_package(aoti_cuda), then runs it on the
-# bundled mlp program (without a GPU it must fail cleanly with "no_device").
+# bundled mlp program (without a GPU it must fail cleanly with "no_device"), and
+# examples/generate likewise (built, then run with --help).
 add_test(NAME install_consumer
   COMMAND ${CMAKE_COMMAND}
     -DAOTI_CUDA_BUILD=${CMAKE_BINARY_DIR}

@@ -23,3 +23,9 @@ run(${CMAKE_COMMAND} -S ${AOTI_CUDA_SRC}/examples/minimal -B ${WORK}/build -G ${
 run(${CMAKE_COMMAND} --build ${WORK}/build)
 run(${WORK}/build/minimal ${AOTI_CUDA_SRC}/tests/fixtures/mlp/mlp.pte)
 message(STATUS "minimal example output:\n${last_output}")
+
+# The LLM example too (examples/generate): builds against the installed SDK; --help runs without a GPU.
+run(${CMAKE_COMMAND} -S ${AOTI_CUDA_SRC}/examples/generate -B ${WORK}/build-generate -G ${GENERATOR}
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
+run(${CMAKE_COMMAND} --build ${WORK}/build-generate)
+run(${WORK}/build-generate/generate --help)

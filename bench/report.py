@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""Turns the GPU machine's benchmark results into docs/benchmarks/.
+
+    python3 bench/report.py RESULTS_DIR [--out docs/benchmarks] [--date YYYY-MM-DD]
+
+RESULTS_DIR holds what bench/llm/run_on_device.sh wrote to $OUT: llm_results.json and/or
+calls_results.json. Writes, for each that is present:
+  llm.json, llm.md, llm.png      load, GPU memory, time to first token (128/512-token prompts),
+                                 decode tokens/s per contender, with the ratios of issue 13's targets
+  calls.json, calls.md, calls.png  p50 of a synchronized call with device inputs per fixture method:
+                                 aoti_cuda (from `aoti_cuda bench`, every p50 mode it reports),
+                                 libtorch AOTI runner, eager PyTorch, CUDA-graph replay of eager
+matplotlib is needed for the PNGs only (skipped with a message when it is missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+
+LLM_ROWS = [  # (key in runs, label)
+    ("aoti_cuda_bf16", "aoti_cuda (bf16)"),
+    ("aoti_cuda_int4", "aoti_cuda (int4)"),
+    ("libtorch_aoti", "libtorch AOTI runner (C++)"),
+    ("eager", "eager PyTorch"),
+    ("eager_graph", "eager + CUDA graph (decode)"),
+    ("torch_compile", "torch.compile max-autotune"),
+    ("eager_int4", "eager PyTorch (int4, torchao)"),
+]
+BF16_PEERS = ["libtorch_aoti", "eager", "eager_graph", "torch_compile"]
+
+
+def num(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def fmt(v, digits=1):
+    v = num(v)
+    return "–" if v is None else f"{v:,.{digits}f}"
+
+
+def llm_rows(res):
+    """One normalized record per contender that produced numbers."""
+    lens = [int(x) for x in str(res.get("params", {}).get("prompt_lens", "128,512")).split(",") if x]
+    rows = []
+    for key, label in LLM_ROWS:
+        r = (res.get("runs") or {}).get(key)
+        if not r:
+            continue
+        row = {"key": key, "label": label, "error": r.get("error"), "load_ms": num(r.get("load_ms")),
+               "gpu_mem_mib": num(r.get("gpu_mem_mib")), "compile_s": num(r.get("compile_s"))}
+        for n in lens:
+            row[f"ttft_{n}_ms"] = num(r.get(f"p{n}_ttft_ms"))
+            row[f"ttft_first_{n}_ms"] = num(r.get(f"p{n}_ttft_first_ms"))
+            row[f"decode_{n}_tok_s"] = num(r.get(f"p{n}_decode_tok_s"))
+            row[f"tokens_{n}"] = r.get(f"p{n}_tokens")
+        for k in ("library_ms", "container_ms", "weights_ms", "parse_ms", "expect_match", "expect_count",
+                  "share_path", "gpu_mem_after_load_mib", "upload_gb_per_s", "upload_ms", "weights_uploaded_mib",
+                  "weights_not_uploaded_mib", "graphs", "framework_warmup_ms", "load_phases_ms"):
+            if k in r:
+                row[k] = r[k]
+        rows.append(row)
+    return rows, lens
+
+
+def best(rows, keys, field, higher):
+    vals = [(r[field], r["label"]) for r in rows if r["key"] in keys and num(r.get(field)) is not None]
+    if not vals:
+        return None, None
+    return (max if higher else min)(vals)
+
+
+def llm_targets(rows, lens, res_bandwidth=None):
+    by = {r["key"]: r for r in rows}
+    a = by.get("aoti_cuda_bf16", {})
+    out = []
+    n0 = lens[0] if lens else 128
+    for n in lens:
+        b, who = best(rows, BF16_PEERS, f"decode_{n}_tok_s", True)
+        if num(a.get(f"decode_{n}_tok_s")) and b:
+            out.append({"target": f"decode tokens/s ({n}-token prompt) >= best peer", "aoti_cuda": a[f"decode_{n}_tok_s"],
+                        "reference": b, "reference_name": who, "ratio": a[f"decode_{n}_tok_s"] / b,
+                        "met": a[f"decode_{n}_tok_s"] >= b})
+        b, who = best(rows, BF16_PEERS, f"ttft_{n}_ms", False)
+        if num(a.get(f"ttft_{n}_ms")) and b:
+            out.append({"target": f"time to first token ({n}) <= best peer", "aoti_cuda": a[f"ttft_{n}_ms"],
+                        "reference": b, "reference_name": who, "ratio": a[f"ttft_{n}_ms"] / b,
+                        "met": a[f"ttft_{n}_ms"] <= b})
+    lt = by.get("libtorch_aoti", {})
+    if num(a.get("load_ms")) and num(lt.get("load_ms")):
+        out.append({"target": "load <= 1/3 of the libtorch runner's", "aoti_cuda": a["load_ms"], "reference": lt["load_ms"],
+                    "reference_name": "libtorch AOTI runner", "ratio": a["load_ms"] / lt["load_ms"],
+                    "met": a["load_ms"] * 3 <= lt["load_ms"]})
+    pinned = num(((res_bandwidth or {}).get("pinned_h2d_gb_per_s")))
+    if num(a.get("upload_gb_per_s")) and pinned:
+        r = a["upload_gb_per_s"] / pinned
+        out.append({"target": "weights upload >= 80% of pinned host->device bandwidth (GB/s)",
+                    "aoti_cuda": a["upload_gb_per_s"], "reference": pinned, "reference_name": "pinned copy, same run",
+                    "ratio": r, "met": r >= 0.8})
+    i4 = by.get("aoti_cuda_int4", {})
+    if num(i4.get(f"decode_{n0}_tok_s")) and num(a.get(f"decode_{n0}_tok_s")):
+        r = i4[f"decode_{n0}_tok_s"] / a[f"decode_{n0}_tok_s"]
+        out.append({"target": "int4 decode >= 2.5x bf16 decode", "aoti_cuda": i4[f"decode_{n0}_tok_s"],
+                    "reference": a[f"decode_{n0}_tok_s"], "reference_name": "aoti_cuda bf16", "ratio": r, "met": r >= 2.5})
+    return out
+
+
+def compile_note(res, rows):
+    warm = next((r.get("compile_s") for r in rows if r["key"] == "torch_compile"), None)
+    cold = num(((res.get("runs") or {}).get("compile_warm") or {}).get("compile_s"))
+    if warm is None and cold is None:
+        return ""
+    return (f" torch.compile's compilation is not in its load time: {fmt(cold)} s the first time (empty caches, while "
+            f"other compilations ran), {fmt(warm)} s in the measured run (warm caches).")
+
+
+def llm_markdown(res, rows, lens, targets, date):
+    m = res.get("machine", {})
+    exp = (res.get("exports") or {}).get("bf16") or {}
+    cfg = exp.get("config") or {}
+    if cfg:
+        model = (f"{cfg.get('params', 0) / 1e9:.2f} B parameters (d={cfg.get('dim')}, {cfg.get('n_layers')} layers, "
+                 f"{cfg.get('n_heads')} heads x {cfg.get('head_dim')}, {cfg.get('n_kv_heads')} KV heads, FFN {cfg.get('ffn')}, "
+                 f"vocab {cfg.get('vocab')}, context {cfg.get('max_ctx')})")
+    else:
+        model = f"config `{(res.get('config') or {}).get('name', '?')}` (no export manifest: see the steps in llm.json)"
+    lines = [f"# LLM benchmark ({date})", "",
+             f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')} (CUDA {m.get('cuda', '?')}). Model: Llama-style "
+             f"decoder, {model}, bf16, random weights from a fixed seed, greedy decoding. Same weights, prompts and "
+             "protocol for every contender (`bench/llm/run_on_device.sh`).", ""]
+    head = ["contender", "load (ms)", "GPU memory (MiB)"] + [f"TTFT {n} (ms)" for n in lens] + \
+           [f"decode tok/s ({n})" for n in lens]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        if r.get("error"):
+            lines.append(f"| {r['label']} | failed: {str(r['error'])[:80]} |" + " |" * (len(head) - 2))
+            continue
+        cells = [r["label"], fmt(r["load_ms"]), fmt(r["gpu_mem_mib"], 0)] + \
+                [fmt(r.get(f"ttft_{n}_ms"), 2) for n in lens] + [fmt(r.get(f"decode_{n}_tok_s")) for n in lens]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "- load: file -> ready (aoti_cuda: `Module` constructor after the CUDA context exists; libtorch: both "
+              "`AOTIModelPackageLoader`s and binding decode to prefill's constants; eager: `torch.load(mmap)` + "
+              "`load_state_dict` on the GPU)." + compile_note(res, rows),
+              "- TTFT: prefill of the prompt -> next token on the GPU, synchronized; median of 5 after one untimed call.",
+              "- decode: 256 greedy steps after the prompt, each step's output token fed back as the next input on the "
+              "GPU, one synchronization at the end.",
+              "- GPU memory: device memory in use (cudaMemGetInfo) after the run minus before loading, in the "
+              "contender's own process."]
+    phases = next((r for r in rows if r["key"] == "aoti_cuda_bf16"), None)
+    if phases and phases.get("weights_ms") is not None:
+        lines.append(f"- aoti_cuda load phases: parse {fmt(phases.get('parse_ms'), 2)} ms, libraries "
+                     f"{fmt(phases.get('library_ms'))} ms, containers {fmt(phases.get('container_ms'))} ms, weights "
+                     f"{fmt(phases.get('weights_ms'))} ms"
+                     + (f" (uploaded {fmt(phases.get('weights_uploaded_mib'), 0)} MiB at {fmt(phases.get('upload_gb_per_s'), 2)} GB/s;"
+                        f" not uploaded, shared: {fmt(phases.get('weights_not_uploaded_mib'), 0)} MiB)"
+                        if phases.get("upload_gb_per_s") is not None else "") + ".")
+    bw = (res.get("runs") or {}).get("bandwidth") or {}
+    if num(bw.get("pinned_h2d_gb_per_s")):
+        lines.append(f"- Host -> device copies in the same run (1 GiB, PyTorch): pinned {fmt(bw['pinned_h2d_gb_per_s'], 1)} GB/s, "
+                     f"pageable {fmt(bw.get('pageable_h2d_gb_per_s'), 1)} GB/s.")
+    pt = next((r for r in rows if r["key"] == "eager"), None)
+    if pt and pt.get("framework_warmup_ms") is not None:
+        lines.append(f"- PyTorch peers: their load is timed after PyTorch's own CUDA start-up in the process (building and "
+                     f"running a tiny model first: {fmt(pt['framework_warmup_ms'], 0)} ms for eager), which is not part of loading the model.")
+    if phases and phases.get("graphs") is not None:
+        lines.append("- aoti_cuda's decode ran " + ("as a CUDA graph (LoadOptions::cuda_graph_methods)." if phases["graphs"]
+                                                 else "as plain calls (this SDK build had no CUDA graphs)."))
+    if phases and phases.get("expect_count"):
+        lines.append(f"- Check: the first {int(phases['expect_match'])} of {int(phases['expect_count'])} tokens aoti_cuda "
+                     "generated equal eager PyTorch's (bf16 rounding differs between kernels, so long greedy runs may part).")
+    et = exp.get("export_times")
+    if et:
+        lines.append(f"- Export (ExecuTorch 1.2 CUDA backend, max_autotune): {fmt(et.get('total_s'))} s in all, of which "
+                     f"lowering (AOTInductor + Triton autotuning) {fmt(et.get('lower_s'))} s.")
+    if targets:
+        lines += ["", "## Targets (issue 13)", "", "| target | aoti_cuda | reference | ratio | met |", "|---|---|---|---|---|"]
+        for t in targets:
+            lines.append(f"| {t['target']} | {fmt(t['aoti_cuda'], 2)} | {fmt(t['reference'], 2)} ({t['reference_name']}) | "
+                         f"{t['ratio']:.2f} | {'yes' if t['met'] else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def bar_chart(path, title_groups, labels):
+    """title_groups: [(subplot title, [values per label], log_scale)]."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no PNG written", file=sys.stderr)
+        return False
+    fig, axes = plt.subplots(1, len(title_groups), figsize=(5.2 * len(title_groups), 4.8))
+    axes = axes if len(title_groups) > 1 else [axes]
+    colors = ["#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c", "#98df8a", "#d62728", "#9467bd"]
+    for ax, (title, series, log) in zip(axes, title_groups):
+        xs = range(len(labels))
+        width = 0.8 / max(1, len(series))
+        for i, (name, vals) in enumerate(series):
+            ax.bar([x + i * width for x in xs], [v or 0 for v in vals], width, label=name, color=colors[i % len(colors)])
+        ax.set_xticks([x + width * (len(series) - 1) / 2 for x in xs])
+        ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        if log:
+            ax.set_yscale("log")
+        if len(series) > 1:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def llm_report(res, out, date):
+    rows, lens = llm_rows(res)
+    targets = llm_targets(rows, lens, (res.get("runs") or {}).get("bandwidth"))
+    ok = [r for r in rows if not r.get("error")]
+    doc = {"date": date, "machine": res.get("machine"), "model": ((res.get("exports") or {}).get("bf16") or {}).get("config"),
+           "exports": {q: (e or {}).get("export_times") for q, e in (res.get("exports") or {}).items()},
+           "contenders": rows, "targets": targets, "steps": res.get("steps")}
+    with open(os.path.join(out, "llm.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(os.path.join(out, "llm.md"), "w") as f:
+        f.write(llm_markdown(res, rows, lens, targets, date))
+    labels = [r["label"].replace(" (", "\n(") for r in ok]
+    bar_chart(os.path.join(out, "llm.png"), [
+        ("decode tokens/s (higher is better)", [(f"{n}-token prompt", [r.get(f"decode_{n}_tok_s") for r in ok]) for n in lens], False),
+        ("time to first token, ms (lower is better)", [(f"{n} tokens", [r.get(f"ttft_{n}_ms") for r in ok]) for n in lens], False),
+        ("load, ms (lower is better)", [("file -> ready", [r.get("load_ms") for r in ok])], True),
+    ], labels)
+    print(f"wrote {out}/llm.json, llm.md, llm.png ({len(rows)} contenders, {len(targets)} targets)")
+
+
+def flat_p50(d, prefix=""):
+    """Every numeric field with 'p50' in its key, flattened ('graphs.p50_ms' -> 'graphs_p50_ms')."""
+    out = {}
+    if isinstance(d, dict):
+        for k, v in d.items():
+            key = f"{prefix}{k}"
+            if isinstance(v, dict):
+                out.update(flat_p50(v, key + "_"))
+            elif "p50" in k and num(v) is not None:
+                out[key] = v
+    elif isinstance(d, list) and len(d) == 1:
+        out.update(flat_p50(d[0], prefix))
+    return out
+
+
+AOTI_PRIMARY = ("plain_dev_p50_ms", "bench_latency_device_io_p50_ms", "device_io_p50_ms")
+
+
+def calls_rows(res):
+    """One row per fixture method with every contender's p50 (ms) and the ratios of issue 12's targets."""
+    calls = res.get("calls") or {}
+    table = {}
+
+    def row(model, method):
+        return table.setdefault((model, method), {"model": model, "method": method})
+
+    modes = calls.get("aoti_cuda_modes") or {}
+    for r in modes.get("rows") or []:  # bench/aoti_cuda_call_bench: plain / graphs / bound, interleaved
+        x = row(r["model"], r["method"])
+        x.update({k: v for k, v in flat_p50(r).items()})
+        x["graphs_note"] = r.get("graphs")
+    for m, f in (modes.get("first") or {}).items():
+        for x in table.values():
+            if x["model"] == m and f and num(f.get("time_to_first_result_ms")) is not None:
+                x["aoti_cuda_first_result_ms"] = f["time_to_first_result_ms"]
+    for r in calls.get("aoti_cuda") or []:  # aoti_cuda bench
+        x = row(r["model"], r["method"])
+        if num(r.get("device_io_p50_ms")) is not None:
+            x["device_io_p50_ms"] = r["device_io_p50_ms"]
+        x.update({"bench_" + k: v for k, v in flat_p50(r.get("bench_json")).items()})
+    for r in (calls.get("pytorch") or {}).get("rows", []):
+        x = row(r["model"], r["method"])
+        for k in ("eager_p50_ms", "graph_p50_ms"):
+            if num(r.get(k)) is not None:
+                x[k] = r[k]
+        x["inputs"] = r.get("inputs")
+    for r in calls.get("libtorch_aoti") or []:
+        x = row(r["model"], r["method"])
+        if num(r.get("p50_ms")) is not None:
+            x["libtorch_p50_ms"] = r["p50_ms"]
+            x["libtorch_load_ms"] = r.get("load_ms")
+            x["libtorch_first_call_ms"] = r.get("first_call_ms")
+            if all(num(r.get(k)) is not None for k in ("cuda_init_ms", "load_ms", "first_call_ms")):
+                # CUDA context (and libtorch's CUDA start-up) included, as in aoti_cuda's fresh-process figure
+                x["libtorch_first_result_ms"] = r["cuda_init_ms"] + r["load_ms"] + r["first_call_ms"]
+    for x in table.values():
+        x["aoti_cuda_p50_ms"] = next((x[k] for k in AOTI_PRIMARY if num(x.get(k)) is not None), None)
+        for name, key, ref in (("plain_over_replay", "aoti_cuda_p50_ms", "graph_p50_ms"),
+                               ("graphs_over_replay", "graphs_dev_p50_ms", "graph_p50_ms"),
+                               ("plain_over_libtorch", "aoti_cuda_p50_ms", "libtorch_p50_ms"),
+                               ("first_result_over_libtorch", "aoti_cuda_first_result_ms", "libtorch_first_result_ms")):
+            if num(x.get(key)) and num(x.get(ref)):
+                x[name] = x[key] / x[ref]
+    return sorted(table.values(), key=lambda x: (x["model"], x["method"]))
+
+
+def us(v):
+    return "–" if num(v) is None else f"{v * 1000:.1f}"
+
+
+CALL_COLUMNS = [  # (header, key, formatter)
+    ("aoti_cuda (µs)", "aoti_cuda_p50_ms", us),
+    ("aoti_cuda graphs (µs)", "graphs_dev_p50_ms", us),
+    ("aoti_cuda graphs + bound (µs)", "graphs_bound_dev_p50_ms", us),
+    ("libtorch AOTI (µs)", "libtorch_p50_ms", us),
+    ("eager (µs)", "eager_p50_ms", us),
+    ("eager graph replay (µs)", "graph_p50_ms", us),
+    ("aoti_cuda / replay (≤ 1.2)", "plain_over_replay", lambda v: fmt(v, 2)),
+    ("graphs / replay (≤ 0.8)", "graphs_over_replay", lambda v: fmt(v, 2)),
+    ("aoti_cuda / libtorch (≤ 0.9)", "plain_over_libtorch", lambda v: fmt(v, 2)),
+    ("first result: aoti_cuda / libtorch (≤ 1)", "first_result_over_libtorch", lambda v: fmt(v, 2)),
+]
+
+
+def calls_report(res, out, date):
+    rows = calls_rows(res)
+    cols = [c for c in CALL_COLUMNS if any(num(r.get(c[1])) is not None for r in rows)]
+    m = res.get("machine", {})
+    lines = [f"# Per-call latency ({date})", "", f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')}. p50 of a "
+             "synchronized call with device-resident inputs (outputs on the device), in microseconds, on random inputs at "
+             "the methods' upper-bound shapes; each contender in its own process (aoti_cuda's modes interleaved in one, "
+             "`bench/aoti_cuda_call_bench`, or `aoti_cuda bench` where that is absent). Targets of issue 12 in the "
+             "headers. First result: CUDA context + load + first call in a fresh process (libtorch: its first CUDA "
+             "tensor op + AOTIModelPackageLoader + first run).", "",
+             "| program.method | " + " | ".join(c[0] for c in cols) + " |", "|---|" + "---|" * len(cols)]
+    for r in rows:
+        lines.append(f"| {r['model']}.{r['method']} | " + " | ".join(c[2](r.get(c[1])) for c in cols) + " |")
+    notes = sorted({r["graphs_note"] for r in rows if r.get("graphs_note")})
+    if notes:
+        lines += ["", "aoti_cuda graph notes: " + "; ".join(notes)]
+    with open(os.path.join(out, "calls.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(os.path.join(out, "calls.json"), "w") as f:
+        json.dump({"date": date, "machine": m, "rows": rows}, f, indent=1)
+    labels = [f"{r['model']}.{r['method']}" for r in rows]
+    series = [(name, [None if r.get(key) is None else r[key] * 1000 for r in rows])
+              for name, key in (("aoti_cuda", "aoti_cuda_p50_ms"), ("aoti_cuda graphs", "graphs_dev_p50_ms"),
+                                ("libtorch AOTI", "libtorch_p50_ms"), ("eager", "eager_p50_ms"),
+                                ("eager graph replay", "graph_p50_ms"))
+              if any(num(r.get(key)) is not None for r in rows)]
+    bar_chart(os.path.join(out, "calls.png"), [("p50 per call, µs (log; lower is better)", series, True)], labels)
+    print(f"wrote {out}/calls.json, calls.md, calls.png ({len(rows)} rows)")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "benchmarks"))
+    ap.add_argument("--date")
+    a = ap.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    done = 0
+    for name, fn in (("llm_results.json", llm_report), ("calls_results.json", calls_report)):
+        path = os.path.join(a.results, name)
+        if os.path.exists(path):
+            with open(path) as f:
+                res = json.load(f)
+            date = a.date or (res.get("finished") or "")[:10] or "undated"
+            fn(res, a.out, date)
+            done += 1
+    if not done:
+        print(f"no llm_results.json or calls_results.json in {a.results}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+// generate: greedy decoding with an LLM program (prefill + decode methods), everything on the GPU.
+//
+//   generate llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]
+//                    [--expect-tokens 5,9,...] [--no-graphs] [--json OUT]
+//
+// The program is what tools/export/llm/export_llm.py writes (ExecuTorch 1.2 CUDA backend):
+//   prefill(tokens i64[1,T])         -> (logits bf16[1,V], next_token i64[1,1])
+//   decode(token i64[1,1], pos i64[1]) -> (logits bf16[1,V], next_token i64[1,1])
+// The argmax is inside the program, so each decode step takes the previous step's next_token
+// output as its input without a copy to the host; the positions are slices of one device array.
+// Steps are queued on our own CUDA stream without waiting, and we synchronize once at the end.
+//
+// The KV cache is a buffer both methods hold under the same name; loading binds it to one copy
+// (see share_kv_cache in sdk_features.hpp), so decode reads what prefill wrote. Decode runs as a
+// CUDA graph where the SDK has them (--no-graphs: plain calls).
+//
+// Without --prompt-ids, each length in --prompt-lens makes the benchmark's prompt,
+// id_i = (7919 * i + 13) mod V. Printed: load time by phase, GPU memory, time to first token
+// (prefill -> next token ready; first call and median of --reps) and decode tokens/s.
+#include <aoti_cuda/aoti_cuda.hpp>
+#include <cuda_runtime_api.h>
+
+#include "sdk_features.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using aoti_cuda::DType;
+using aoti_cuda::Tensor;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+double used_mib() {
+  size_t free_b = 0, total_b = 0;
+  check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
+  return static_cast<double>(total_b - free_b) / 1048576.0;
+}
+
+std::vector<int64_t> parse_ids(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  for (std::string x; std::getline(ss, x, ',');) out.push_back(std::stoll(x));
+  return out;
+}
+
+struct Options {
+  std::string program, json;
+  std::vector<int64_t> prompt_ids, prompt_lens{128, 512}, expect;
+  int new_tokens = 256, reps = 5;
+  bool graphs = true;
+};
+
+// Results as "key": value pairs, printed as one JSON object at the end.
+struct Report {
+  std::string body;
+  void num(const std::string& k, double v) { add(k, std::to_string(v)); }
+  void ids(const std::string& k, const std::vector<int64_t>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+    add(k, s + "]");
+  }
+  void add(const std::string& k, const std::string& v) { body += (body.empty() ? "" : ", ") + ("\"" + k + "\": ") + v; }
+};
+
+// The generation state: the loaded program, our stream, device positions 0..n-1.
+struct Generator {
+  aoti_cuda::Module& module;
+  cudaStream_t stream;
+  Tensor positions;  // i64[n] on the device
+  aoti_cuda::RunOptions run;
+
+  Generator(aoti_cuda::Module& m, cudaStream_t s, int64_t max_positions) : module(m), stream(s) {
+    Tensor host = Tensor::empty({max_positions}, DType::kInt64);
+    for (int64_t i = 0; i < max_positions; ++i) host.data_ptr<int64_t>()[i] = i;
+    positions = host.to_device(0);
+    run.stream = stream;                                // queue without waiting
+    run.outputs = aoti_cuda::OutputLocation::kDevice;   // logits and next token stay on the GPU
+  }
+  Tensor pos(int64_t p) const {  // a borrowed view of one element: no copy, no allocation
+    return Tensor::from_blob(positions.data_ptr<int64_t>() + p, {1}, DType::kInt64, aoti_cuda::Device::cuda(0));
+  }
+  Tensor prefill(const Tensor& tokens_on_device) { return module.execute("prefill", {tokens_on_device}, run)[1]; }
+  Tensor decode(const Tensor& token, int64_t p) { return module.execute("decode", {token, pos(p)}, run)[1]; }
+  void wait() { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
+};
+
+Tensor device_prompt(const std::vector<int64_t>& ids) {
+  Tensor host = Tensor::empty({1, static_cast<int64_t>(ids.size())}, DType::kInt64);
+  std::copy(ids.begin(), ids.end(), host.data_ptr<int64_t>());
+  return host.to_device(0);
+}
+
+std::vector<int64_t> benchmark_prompt(int64_t len, int64_t vocab) {
+  std::vector<int64_t> ids(static_cast<size_t>(len));
+  for (int64_t i = 0; i < len; ++i) ids[static_cast<size_t>(i)] = (7919 * i + 13) % vocab;
+  return ids;
+}
+
+// One prompt: time to first token (first call, then the median of `reps`), then `n` decode steps.
+std::vector<int64_t> run_prompt(Generator& g, const std::vector<int64_t>& ids, const Options& o, Report& r) {
+  const int64_t len = static_cast<int64_t>(ids.size());
+  const std::string key = "p" + std::to_string(len) + "_";
+  const Tensor tokens = device_prompt(ids);
+  std::vector<double> ttft;
+  Tensor tok;
+  for (int k = 0; k <= o.reps; ++k) {
+    g.wait();
+    const auto t0 = Clock::now();
+    tok = g.prefill(tokens);
+    g.wait();
+    ttft.push_back(ms_since(t0));
+  }
+  std::vector<double> steady(ttft.begin() + 1, ttft.end());
+  std::sort(steady.begin(), steady.end());
+  const double ttft_ms = steady.empty() ? ttft[0] : steady[steady.size() / 2];
+
+  std::vector<Tensor> generated{tok};
+  const auto t0 = Clock::now();
+  for (int i = 0; i < o.new_tokens; ++i) {
+    tok = g.decode(tok, len + i);  // the previous step's output is this step's input
+    generated.push_back(tok);
+  }
+  g.wait();
+  const double decode_ms = ms_since(t0);
+  std::vector<int64_t> out;
+  for (const Tensor& t : generated) out.push_back(t.to_host().data_ptr<int64_t>()[0]);
+  std::printf("prompt %4lld tokens: time to first token %.2f ms (first call %.2f ms), decode %d tokens in %.1f ms = %.1f tokens/s\n",
+              static_cast<long long>(len), ttft_ms, ttft[0], o.new_tokens, decode_ms, o.new_tokens / (decode_ms / 1000.0));
+  r.num(key + "ttft_ms", ttft_ms);
+  r.num(key + "ttft_first_ms", ttft[0]);
+  r.num(key + "decode_ms", decode_ms);
+  r.num(key + "decode_tok_s", o.new_tokens / (decode_ms / 1000.0));
+  r.ids(key + "tokens", std::vector<int64_t>(out.begin(), out.begin() + std::min<size_t>(out.size(), 32)));
+  return out;
+}
+
+void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Report& r) {
+  const aoti_cuda::LoadTimings t = m.load_timings();
+  std::printf("load %.1f ms: parse %.1f, device init %.1f, libraries %.1f, containers %.1f, weights %.1f ms\n", wall_ms,
+              t.parse_ms, t.device_init_ms, t.library_ms, t.container_ms, t.weights_ms);
+  std::printf("GPU memory after load %.0f MiB;", mem_mib);
+  r.num("load_ms", wall_ms);
+  r.num("parse_ms", t.parse_ms);
+  r.num("device_init_ms", t.device_init_ms);
+  r.num("library_ms", t.library_ms);
+  r.num("container_ms", t.container_ms);
+  r.num("weights_ms", t.weights_ms);
+  r.num("gpu_mem_after_load_mib", mem_mib);
+  for (const auto& [name, value] : generate_compat::load_figures(m)) {  // uploads, sharing
+    std::printf(" %s %.1f", name.c_str(), value);
+    r.num(name, value);
+  }
+  std::printf("\n");
+}
+
+// Exit status 3: this machine cannot run the program (no usable GPU), as the other examples.
+constexpr int kCannotRunHere = 3;
+
+int generate(const Options& o) {
+  Report r;
+  auto t0 = Clock::now();
+  if (const cudaError_t e = cudaFree(nullptr); e != cudaSuccess) {  // the context first: load time is the program's
+    std::fprintf(stderr, "generate: cannot run here: no usable CUDA device (%s)\n", cudaGetErrorString(e));
+    return kCannotRunHere;
+  }
+  r.num("cuda_init_ms", ms_since(t0));
+  const double mem0 = used_mib();
+
+  aoti_cuda::LoadOptions load;
+  // One KV cache for both methods (issue 10). Sessions (Module::create_session, RunOptions::session)
+  // would hold several conversations' caches on one set of weights; this example runs one.
+  const bool explicit_sharing = generate_compat::share_kv_cache(load);
+  // Decode as a CUDA graph (issue 12). TODO: bind decode's outputs to two fixed token buffers used
+  // in turn (Module::execute_into) so that a step allocates nothing.
+  const bool graphs = o.graphs && generate_compat::graph_decode(load);
+  std::printf("KV cache shared %s; decode graphs %s\n", explicit_sharing ? "explicitly (share_state)" : "by name (SDK default)",
+              graphs ? "on" : "off");
+  t0 = Clock::now();
+  aoti_cuda::Module module(o.program, load);
+  report_load(module, ms_since(t0), used_mib() - mem0, r);
+  r.num("graphs", graphs ? 1 : 0);
+
+  const int64_t vocab = module.method_meta("decode").outputs.at(0).sizes.back();
+  std::vector<std::vector<int64_t>> prompts;
+  if (!o.prompt_ids.empty()) prompts.push_back(o.prompt_ids);
+  else for (int64_t len : o.prompt_lens) prompts.push_back(benchmark_prompt(len, vocab));
+  size_t longest = 16;
+  for (const auto& p : prompts) longest = std::max(longest, p.size());
+
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  {
+    Generator g(module, stream, static_cast<int64_t>(std::max<size_t>(longest, 19)) + o.new_tokens + 1);
+    // Warm-up, untimed: the first calls load the kernels; with graphs, the second decode call
+    // captures the graph and later ones replay it.
+    Tensor tok = g.prefill(device_prompt(benchmark_prompt(16, vocab)));
+    for (int i = 0; i < 3; ++i) tok = g.decode(tok, 16 + i);
+    g.wait();
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      std::vector<int64_t> ids = run_prompt(g, prompts[i], o, r);
+      if (i == 0 && !o.expect.empty()) {
+        size_t same = 0;
+        while (same < o.expect.size() && same < ids.size() && ids[same] == o.expect[same]) ++same;
+        std::printf("first %zu of %zu generated ids match the expected ones\n", same, o.expect.size());
+        r.num("expect_match", static_cast<double>(same));
+        r.num("expect_count", static_cast<double>(o.expect.size()));
+      }
+    }
+  }
+  std::printf("decode CUDA graphs: %s\n", generate_compat::graph_report(module).c_str());
+  const aoti_cuda::MemoryStats ms = aoti_cuda::device_memory_stats(0);
+  std::printf("GPU memory: %.0f MiB in use by this program (shim pool peak %.1f MiB)\n", used_mib() - mem0,
+              ms.peak_bytes_in_use / 1048576.0);
+  r.num("gpu_mem_mib", used_mib() - mem0);
+  r.num("pool_peak_mib", ms.peak_bytes_in_use / 1048576.0);
+  r.num("new_tokens", o.new_tokens);
+  cudaStreamDestroy(stream);
+  std::printf("@@JSON {\"peer\": \"aoti_cuda\", %s}\n", r.body.c_str());
+  if (!o.json.empty()) std::ofstream(o.json) << "{\"peer\": \"aoti_cuda\", " << r.body << "}\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "-h" || a == "--help") {
+      std::printf("usage: %s llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]\n"
+                  "                  [--expect-tokens ids] [--no-graphs] [--json OUT]\n", argv[0]);
+      return 0;
+    } else if (a == "--prompt-ids" && has_value) o.prompt_ids = parse_ids(argv[++i]);
+    else if (a == "--prompt-lens" && has_value) o.prompt_lens = parse_ids(argv[++i]);
+    else if (a == "--expect-tokens" && has_value) o.expect = parse_ids(argv[++i]);
+    else if (a == "--new-tokens" && has_value) o.new_tokens = std::stoi(argv[++i]);
+    else if (a == "--reps" && has_value) o.reps = std::stoi(argv[++i]);
+    else if (a == "--json" && has_value) o.json = argv[++i];
+    else if (a == "--no-graphs") o.graphs = false;
+    else if (o.program.empty() && a.rfind("--", 0) != 0) o.program = a;
+    else {
+      std::fprintf(stderr, "unknown or incomplete option %s (see --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  if (o.program.empty()) {
+    std::fprintf(stderr, "usage: %s llm.pte [options] (see --help)\n", argv[0]);
+    return 2;
+  }
+  try {
+    return generate(o);
+  } catch (const aoti_cuda::Error& e) {
+    std::fprintf(stderr, "aoti_cuda error (%s): %s\n", aoti_cuda::to_string(e.code()), e.what());
+    return e.code() == aoti_cuda::ErrorCode::kNoDevice ? kCannotRunHere : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""Export the benchmark LLM (model.py) with ExecuTorch 1.2's CUDA backend: prefill + decode.
+
+    python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
+        [--layers N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
+
+Writes DIR/llm.pte, DIR/aoti_cuda_blob.ptd and DIR/manifest.json (config, methods, timings by
+phase, sizes, and `reference`: the greedy tokens eager PyTorch generates on the same weights for the
+benchmark prompt, to check a runtime's output against). Prints one line starting with
+"EXPORT_TIME" with the phases in seconds.
+
+Pipeline, as tools/export/export_models.py: build the model on the GPU from the seed ->
+(int4: torchao quantize_ with Int4WeightOnlyConfig(group_size=128, int4_packing_format=
+"tile_packed_to_4d"), whose linear is aten._weight_int4pack_mm, the one fallback kernel the 1.2
+backend allows) -> torch.export of prefill (T dynamic in 2..max_prefill) and decode ->
+to_edge_transform_and_lower(partitioner={method: [CudaPartitioner([method spec])]}) ->
+to_executorch().
+
+Time: the backend compiles each method with max_autotune (Triton GEMM templates benchmarked on the
+GPU). All layers share one set of GEMM shapes and Inductor deduplicates identical kernels, so the
+tuning cost grows with the number of distinct shapes (about 5 per method), not with the layers.
+TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR kept between runs make a repeat export much faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))  # tools/export: export_models (stdlib-only at import)
+
+
+def quantize_int4(model, group_size: int = 128) -> int:
+    """torchao int4 weight-only, tile_packed_to_4d (tinygemm layout, _weight_int4pack_mm).
+    Returns how many Linear layers were quantized (needs the weights on a CUDA device)."""
+    import torch
+    from torchao.quantization import Int4WeightOnlyConfig, quantize_
+
+    config = Int4WeightOnlyConfig(group_size=group_size, int4_packing_format="tile_packed_to_4d")
+    count = sum(1 for m in model.modules() if isinstance(m, torch.nn.Linear) and m.in_features % group_size == 0)
+    quantize_(model, config)
+    return count
+
+
+def greedy_reference(model, prompt, new_tokens: int):
+    """Eager greedy generation on `model` (its cache is reset before and after)."""
+    import torch
+
+    model.reset_cache()
+    out = []
+    with torch.no_grad():
+        _, tok = model.prefill(prompt)
+        out.append(int(tok))
+        pos = prompt.shape[1]
+        for _ in range(new_tokens - 1):
+            _, tok = model.decode(tok, torch.tensor([pos], device=prompt.device))
+            out.append(int(tok))
+            pos += 1
+    model.reset_cache()
+    return out
+
+
+def export_methods(model, cfg, hint: int, device):
+    """torch.export of the two methods; returns {name: ExportedProgram}."""
+    import torch
+    from torch.export import Dim
+
+    from model import DecodeMethod, PrefillMethod
+
+    t = Dim("T", min=2, max=cfg.max_prefill)
+    tokens = torch.zeros(1, hint, dtype=torch.int64, device=device)
+    token = torch.zeros(1, 1, dtype=torch.int64, device=device)
+    pos = torch.tensor([hint], dtype=torch.int64, device=device)
+    with torch.no_grad():
+        return {
+            "prefill": torch.export.export(PrefillMethod(model), (tokens,), dynamic_shapes=({1: t},), strict=False),
+            "decode": torch.export.export(DecodeMethod(model), (token, pos), strict=False),
+        }
+
+
+def lower(programs):
+    """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py)."""
+    from executorch.backends.cuda.cuda_backend import CudaBackend
+    from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
+    from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+
+    partitioners = {
+        name: [CudaPartitioner([CudaBackend.generate_method_name_compile_spec(name)])] for name in programs
+    }
+    config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
+    edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
+    return edge.to_executorch()
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--config", default="1b")
+    ap.add_argument("--quant", choices=["bf16", "int4"], default="bf16")
+    ap.add_argument("--layers", type=int, help="override n_layers")
+    ap.add_argument("--max-prefill", type=int, help="override max_prefill (dynamic bound of T)")
+    ap.add_argument("--prefill-hint", type=int, default=128, help="example T: Inductor tunes prefill GEMMs for it")
+    ap.add_argument("--reference-prompt", type=int, default=128, help="prompt length of the recorded reference")
+    ap.add_argument("--reference-tokens", type=int, default=32, help="greedy tokens recorded from eager (0: none)")
+    ap.add_argument("--methods", default="prefill,decode", help="export only these (e.g. to warm caches)")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--stub-backend", metavar="ELF_SO", help="testing without a GPU: see export_models.py")
+    return ap.parse_args(argv)
+
+
+def timed(times, key, fn, *a):
+    t0 = time.time()
+    out = fn(*a)
+    times[key] = time.time() - t0
+    return out
+
+
+def prepare_model(args, cfg, device, times):
+    """The model from the seed (int4: quantized), and the eager greedy reference for the manifest."""
+    from model import build_model, prompt_tokens
+
+    model = timed(times, "build_s", build_model, cfg, device)
+    if args.quant == "int4":
+        n = timed(times, "quantize_s", quantize_int4, model)
+        print(f"int4: quantized {n} Linear layers in {times['quantize_s']:.1f}s", flush=True)
+    reference = None
+    if args.reference_tokens > 0:
+        plen = min(args.reference_prompt, cfg.max_prefill)
+        prompt = prompt_tokens(plen, cfg.vocab).to(device)
+        tokens = timed(times, "reference_s", greedy_reference, model, prompt, args.reference_tokens)
+        reference = {"prompt_len": plen, "tokens": tokens}
+        print(f"eager reference ({plen}-token prompt): {tokens[:16]} ...", flush=True)
+    return model, reference
+
+
+def write_manifest(args, cfg, programs, reference, times):
+    import pte_inspect  # the .so files' aoti_torch_* / CUDA imports: what a runtime must provide
+    import torch
+
+    pte = pte_inspect.PteFile.load(os.path.join(args.out, "llm.pte"))
+    imports = pte_inspect.filtered_imports([pte.blob(k) for k in pte.so_keys()])
+    files = {f: os.path.getsize(os.path.join(args.out, f)) for f in sorted(os.listdir(args.out)) if f.endswith((".pte", ".ptd"))}
+    signatures = {
+        "prefill": {"inputs": ["tokens i64[1,T], T in 2..%d" % cfg.max_prefill],
+                    "outputs": ["logits bf16[1,%d] (last position)" % cfg.vocab, "next_token i64[1,1]"]},
+        "decode": {"inputs": ["token i64[1,1]", "pos i64[1]"],
+                   "outputs": ["logits bf16[1,%d]" % cfg.vocab, "next_token i64[1,1]"]},
+    }
+    manifest = {
+        "name": "llm",
+        "config_name": args.config,
+        "config": cfg.to_dict(),
+        "quant": args.quant,
+        "methods": {k: v for k, v in signatures.items() if k in programs},
+        "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
+        "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
+        "reference": reference,
+        "files": files,
+        "export_times": {k: round(v, 2) for k, v in times.items()},
+        "imports": imports,
+        "stub_backend": bool(args.stub_backend),
+        "torch": torch.__version__,
+    }
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:  # written last: marks a complete export
+        json.dump(manifest, f, indent=1)
+    print("files: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in files.items()), flush=True)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import export_models  # sibling tool: flatc discovery and the GPU-less stub backend
+
+    export_models._prepare_environment()
+    import torch
+
+    from model import get_config
+
+    cfg = get_config(args.config, n_layers=args.layers, max_prefill=args.max_prefill)
+    if args.stub_backend:
+        export_models._install_stub_backend(args.stub_backend)
+    elif not torch.cuda.is_available():
+        print("error: CUDA is not available; the CUDA backend compiles on the GPU", file=sys.stderr)
+        return 2
+    device = torch.device(args.device)
+    os.makedirs(args.out, exist_ok=True)
+    times = {}
+    t_all = time.time()
+    print(f"config {args.config}: {json.dumps(cfg.to_dict())}, quant {args.quant}, device {device}", flush=True)
+    model, reference = prepare_model(args, cfg, device, times)
+
+    programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
+    programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
+    print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
+    et_program = timed(times, "lower_s", lower, programs)
+    print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
+
+    t0 = time.time()
+    with open(os.path.join(args.out, "llm.pte"), "wb") as f:
+        et_program.write_to_file(f)
+    et_program.write_tensor_data_to_file(args.out)
+    times["write_s"] = time.time() - t0
+    times["total_s"] = time.time() - t_all
+    print("EXPORT_TIME " + " ".join(f"{k}={v:.1f}" for k, v in times.items()), flush=True)
+    write_manifest(args, cfg, programs, reference, times)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

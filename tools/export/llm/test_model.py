@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""CPU checks of the benchmark LLM (model.py); needs torch, exits 0 with SKIPPED without it.
+
+    python3 tools/export/llm/test_model.py      # prints "llm model: N passed, M failed"
+
+- prefill of a prompt, then decode of the next token == prefill of the longer prompt (cache
+  positions, rotary embeddings, the decode mask and the grouped-query folding agree);
+- decode step by step from a 2-token prefill reaches the same logits as one prefill;
+- the cache matters (decode on an empty cache differs), and prefill resets earlier state;
+- weights are the same for the same seed and differ for another; num_params() counts them;
+- torch.export of both methods succeeds with T dynamic (what export_llm.py runs before lowering).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main() -> int:
+    try:
+        import torch
+    except ImportError:
+        print("llm model tests SKIPPED: torch is not installed")
+        return 0
+    from dataclasses import replace
+
+    from model import build_model, get_config, prompt_tokens
+
+    cfg = get_config("tiny")
+    results = []
+
+    def check(name, ok):
+        results.append(ok)
+        print(f"  {'ok  ' if ok else 'FAIL'} {name}")
+
+    torch.manual_seed(0)
+    m = build_model(cfg, device="cpu", dtype=torch.float32)  # fp32: exact comparisons are meaningful
+    toks = prompt_tokens(12, cfg.vocab)
+    with torch.no_grad():
+        full, full_tok = m.prefill(toks)
+        m.prefill(toks[:, :11])
+        step, step_tok = m.decode(toks[:, 11:12], torch.tensor([11]))
+        check("prefill(12) == prefill(11) + decode", torch.allclose(full, step, atol=1e-4, rtol=1e-4))
+        check("next token == argmax(logits)", int(full_tok) == int(full.argmax()) and int(step_tok) == int(full_tok))
+        m.prefill(toks[:, :2])
+        for i in range(2, 12):
+            logits, _ = m.decode(toks[:, i : i + 1], torch.tensor([i]))
+        check("step-by-step decode == prefill", torch.allclose(full, logits, atol=1e-4, rtol=1e-4))
+        m.reset_cache()
+        empty, _ = m.decode(toks[:, 11:12], torch.tensor([11]))
+        check("decode reads the cache", not torch.allclose(empty, full, atol=1e-4, rtol=1e-4))
+        again, _ = m.prefill(toks)
+        check("prefill restarts the sequence", torch.allclose(again, full, atol=1e-5, rtol=1e-5))
+
+    m2 = build_model(cfg, device="cpu", dtype=torch.float32)
+    other = build_model(replace(cfg, seed=cfg.seed + 1), device="cpu", dtype=torch.float32)
+    w = "layers.0.attention.wqkv.weight"
+    check("same seed, same weights", torch.equal(m.state_dict()[w], m2.state_dict()[w]))
+    check("other seed, other weights", not torch.equal(m.state_dict()[w], other.state_dict()[w]))
+    check("num_params", cfg.num_params() == sum(p.numel() for p in m.parameters()))
+    big = get_config("1b")
+    check("1b config has >= 1e9 parameters", big.num_params() >= 1_000_000_000)
+
+    from export_llm import export_methods
+
+    bf = build_model(cfg, device="cpu")
+    progs = export_methods(bf, cfg, 16, "cpu")
+    ops = {str(n.target) for n in progs["decode"].graph.nodes if n.op == "call_function"}
+    check("export: prefill and decode", set(progs) == {"prefill", "decode"})
+    check("export: attention stays one SDPA op (for the backend's Triton kernel)",
+          "aten.scaled_dot_product_attention.default" in ops)
+    failed = results.count(False)
+    print(f"llm model: {len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
