@@ -64,9 +64,14 @@ figures="$TMP/figures.md"
   echo "### Fault injection"
   echo
   if [[ -x "$ROOT/build/tests/aoti_cuda_unit_tests" ]]; then
-    { "$ROOT/build/tests/aoti_cuda_unit_tests" -tc='fault*' 2>&1 || true; } | sed -n 's/.*MESSAGE: /- CPU: /p'
+    { "$ROOT/build/tests/aoti_cuda_unit_tests" -tc='fault*' 2>&1 || true; } >"$TMP/fault.log"
+    sed -n 's/.*MESSAGE: /- CPU: /p' "$TMP/fault.log"
+    echo "- CPU result: $(grep -o 'test cases: *[0-9]* | *[0-9]* passed | *[0-9]* failed' "$TMP/fault.log" | tail -1)"
   fi
-  if [[ -f "$GPU_LOG" ]]; then grep -E '^fault injection' "$GPU_LOG" | sed 's/^/- GPU (H200): /' || true; fi
+  if [[ -f "$GPU_LOG" ]]; then
+    grep -E '^fault injection' "$GPU_LOG" | sed 's/^/- GPU (H200): /' || true
+    echo "- GPU result (fault injection and 1,000-cycle cases): $(grep -o 'test cases: *[0-9]* | *[0-9]* passed | *[0-9]* failed' "$GPU_LOG" | tail -1)"
+  fi
 } >"$figures"
 
 python3 - "$DOC" "$figures" <<'PY'

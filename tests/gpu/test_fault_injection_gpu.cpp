@@ -129,8 +129,8 @@ TEST_CASE("gpu fault injection: every CUDA call and allocation of a load and a r
     check_same(before, n);
     run_and_check(m, x, want);
   }
-  std::printf("fault injection (mlp): load %llu faults (%llu threw the matching code, the rest had a fallback), "
-              "run %llu faults (%llu threw); no leaks, Module correct after each\n",
+  std::printf("fault injection (mlp): load %llu faults (%llu threw, the rest had a fallback), run %llu faults "
+              "(%llu threw); codes, leaks and the Module's results checked after each (see the test result)\n",
               static_cast<unsigned long long>(load_events), static_cast<unsigned long long>(load_threw),
               static_cast<unsigned long long>(run_events), static_cast<unsigned long long>(run_threw));
 }
