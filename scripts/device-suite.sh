@@ -64,7 +64,26 @@ PY
   done
 } 2>&1 | tee "$OUT_DIR/cli_run.log"
 
+{
+  echo "== CLI cases that need a GPU (tests/cli/gpu_cases.sh)"
+  sh "$ROOT/tests/cli/gpu_cases.sh" "$BUILD/aoti_cuda" "$ROOT/tests/fixtures" "$OUT_DIR/cli_gpu_out" || status=1
+  echo "== examples (exit 0 each)"
+  fx="$ROOT/tests/fixtures"
+  ex="$BUILD/examples"
+  if [[ -x "$ex/minimal/minimal" ]]; then
+    "$ex/minimal/minimal" "$fx/mlp/mlp.pte" "$fx/mlp/forward.in0.bin" || status=1
+    "$ex/device_io/device_io" "$fx/mlp/mlp.pte" "$fx/mlp/forward.in0.bin" "$fx/mlp/forward.out0.bin" || status=1
+    "$ex/encoder_decoder/encoder_decoder" "$fx/encdec/encdec.pte" "$fx/encdec/encode.in0.bin" "$fx/encdec/encode.out0.bin" || status=1
+    if [[ -f "$ex/dlpack_torch/libaoti_cuda_torch_bridge.so" ]]; then
+      python3 "$ROOT/examples/dlpack_torch/run_with_torch.py" "$ex/dlpack_torch/libaoti_cuda_torch_bridge.so" \
+        "$fx/mlp/mlp.pte" "$fx/mlp/forward.in0.bin" "$fx/mlp/forward.out0.bin" || status=1
+    fi
+  else
+    echo "(examples not built in $BUILD)"
+  fi
+} 2>&1 | tee "$OUT_DIR/cli_examples.log"
+
 echo "== benchmarks" | tee "$OUT_DIR/bench.log"
 "$BUILD/bench/aoti_cuda_bench" --runs 200 --loads 5 --json "$OUT_DIR/bench.json" "$ROOT/tests/fixtures" 2>&1 | tee -a "$OUT_DIR/bench.log"
-"$BUILD/aoti_cuda" bench "$ROOT/tests/fixtures/mlp/mlp.pte" --runs 500 2>&1 | tee -a "$OUT_DIR/bench.log"
+"$BUILD/aoti_cuda" bench "$ROOT/tests/fixtures/mlp/mlp.pte" --runs 500 --profile 2>&1 | tee -a "$OUT_DIR/bench.log"
 exit $status

@@ -4,7 +4,7 @@
 # (cudart + headers) must already be installed; see README "Quick start".
 set -euo pipefail
 
-packages=(cmake ninja-build g++ ccache binutils python3 flatbuffers-compiler libflatbuffers-dev doctest-dev nlohmann-json3-dev libdlpack-dev)
+packages=(cmake ninja-build g++ ccache binutils python3 flatbuffers-compiler libflatbuffers-dev doctest-dev nlohmann-json3-dev libdlpack-dev libcli11-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

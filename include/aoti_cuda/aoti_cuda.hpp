@@ -6,6 +6,8 @@
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/memory.hpp"
 #include "aoti_cuda/module.hpp"
+#include "aoti_cuda/log.hpp"
+#include "aoti_cuda/npy.hpp"
 #include "aoti_cuda/program.hpp"
 #include "aoti_cuda/tensor.hpp"
 #include "aoti_cuda/version.hpp"

@@ -10,11 +10,15 @@
 // loaded unloaded, libraries dlclose'd). A constructor either returns a
 // fully loaded Module or throws and leaves nothing behind.
 //
-// Thread-safety: execute()/forward() and the const accessors may be called
-// concurrently from several threads; up to LoadOptions::num_models calls of
-// one method run at the same time, further calls wait. State kept inside a
-// delegate (e.g. a KV cache) is shared by all calls of that method. Moving,
-// assigning and destroying a Module must not overlap any other use of it.
+// Thread-safety: execute()/forward(), create_session() and the const
+// accessors may be called concurrently from several threads. Calls of methods
+// without mutable state run concurrently, up to LoadOptions::num_models per
+// method (further calls wait). Calls of methods WITH mutable state (buffers,
+// e.g. a KV cache; whichever session they use) are serialized per Module: one
+// is queued at a time, and its GPU work is ordered after the previous
+// stateful call's, even on another stream. Moving, assigning and destroying a
+// Module must not overlap any other use of it, and its Sessions must be
+// destroyed first.
 //
 // Loading from memory: each embedded .so is written to an anonymous memfd (or,
 // where memfd/procfs is unavailable, to a temporary file in $TMPDIR or /tmp
@@ -54,12 +58,39 @@
 
 namespace aoti_cuda {
 
+class Session;
+namespace runtime {
+class StateManager;
+}
+
 /// Progress of a load, reported to LoadOptions::on_progress.
 struct LoadProgress {
   std::string phase;   ///< "parse", "library", "container", "weights"
   std::string method;  ///< method being loaded ("" for parse)
   std::size_t done = 0;   ///< delegates through this phase so far, this one included (1 for parse)
   std::size_t total = 0;  ///< delegates to load in all selected methods (1 for parse)
+};
+
+/// Which mutable state (module buffers) several methods share; see
+/// LoadOptions::share_state. A buffer is named by its original FQN (e.g.
+/// "layers.0.attn.k_cache"); the first loaded method holding it provides the
+/// initial bytes, the others bind to that copy. Each shared buffer must have
+/// the same dtype, byte size and layout in every method holding it.
+struct StateSharing {
+  /// Share every buffer that two or more methods hold under the same FQN
+  /// (with equal dtype and size; buffers that differ are left private).
+  bool all_buffers = false;
+  /// Share these constants (any type, usually buffers) by FQN. Load fails
+  /// with kNotFound naming an FQN no loaded method holds, and with
+  /// kInvalidArgument naming one whose dtype, size or layout differ.
+  std::vector<std::string> fqns;
+
+  bool empty() const noexcept { return !all_buffers && fqns.empty(); }
+  static StateSharing all() {
+    StateSharing s;
+    s.all_buffers = true;
+    return s;
+  }
 };
 
 /// How a Module is loaded. Every field has a usable default.
@@ -81,17 +112,19 @@ struct LoadOptions {
   /// these SHA-256 digests (hex, compared case-insensitively; see
   /// sha256_hex()) or loading fails with kLoad before the library is dlopen'ed.
   std::vector<std::string> allowed_so_sha256;
-  /// Bind constants that several methods' libraries hold under the same
-  /// original name (parameters, and buffers such as a KV cache) to a single
-  /// copy (equal dtype, shape and strides required; for a method whose
-  /// constants are all held already, equal dtype and byte size). State one method
-  /// writes is then what the others read, as in the eager PyTorch module
-  /// (ExecuTorch gives each method a private copy).
-  /// When every constant of a method is held by an earlier one, that method's
-  /// weights are not uploaded at all (see Module::shared_weights_bytes());
-  /// otherwise its library keeps the memory of its own unused copies.
-  /// False: every method keeps its own.
-  bool share_constants_across_methods = true;
+  /// Merge read-only constants (parameters, tensor constants) of different
+  /// methods whose bytes are identical: the later method uses the earlier
+  /// copy, and a method whose every constant is such a duplicate never
+  /// uploads its weights (LoadStats::deduplicated_bytes). Same results as
+  /// false, less memory. A candidate must have the same original name (FQN),
+  /// dtype and byte size, and its bytes in the weights blobs must compare
+  /// equal; mutable buffers and constants of unknown type are never merged.
+  bool deduplicate_constants = true;
+  /// Mutable state (module buffers such as a KV cache) several methods
+  /// should read and write as ONE copy, as in the eager PyTorch module (see
+  /// StateSharing). Default: none; every method keeps its own state, as
+  /// ExecuTorch does.
+  StateSharing share_state;
   /// Called on the loading thread after each load phase (may be empty). An
   /// exception it throws aborts the load and propagates.
   std::function<void(const LoadProgress&)> on_progress;
@@ -106,6 +139,25 @@ enum class OutputLocation {
 // A Module loaded on Device::cpu() returns outputs where the model produced
 // them, whatever OutputLocation says.
 
+/// Time of one part of an execute() call (RunOptions::profile).
+struct StepProfile {
+  /// "stage inputs: delegate 0", "run: delegate 0", "outputs of delegate 0",
+  /// "h2d copy", "d2h copy", "move", "collect outputs".
+  std::string what;
+  double host_ms = 0;  ///< wall time the calling thread spent in it
+  /// Time between CUDA events recorded on the run stream before and after it
+  /// (what the GPU spent on work queued there, including waits); -1 on a CPU
+  /// Module.
+  double gpu_ms = -1;
+};
+
+/// Per-call profile: the steps in execution order.
+struct RunProfile {
+  std::vector<StepProfile> steps;
+  double host_ms = 0;  ///< the whole call, wall time
+  double gpu_ms = -1;  ///< from the first step's start event to the last step's end event (-1 on CPU)
+};
+
 /// Options of one execute()/forward() call.
 struct RunOptions {
   /// cudaStream_t to run on. nullptr: the Module's own stream (one per
@@ -118,6 +170,21 @@ struct RunOptions {
   /// own stream may outlive the Module.
   void* stream = nullptr;
   OutputLocation outputs = OutputLocation::kSameAsInputs;
+  /// Whose mutable state the call reads and writes: a Session of this Module,
+  /// or nullptr for the Module's own (default) state. Ignored by methods
+  /// without state. A Session of another Module is kInvalidArgument.
+  Session* session = nullptr;
+  /// When set, the call fills it with the time of each step (CUDA events on
+  /// the run stream plus host wall time). Profiling makes the call wait for
+  /// the GPU before it returns, even on a caller stream. Leave null for runs
+  /// you measure from outside: the events cost a few microseconds per step.
+  RunProfile* profile = nullptr;
+};
+
+/// A dimension of an input that may vary at run time, up to `max`.
+struct DynamicDim {
+  std::size_t dim = 0;  ///< index into the input's sizes
+  int64_t max = 0;      ///< upper bound (TensorSpec::sizes[dim])
 };
 
 /// Public description of a loaded method's signature.
@@ -126,6 +193,17 @@ struct MethodMeta {
   std::vector<TensorSpec> inputs;   ///< in call order; `dynamic` marks tensors whose sizes are upper bounds
   std::vector<TensorSpec> outputs;  ///< in return order
   std::size_t num_delegates = 0;    ///< CudaBackend delegates (model libraries) the method runs
+  /// Names the model library gives the inputs / outputs (the exported
+  /// program's argument names, from AOTInductorModelContainerGetInputName /
+  /// GetOutputName), parallel to inputs / outputs; "" where unavailable (a
+  /// value that reaches no delegate directly, or a library without names).
+  std::vector<std::string> input_names, output_names;
+  /// Parallel to inputs: the dimensions that may vary, with their bounds.
+  /// Empty for a static input. For a dynamic input the model library's own
+  /// input check says which dimensions vary; when it says nothing, every
+  /// dimension of the dynamic input is listed (the program itself only marks
+  /// the whole tensor as bounded).
+  std::vector<std::vector<DynamicDim>> dynamic_dims;
 };
 
 /// Wall-clock time spent in each phase of the load, in milliseconds, summed
@@ -135,8 +213,58 @@ struct LoadTimings {
   double device_init_ms = 0;  ///< making the device's CUDA context current (costly only at the first load in a process)
   double library_ms = 0;      ///< ELF checks, optional SHA-256 pin, kernel scan, memfd + dlopen + dlsym
   double container_ms = 0;    ///< AOTInductorModelContainerCreateWithDevice
-  double weights_ms = 0;      ///< AOTInductorModelUpdateConstantsFromBlob, plus binding constants shared across methods
+  double weights_ms = 0;      ///< installing weights: comparing blobs, uploads (see LoadStats), binding shared constants
   double total_ms = 0;        ///< the whole constructor, parse included
+};
+
+/// What loading installed, and what it avoided (Module::load_stats()).
+struct LoadStats {
+  std::size_t weight_bytes = 0;              ///< weights blob bytes uploaded to the device
+  std::size_t deduplicated_bytes = 0;        ///< weights blob bytes NOT uploaded: all their constants were another method's
+  std::size_t deduplicated_constants = 0;    ///< read-only constants bound to another method's identical copy
+  std::size_t shared_state_constants = 0;    ///< buffers bound to another method's copy (LoadOptions::share_state)
+  double upload_ms = 0;                      ///< time of the uploads (page locking and unlocking included)
+  double upload_gb_per_s = 0;                ///< weight_bytes / upload_ms (decimal GB)
+  std::size_t page_locked_bytes = 0;         ///< of weight_bytes, uploaded from page-locked (cudaHostRegister'ed) memory
+  std::string upload_note;                   ///< why some bytes were uploaded from pageable memory ("" when none were)
+  double compare_ms = 0;                     ///< comparing weights blob ranges for deduplication
+};
+
+/// An independent copy of a Module's mutable state (its buffers, e.g. one KV
+/// cache per conversation); the weights are the Module's. Made by
+/// Module::create_session(), selected per call with RunOptions::session.
+/// Movable, not copyable. A Session must not outlive its Module (destroy it
+/// first; moving the Module is fine). A default-constructed or moved-from
+/// Session throws Error(kInvalidArgument) from every member function.
+///
+/// How it works: the model libraries read and write their state at fixed
+/// device addresses (so CUDA graphs stay valid). A call with a session whose
+/// state is not the one in place first queues device copies, on the call's
+/// stream, that save the state in place to its owner and bring the session's
+/// in. Switching sessions therefore costs two device copies of
+/// Module::state_bytes(); consecutive calls of one session cost nothing.
+///
+/// Thread-safety: the member functions may be called from any thread, but not
+/// concurrently on one Session object.
+class AOTI_CUDA_API Session {
+ public:
+  Session() noexcept;
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  /// Waits for work that uses its state; never throws.
+  ~Session();
+
+  /// Puts the state back to its initial bytes (those of the weights blob).
+  /// `stream` (a cudaStream_t) orders the reset; nullptr: done on return.
+  void reset(void* stream = nullptr);
+  /// Device bytes this session owns (one copy of Module::state_bytes()).
+  std::size_t state_bytes() const;
+
+ private:
+  friend class Module;
+  friend class runtime::StateManager;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 /// A loaded program, ready to run. Move-only; a moved-from Module throws
@@ -168,6 +296,9 @@ class AOTI_CUDA_API Module {
 
   /// Names of the loaded methods (program order, or the order of LoadOptions::methods).
   std::vector<std::string> method_names() const;
+  /// The method to run when none is named: "forward" when loaded, else the
+  /// first of method_names(). What `aoti_cuda run` and forward()-less callers use.
+  std::string default_method() const;
   /// Signature of a loaded method. Throws Error(kNotFound) listing the loaded
   /// names (and saying so when the program has the method but did not load it).
   MethodMeta method_meta(std::string_view method) const;
@@ -198,12 +329,19 @@ class AOTI_CUDA_API Module {
   const Program& program() const;
   /// How long loading took, by phase.
   LoadTimings load_timings() const;
-  /// Constants bound to another method's copy at load
-  /// (LoadOptions::share_constants_across_methods).
-  std::size_t shared_constants() const;
-  /// Bytes of weights blobs that were not uploaded to the device because every
-  /// constant of their method was already held by an earlier method.
-  std::size_t shared_weights_bytes() const;
+  /// Bytes installed, deduplicated and shared at load, and the upload rate.
+  LoadStats load_stats() const;
+
+  /// A new, independent copy of the mutable state, starting from its initial
+  /// bytes (see Session). Costs state_bytes() of device memory; the first
+  /// session also allocates one more copy to hold the Module's own state while
+  /// a session's is in place, plus a copy of the non-zero initial bytes.
+  /// Throws kUnsupported when a model library's constant table cannot be read
+  /// (its state is unknown), kOutOfMemory / kCuda.
+  Session create_session();
+  /// Device bytes of one copy of the mutable state (every buffer of every
+  /// loaded method, a buffer shared across methods counted once).
+  std::size_t state_bytes() const;
 
  private:
   struct Impl;

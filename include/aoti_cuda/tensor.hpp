@@ -24,9 +24,11 @@
 // access to the shared element memory itself.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "aoti_cuda/dtype.hpp"
@@ -49,13 +51,17 @@ class AOTI_CUDA_API Tensor {
   /// Wraps memory the caller owns and keeps alive (borrowed). `data` is the
   /// address of element 0 on `device`; `strides` (in elements) empty means
   /// contiguous. Nothing is copied and the memory is not checked.
-  static Tensor from_blob(void* data, std::vector<int64_t> shape, DType dtype, Device device = Device::cpu(),
+  /// `data` may point to read-only memory (e.g. a const input buffer): the SDK
+  /// never writes a tensor passed as an input (Module copies or borrows it
+  /// read-only). Writing through data() or copy_from() into a tensor made from
+  /// const memory is the caller's error, as with const_cast.
+  static Tensor from_blob(const void* data, std::vector<int64_t> shape, DType dtype, Device device = Device::cpu(),
                           std::vector<int64_t> strides = {});
 
   /// Like from_blob above, but the memory is kept alive by `owner` (released
   /// when the last copy of the tensor is destroyed), e.g. a shared_ptr with a
   /// custom deleter. `owner` may be null (then the memory is borrowed).
-  static Tensor from_blob(void* data, std::vector<int64_t> shape, DType dtype, Device device,
+  static Tensor from_blob(const void* data, std::vector<int64_t> shape, DType dtype, Device device,
                           std::shared_ptr<void> owner, std::vector<int64_t> strides = {});
 
   bool defined() const noexcept { return defined_; }
@@ -76,9 +82,26 @@ class AOTI_CUDA_API Tensor {
 
   /// Address of element 0 (host or device memory, see device()).
   void* data() const noexcept { return data_; }
-  /// data() as T*; T is not checked against dtype().
+  /// data() as T*, checked: T must be the C++ type of dtype() (see
+  /// dtype_matches; std::uint16_t stands for the bits of float16/bfloat16),
+  /// else Error(kInvalidArgument) naming both. nullptr for an undefined tensor.
   template <typename T>
-  T* data_ptr() const noexcept { return static_cast<T*>(data_); }
+  T* data_ptr() const {
+    if (defined_ && !dtype_matches<T>(dtype_)) throw_dtype_mismatch(dtype_name(dtype_), type_label<T>());
+    return static_cast<T*>(data_);
+  }
+
+  /// A new owned, contiguous host tensor holding a copy of `values`, of
+  /// `shape` (empty: one dimension of values.size()). The dtype follows T
+  /// (float -> kFloat32, double, int64_t, int32_t, int16_t, int8_t, uint8_t,
+  /// bool). Error(kInvalidArgument) when shape's element count is not
+  /// values.size().
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, std::vector<int64_t> shape = {});
+
+  /// True when T is the element type of `dtype` (uint16_t: float16 or bfloat16 bits).
+  template <typename T>
+  static constexpr bool dtype_matches(DType dtype) noexcept;
 
   /// Copies into a new owned, contiguous tensor on `device` (always a copy,
   /// even when already there; host results are pinned when `pinned`).
@@ -97,6 +120,11 @@ class AOTI_CUDA_API Tensor {
   void copy_from(const Tensor& src, void* stream = nullptr);
 
  private:
+  template <typename T>
+  static constexpr const char* type_label() noexcept;
+  [[noreturn]] static void throw_dtype_mismatch(const char* dtype, const char* type);
+  [[noreturn]] static void throw_size_mismatch(int64_t numel, std::size_t values);
+
   std::shared_ptr<void> owner_;
   void* data_ = nullptr;
   std::vector<int64_t> shape_;
@@ -116,6 +144,53 @@ inline std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape
     s *= shape[i] > 0 ? shape[i] : 1;
   }
   return strides;
+}
+
+template <typename T>
+constexpr bool Tensor::dtype_matches(DType dtype) noexcept {
+  if constexpr (std::is_same_v<T, float>) return dtype == DType::kFloat32;
+  else if constexpr (std::is_same_v<T, double>) return dtype == DType::kFloat64;
+  else if constexpr (std::is_same_v<T, std::int64_t>) return dtype == DType::kInt64;
+  else if constexpr (std::is_same_v<T, std::int32_t>) return dtype == DType::kInt32;
+  else if constexpr (std::is_same_v<T, std::int16_t>) return dtype == DType::kInt16;
+  else if constexpr (std::is_same_v<T, std::int8_t>) return dtype == DType::kInt8;
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return dtype == DType::kUInt8;
+  else if constexpr (std::is_same_v<T, bool>) return dtype == DType::kBool;
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+  else return false;
+}
+
+template <typename T>
+constexpr const char* Tensor::type_label() noexcept {
+  if constexpr (std::is_same_v<T, float>) return "float";
+  else if constexpr (std::is_same_v<T, double>) return "double";
+  else if constexpr (std::is_same_v<T, std::int64_t>) return "int64_t";
+  else if constexpr (std::is_same_v<T, std::int32_t>) return "int32_t";
+  else if constexpr (std::is_same_v<T, std::int16_t>) return "int16_t";
+  else if constexpr (std::is_same_v<T, std::int8_t>) return "int8_t";
+  else if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8_t";
+  else if constexpr (std::is_same_v<T, bool>) return "bool";
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return "uint16_t";
+  else return "an unsupported element type";
+}
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& values, std::vector<int64_t> shape) {
+  constexpr DType kDtype = std::is_same_v<T, float>          ? DType::kFloat32
+                           : std::is_same_v<T, double>       ? DType::kFloat64
+                           : std::is_same_v<T, std::int64_t> ? DType::kInt64
+                           : std::is_same_v<T, std::int32_t> ? DType::kInt32
+                           : std::is_same_v<T, std::int16_t> ? DType::kInt16
+                           : std::is_same_v<T, std::int8_t>  ? DType::kInt8
+                           : std::is_same_v<T, std::uint8_t> ? DType::kUInt8
+                                                             : DType::kBool;
+  static_assert(dtype_matches<T>(kDtype) && !std::is_same_v<T, std::uint16_t>,
+                "from_vector: T must be float, double, int64_t, int32_t, int16_t, int8_t, uint8_t or bool");
+  if (shape.empty()) shape = {static_cast<int64_t>(values.size())};
+  Tensor t = empty(std::move(shape), kDtype);
+  if (t.numel() != static_cast<int64_t>(values.size())) throw_size_mismatch(t.numel(), values.size());
+  std::copy(values.begin(), values.end(), static_cast<T*>(t.data_));  // element-wise: std::vector<bool> is packed
+  return t;
 }
 
 }  // namespace aoti_cuda

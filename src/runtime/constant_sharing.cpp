@@ -1,14 +1,20 @@
-// Constant sharing across methods. See constant_sharing.hpp.
+// Constants of different methods: deduplication and explicit state sharing.
+// See constant_sharing.hpp.
 #include "runtime/constant_sharing.hpp"
 
-#include <cstdio>
-
+#include <algorithm>
+#include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
 #include "common/env.hpp"
+#include "common/text.hpp"
+#include "runtime/weights_io.hpp"
 #include "shim/handle_capture.hpp"
 
 namespace aoti_cuda::runtime {
 namespace {
+
+using common::Clock;
+using common::ms_since;
 
 // Same dtype, device, sizes, strides and storage offset: one may stand in for the other.
 bool same_layout(AtenTensorHandle a, AtenTensorHandle b) {
@@ -31,7 +37,8 @@ bool same_layout(AtenTensorHandle a, AtenTensorHandle b) {
 
 // The non-folded constants of a container, in table order (the order in
 // which installing a weights blob creates their handles). False when the
-// library cannot describe them.
+// library cannot describe them. A library without GetConstantType reports
+// every constant as kUnknown (never shared).
 bool list_constants(const ContainerApi& api, ContainerHandle c, std::vector<ConstantEntry>& out) {
   out.clear();
   if (api.get_num_constants == nullptr || api.get_constant_name == nullptr || api.get_constant_original_fqn == nullptr ||
@@ -45,12 +52,16 @@ bool list_constants(const ContainerApi& api, ContainerHandle c, std::vector<Cons
     bool folded = false;
     const char* name = nullptr;
     const char* fqn = nullptr;
+    int32_t type = 0;
     ConstantEntry e;
     if (api.get_constant_from_folded(c, i, &folded) != 0) return false;
     if (folded) continue;
     if (api.get_constant_name(c, i, &name) != 0 || name == nullptr || api.get_constant_original_fqn(c, i, &fqn) != 0 ||
         api.get_constant_dtype(c, i, &e.dtype) != 0 || api.get_constant_data_size(c, i, &e.data_size) != 0) {
       return false;
+    }
+    if (api.get_constant_type != nullptr && api.get_constant_type(c, i, &type) == 0 && type >= 0 && type <= 3) {
+      e.type = static_cast<ConstantType>(type);
     }
     e.name = name;
     e.fqn = fqn != nullptr ? fqn : "";
@@ -59,95 +70,228 @@ bool list_constants(const ContainerApi& api, ContainerHandle c, std::vector<Cons
   return true;
 }
 
-}  // namespace
-
-void ConstantSharing::read_table(Delegate& d) {
-  d.constants_known = list_constants(d.library->api(), d.container, d.constants);
-}
-
-void ConstantSharing::remember(const Delegate& d) {
-  const std::vector<ConstantEntry>& entries = d.constants;
-  if (!d.constants_known || entries.size() != d.constant_handles.size()) return;
-  for (std::size_t k = 0; k < entries.size(); ++k) {
-    if (entries[k].fqn.empty()) continue;
-    held_.emplace(entries[k].fqn, HeldConstant{d.constant_handles[k], entries[k].dtype, entries[k].data_size});
-  }
-}
-
-bool ConstantSharing::try_adopt_all(Delegate& d, std::uint64_t weights_bytes) {
+// Where the delegate's blob puts each constant (aoti-abi.md §8.2/§8.4):
+// chunks in table order, unpadded for all-CUDA models, 64-byte padded for
+// models with host constants. The variant whose total is the blob size wins.
+void locate_in_blob(Delegate& d) {
+  d.blob_layout_known = false;
+  if (!d.constants_known || d.constants.empty() || d.spec->weights.empty()) return;
+  std::uint64_t blob = d.spec->weights.size;
+  std::uint64_t reported = 0;
   const ContainerApi& api = d.library->api();
-  if (held_.empty() || api.update_user_managed_constant_buffer_pairs == nullptr) return false;
-  if (!d.constants_known || d.constants.empty()) return false;
-  std::vector<ContainerApi::ConstantMapEntry> pairs;
-  for (const ConstantEntry& e : d.constants) {
-    const auto it = held_.find(e.fqn);
-    if (e.fqn.empty() || it == held_.end() || it->second.dtype != e.dtype || it->second.data_size != e.data_size) {
-      if (env_flag("AOTI_CUDA_TRACE_SHARING")) {
-        std::fprintf(stderr, "[aoti_cuda] %s: uploads its own weights: constant '%s' (fqn '%s', dtype %d, %zu bytes) %s\n",
-                     d.label.c_str(), e.name.c_str(), e.fqn.c_str(), e.dtype, e.data_size,
-                     it == held_.end() ? "is not held by an earlier method" : "differs from the held copy");
-      }
-      return false;
-    }
-    pairs.push_back({e.name.c_str(), it->second.handle});
+  if (api.get_constants_blob_size != nullptr && api.get_constants_blob_size(d.container, &reported) == 0 &&
+      reported > 0 && reported <= blob) {
+    blob = reported;
   }
-  common::DeviceGuard on_device(target_.ordinal());
+  std::vector<std::size_t> sizes;
+  for (const ConstantEntry& e : d.constants) sizes.push_back(e.data_size);
+  for (bool padded : {false, true}) {
+    std::uint64_t total = 0;
+    const std::vector<std::uint64_t> offsets = blob_offsets(sizes, padded, &total);
+    if (total != blob) continue;
+    for (std::size_t i = 0; i < offsets.size(); ++i) d.constants[i].blob_offset = offsets[i];
+    d.blob_layout_known = true;
+    return;
+  }
+}
+
+ByteView blob_range(const Delegate& d, const ConstantEntry& e) {
+  return ByteView{d.spec->weights.data + e.blob_offset, e.data_size};
+}
+
+void trace(const Delegate& d, const std::string& why) {
+  if (env_flag("AOTI_CUDA_TRACE_SHARING")) log(LogLevel::kDebug, d.label + ": " + why);
+}
+
+const char* type_name(ConstantType t) {
+  switch (t) {
+    case ConstantType::kParameter: return "parameter";
+    case ConstantType::kBuffer: return "buffer";
+    case ConstantType::kTensorConstant: return "tensor constant";
+    case ConstantType::kFolded: return "folded constant";
+    case ConstantType::kUnknown: break;
+  }
+  return "constant of unknown type";
+}
+
+// Binds `pairs` in d's container; the aliases the library makes are recorded
+// for release. False (everything undone) when the library refuses.
+bool bind_pairs(Delegate& d, int device, const std::vector<ContainerApi::ConstantMapEntry>& pairs, bool full) {
+  const ContainerApi& api = d.library->api();
+  common::DeviceGuard on_device(device);
   aoti_cuda_shim_clear_error();
   std::vector<AtenTensorHandle> aliases;
   bool ok;
   {
     shim::HandleCapture capture(shim::CreatedBy::kAlias, &aliases);
     ok = api.update_user_managed_constant_buffer_pairs(d.container, pairs.data(), pairs.size(), /*use_inactive=*/false,
-                                                       /*validate_full_update=*/true) == 0;
+                                                       /*validate_full_update=*/full) == 0;
   }
   if (!ok) {
-    // The library refused: release what it made; the caller uploads its own weights instead.
     for (AtenTensorHandle h : aliases) (void)aoti_torch_delete_tensor_object(h);
-    aoti_cuda_shim_clear_error();
     return false;
   }
   d.shared_aliases.insert(d.shared_aliases.end(), aliases.begin(), aliases.end());
-  d.constants_adopted = true;
-  shared_constants_ += pairs.size();
-  shared_weights_bytes_ += weights_bytes;
   return true;
 }
 
-bool ConstantSharing::bind_delegate(Delegate& d) {
-  const ContainerApi& api = d.library->api();
-  const std::vector<ConstantEntry>& entries = d.constants;
-  // The handles must pair up one-to-one with the constants, else the layout
-  // is unknown and this delegate keeps its own copies.
-  if (api.update_user_managed_constant_buffer_pairs == nullptr || !d.constants_known ||
-      entries.size() != d.constant_handles.size()) {
+}  // namespace
+
+std::vector<std::uint64_t> blob_offsets(const std::vector<std::size_t>& sizes, bool padded, std::uint64_t* total) {
+  std::vector<std::uint64_t> offsets;
+  std::uint64_t at = 0;
+  for (std::size_t s : sizes) {
+    offsets.push_back(at);
+    at += padded ? (static_cast<std::uint64_t>(s) + 63) / 64 * 64 : s;
+  }
+  *total = at;
+  return offsets;
+}
+
+void ConstantSharing::read_table(Delegate& d) {
+  d.constants_known = list_constants(d.library->api(), d.container, d.constants);
+  locate_in_blob(d);
+}
+
+bool ConstantSharing::explicitly_requested(const ConstantEntry& e) const {
+  return !e.fqn.empty() && std::find(share_state_.fqns.begin(), share_state_.fqns.end(), e.fqn) != share_state_.fqns.end();
+}
+
+bool ConstantSharing::shares_state(const ConstantEntry& e) const {
+  if (e.fqn.empty()) return false;
+  return (share_state_.all_buffers && e.type == ConstantType::kBuffer) || explicitly_requested(e);
+}
+
+void ConstantSharing::check_requests(const std::vector<const Delegate*>& all) const {
+  for (const std::string& fqn : share_state_.fqns) {
+    const Delegate* first = nullptr;
+    const ConstantEntry* first_entry = nullptr;
+    std::size_t unreadable = 0;
+    for (const Delegate* d : all) {
+      unreadable += d->constants_known ? 0 : 1;
+      for (const ConstantEntry& e : d->constants) {
+        if (e.fqn != fqn) continue;
+        if (first_entry == nullptr) {
+          first = d;
+          first_entry = &e;
+        } else if (e.dtype != first_entry->dtype || e.data_size != first_entry->data_size) {
+          throw Error(ErrorCode::kInvalidArgument,
+                      "LoadOptions::share_state names '" + fqn + "', which differs between methods: " + first->label +
+                          " holds dtype " + std::to_string(first_entry->dtype) + ", " +
+                          std::to_string(first_entry->data_size) + " bytes; " + d->label + " holds dtype " +
+                          std::to_string(e.dtype) + ", " + std::to_string(e.data_size) + " bytes");
+        }
+      }
+    }
+    if (first_entry == nullptr) {
+      std::vector<std::string> buffers;
+      for (const Delegate* d : all) {
+        for (const ConstantEntry& e : d->constants) {
+          if (e.type == ConstantType::kBuffer && std::find(buffers.begin(), buffers.end(), e.fqn) == buffers.end()) {
+            buffers.push_back("'" + e.fqn + "'");
+          }
+        }
+      }
+      if (buffers.size() > 12) buffers.resize(12), buffers.push_back("...");
+      throw Error(ErrorCode::kNotFound,
+                  "LoadOptions::share_state names '" + fqn + "', which no loaded method holds (buffers: " +
+                      (buffers.empty() ? std::string("none") : common::join(buffers)) + ")" +
+                      (unreadable > 0 ? "; " + std::to_string(unreadable) + " model librar" +
+                                            (unreadable == 1 ? "y does" : "ies do") + " not describe their constants"
+                                      : std::string("")));
+    }
+  }
+}
+
+const ConstantSharing::Held* ConstantSharing::find_match(const Delegate& d, const ConstantEntry& e) {
+  if (e.fqn.empty()) return nullptr;
+  const auto range = held_.equal_range(e.fqn);
+  if (shares_state(e)) {
+    for (auto it = range.first; it != range.second; ++it) {
+      const ConstantEntry& h = it->second.owner->constants[it->second.index];
+      if (h.dtype == e.dtype && h.data_size == e.data_size) return &it->second;
+    }
+    return nullptr;
+  }
+  if (!deduplicate_ || !e.read_only() || !d.blob_layout_known) return nullptr;
+  for (auto it = range.first; it != range.second; ++it) {
+    const Delegate& owner = *it->second.owner;
+    const ConstantEntry& h = owner.constants[it->second.index];
+    if (!h.read_only() || !owner.blob_layout_known || h.dtype != e.dtype || h.data_size != e.data_size) continue;
+    const auto t0 = Clock::now();
+    const bool equal = bytes_equal(blob_range(d, e).data, blob_range(owner, h).data, e.data_size);
+    compare_ms_ += ms_since(t0);
+    if (equal) return &it->second;
+  }
+  return nullptr;
+}
+
+bool ConstantSharing::try_adopt_all(Delegate& d) {
+  if (held_.empty() || d.library->api().update_user_managed_constant_buffer_pairs == nullptr) return false;
+  if (!d.constants_known || d.constants.empty()) return false;
+  std::vector<ContainerApi::ConstantMapEntry> pairs;
+  std::vector<AtenTensorHandle> in_use;
+  std::size_t read_only = 0;
+  for (const ConstantEntry& e : d.constants) {
+    const Held* h = find_match(d, e);
+    if (h == nullptr) {
+      trace(d, "uploads its own weights: " + std::string(type_name(e.type)) + " '" + e.name + "' (fqn '" + e.fqn +
+                   "', dtype " + std::to_string(e.dtype) + ", " + std::to_string(e.data_size) +
+                   " bytes) has no identical earlier copy" + (shares_state(e) ? "" : " and is not shared state"));
+      return false;
+    }
+    pairs.push_back({e.name.c_str(), h->handle});
+    in_use.push_back(h->handle);
+    read_only += shares_state(e) ? 0 : 1;
+  }
+  if (!bind_pairs(d, target_.ordinal(), pairs, /*full=*/true)) {
+    trace(d, "uploads its own weights: the library refused the earlier copies: " + model_failure_detail(d.library->api()));
+    aoti_cuda_shim_clear_error();
     return false;
   }
-  std::vector<ContainerApi::ConstantMapEntry> pairs;
-  for (std::size_t k = 0; k < entries.size(); ++k) {
-    const auto it = held_.find(entries[k].fqn);  // empty FQNs are never held
-    if (it == held_.end() || it->second.handle == d.constant_handles[k]) continue;
-    if (same_layout(it->second.handle, d.constant_handles[k])) pairs.push_back({entries[k].name.c_str(), it->second.handle});
-  }
-  if (pairs.empty()) return false;
-  common::DeviceGuard on_device(target_.ordinal());
-  aoti_cuda_shim_clear_error();
-  shim::HandleCapture capture(shim::CreatedBy::kAlias, &d.shared_aliases);
-  if (api.update_user_managed_constant_buffer_pairs(d.container, pairs.data(), pairs.size(),
-                                                    /*use_inactive=*/false, /*validate_full_update=*/false) != 0) {
-    throw Error(ErrorCode::kModel, d.label + ": sharing " + std::to_string(pairs.size()) +
-                                       " constant(s) with an earlier method failed: " + model_failure_detail(api) +
-                                       " (load with LoadOptions::share_constants_across_methods = false to keep "
-                                       "per-method copies)");
-  }
-  shared_constants_ += pairs.size();
+  d.in_use = std::move(in_use);
+  d.constants_adopted = true;
+  deduplicated_constants_ += read_only;
+  shared_state_constants_ += pairs.size() - read_only;
+  deduplicated_bytes_ += d.spec->weights.size;
   return true;
 }
 
-void ConstantSharing::bind_remaining(const std::vector<std::unique_ptr<Method>>& methods) {
-  for (const auto& method : methods) {
-    for (const auto& d : method->delegates) {
-      if (!d->constants_adopted) (void)bind_delegate(*d);  // adopted ones are bound to earlier copies already
+void ConstantSharing::after_upload(Delegate& d) {
+  // The handles pair up with the constants only when the library made one per constant.
+  if (!d.constants_known || d.constant_handles.size() != d.constants.size()) return;
+  d.in_use = d.constant_handles;
+  std::vector<ContainerApi::ConstantMapEntry> pairs;
+  std::vector<std::size_t> bound;
+  for (std::size_t k = 0; k < d.constants.size(); ++k) {
+    const ConstantEntry& e = d.constants[k];
+    if (!shares_state(e)) continue;
+    const Held* h = find_match(d, e);
+    if (h == nullptr) continue;  // the first holder of this buffer, or a mismatch check_requests allowed
+    if (!same_layout(h->handle, d.constant_handles[k])) {
+      if (explicitly_requested(e)) {
+        throw Error(ErrorCode::kInvalidArgument, "LoadOptions::share_state names '" + e.fqn + "', whose layout in " +
+                                                     d.label + " differs from the one in " + h->owner->label);
+      }
+      trace(d, "keeps its own buffer '" + e.fqn + "': its layout differs from " + h->owner->label + "'s");
+      continue;
     }
+    pairs.push_back({e.name.c_str(), h->handle});
+    bound.push_back(k);
+    d.in_use[k] = h->handle;
+  }
+  if (!pairs.empty()) {
+    if (d.library->api().update_user_managed_constant_buffer_pairs == nullptr ||
+        !bind_pairs(d, target_.ordinal(), pairs, /*full=*/false)) {
+      throw Error(ErrorCode::kModel, d.label + ": sharing " + std::to_string(pairs.size()) +
+                                         " buffer(s) with an earlier method (LoadOptions::share_state) failed: " +
+                                         model_failure_detail(d.library->api()));
+    }
+    shared_state_constants_ += pairs.size();
+  }
+  for (std::size_t k = 0; k < d.constants.size(); ++k) {
+    if (std::find(bound.begin(), bound.end(), k) != bound.end() || d.constants[k].fqn.empty()) continue;
+    held_.emplace(d.constants[k].fqn, Held{&d, k, d.constant_handles[k]});
   }
 }
 

@@ -1,18 +1,32 @@
-// Private runtime: sharing model constants (parameters and buffers) across the
-// methods of one Module (LoadOptions::share_constants_across_methods).
+// Private runtime: which constants of different methods of one Module use a
+// single copy — correct by default (issue 10):
 //
-// Every method's model library holds its own copy of the module's constants.
-// This class makes methods use one copy where the model libraries allow it:
-//   1. read_table(): each delegate's constant table is read once, after its
-//      container exists; install_before() orders delegates largest table first.
-//   2. Before a delegate's weights blob is uploaded, try_adopt_all() binds ALL
-//      its constants to copies an earlier delegate installed (same original
-//      FQN, dtype and byte size); then the blob is never uploaded.
-//   3. After a delegate uploaded its own blob, remember() records its constants
-//      by original FQN (first one wins).
-//   4. bind_remaining() (once every delegate has weights) binds each constant
-//      whose FQN an earlier delegate holds with the same layout, so state one
-//      method writes (e.g. a KV cache filled by prefill) is what the others read.
+//   * Read-only constants (Parameter, TensorConstant, as GetConstantType
+//     reports them) are deduplicated (LoadOptions::deduplicate_constants)
+//     only when their bytes are identical: same original FQN, dtype and byte
+//     size, and the two ranges of the weights blobs compare equal. The FQN
+//     stands in for the layout, which the container API cannot report before
+//     a blob is uploaded (a handle that only shares the bytes but not the
+//     shape would break extern kernels that read its sizes).
+//   * Mutable buffers are bound across methods only when LoadOptions::
+//     share_state asks (all buffers, or a list of FQNs); then the first
+//     installed method's copy (its initial bytes) is the one every method uses.
+//   * Constants of unknown type, and every constant of a library whose table
+//     cannot be read, are never bound.
+//
+// Steps (MethodLoader drives them):
+//   1. read_table(): each delegate's constant table (names, FQNs, types,
+//      dtypes, sizes) and where each constant's bytes lie in its weights blob
+//      (unpadded or 64-byte padded chunks: the one whose total matches the
+//      blob size; neither: no deduplication for that delegate).
+//      install_before() orders delegates largest table first.
+//   2. check_requests(): every FQN of share_state.fqns exists, with one dtype
+//      and size (kNotFound / kInvalidArgument otherwise).
+//   3. Per delegate, before its blob is uploaded: try_adopt_all() binds ALL
+//      its constants to earlier copies when each one is an identical
+//      read-only constant or requested state; the blob is then never uploaded.
+//   4. Otherwise, after the upload, after_upload() binds its requested state
+//      to the earlier copy (layouts compared) and records its constants.
 // Binding uses AOTInductorModelContainerUpdateUserManagedConstantBufferPairs;
 // the aliases it makes are recorded in Delegate::shared_aliases.
 // AOTI_CUDA_TRACE_SHARING=1 prints why a delegate uploads its own weights.
@@ -23,19 +37,24 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "aoti_cuda/module.hpp"
 #include "runtime/method.hpp"
 
 namespace aoti_cuda::runtime {
 
+/// Offsets of chunks of `sizes` bytes laid end to end (padded to 64 bytes
+/// each when `padded`); the total in `*total`.
+std::vector<std::uint64_t> blob_offsets(const std::vector<std::size_t>& sizes, bool padded, std::uint64_t* total);
+
 class ConstantSharing {
  public:
-  explicit ConstantSharing(TargetDevice target) : target_(target) {}
+  ConstantSharing(TargetDevice target, bool deduplicate, StateSharing share_state)
+      : target_(target), deduplicate_(deduplicate), share_state_(std::move(share_state)) {}
 
-  /// Reads the delegate's constant table into d.constants / d.constants_known.
+  /// Reads the delegate's constant table into d.constants (see step 1).
   static void read_table(Delegate& d);
   /// Install order: delegates with larger constant tables first, so that a
   /// method whose constants are a subset of an earlier one's can adopt them.
@@ -43,32 +62,39 @@ class ConstantSharing {
     return a.constants.size() > b.constants.size();
   }
 
-  /// Binds every constant of `d` to an earlier delegate's copy; true when that
-  /// worked and d's weights blob (weights_bytes) need not be uploaded.
-  bool try_adopt_all(Delegate& d, std::uint64_t weights_bytes);
-  /// Records the constants `d` installed from its own weights blob.
-  void remember(const Delegate& d);
-  /// Binds the constants of the delegates that did not adopt all of theirs.
-  /// Throws kModel when a model library refuses the binding.
-  void bind_remaining(const std::vector<std::unique_ptr<Method>>& methods);
+  /// Step 2. Throws kNotFound / kInvalidArgument naming the FQN.
+  void check_requests(const std::vector<const Delegate*>& all) const;
+  /// Step 3: true when every constant of `d` was bound to an earlier copy and
+  /// its weights blob need not be uploaded.
+  bool try_adopt_all(Delegate& d);
+  /// Step 4, after `d` installed its own blob. Throws kInvalidArgument for a
+  /// requested buffer whose layout differs, kModel when the library refuses.
+  void after_upload(Delegate& d);
 
-  /// Constants bound to another method's copy so far.
-  std::size_t shared_constants() const noexcept { return shared_constants_; }
-  /// Bytes of weights blobs never uploaded because every constant was adopted.
-  std::size_t shared_weights_bytes() const noexcept { return shared_weights_bytes_; }
+  /// Counts for LoadStats.
+  std::size_t deduplicated_constants() const noexcept { return deduplicated_constants_; }
+  std::size_t shared_state_constants() const noexcept { return shared_state_constants_; }
+  std::size_t deduplicated_bytes() const noexcept { return deduplicated_bytes_; }
+  double compare_ms() const noexcept { return compare_ms_; }
 
  private:
-  struct HeldConstant {
+  struct Held {
+    const Delegate* owner = nullptr;
+    std::size_t index = 0;  ///< in owner->constants
     AtenTensorHandle handle = nullptr;
-    int32_t dtype = -1;
-    std::size_t data_size = 0;
   };
-  bool bind_delegate(Delegate& d);
+  bool shares_state(const ConstantEntry& e) const;
+  bool explicitly_requested(const ConstantEntry& e) const;
+  const Held* find_match(const Delegate& d, const ConstantEntry& e);
 
   TargetDevice target_;
-  std::map<std::string, HeldConstant> held_;  ///< installed so far, by original FQN (first wins)
-  std::size_t shared_constants_ = 0;
-  std::size_t shared_weights_bytes_ = 0;
+  bool deduplicate_;
+  StateSharing share_state_;
+  std::multimap<std::string, Held> held_;  ///< constants installed from a blob so far, by FQN
+  std::size_t deduplicated_constants_ = 0;
+  std::size_t shared_state_constants_ = 0;
+  std::size_t deduplicated_bytes_ = 0;
+  double compare_ms_ = 0;
 };
 
 }  // namespace aoti_cuda::runtime

@@ -7,6 +7,8 @@
 
 #include "common/cuda.hpp"
 #include "runtime/driver_modules.hpp"
+#include "runtime/profiler.hpp"
+#include "runtime/state.hpp"
 #include "runtime/tensor_util.hpp"
 #include "shim/allocator.hpp"
 
@@ -29,6 +31,7 @@ struct RunState {
   const TargetDevice& target;
   Slot& slot;
   void* stream = nullptr;            // the run stream (nullptr on CPU modules)
+  Profiler* profiler = nullptr;      // RunOptions::profile's recorder (disabled when not asked for)
   std::vector<Value> values;         // the method's value table
   std::size_t staging_offset = 0;    // next free byte of slot.pinned for host inputs
   bool staged = false;               // copies out of slot.pinned were queued on `stream`
@@ -212,11 +215,17 @@ void run_delegate(RunState& run, const PlanStep& step) {
   // This call's arguments (a delegate may be called more than once).
   const std::vector<int32_t>& args = step.args.empty() ? d.spec->args : step.args;
   std::vector<AtenTensorHandle> ins(d.n_in, nullptr), outs(d.n_out, nullptr);
-  make_inputs(run, d, args, ins);
+  const std::string which =  // step names only when profiling: no string work on the normal path
+      run.profiler->enabled() ? std::to_string(step.delegate) + " (" + run.method.spec->name + ")" : std::string();
+  {
+    Profiler::Scope p(run.profiler, "stage inputs: delegate ", which);
+    make_inputs(run, d, args, ins);
+  }
   aoti_cuda_shim_clear_error();
   const auto& api = d.library->api();
   int32_t rc = 0;
   {
+    Profiler::Scope p(run.profiler, "run: delegate ", which);
     runtime::TrackModulesScope track(&d.kernel_modules);  // kernels load on their first launch
     rc = api.run(d.container, ins.data(), ins.size(), outs.data(), outs.size(), run.stream, nullptr);
   }
@@ -236,6 +245,7 @@ void run_delegate(RunState& run, const PlanStep& step) {
     throw Error(code, d.label + ": AOTInductorModelContainerRun failed: " + detail + run_failure_hint(run.target, d));
   }
   // Success: every input was stolen.
+  Profiler::Scope p(run.profiler, "outputs of delegate ", which);
   take_outputs(run, d, args, outs);
 }
 
@@ -268,9 +278,11 @@ void run_plan(RunState& run) {
         run.values[static_cast<std::size_t>(step.args[1])] = run.values[static_cast<std::size_t>(step.args[0])];
         break;
       case PlanStep::Kind::kHostToDevice:
-      case PlanStep::Kind::kDeviceToHost:
+      case PlanStep::Kind::kDeviceToHost: {
+        Profiler::Scope p(run.profiler, step.kind == PlanStep::Kind::kHostToDevice ? "h2d copy" : "d2h copy");
         run_copy(run, step);
         break;
+      }
     }
   }
 }
@@ -367,12 +379,22 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
     }
     if (staging_bytes > 0) (void)run.slot.staging(staging_bytes);
   }
+  // Mutable state: the selected session's copy in place, this call ordered
+  // after the previous stateful one (runtime/state.hpp). Held until return.
+  const StateManager::Lease state_lease = StateManager::enter(m, ro.session, run.stream);
   run.values.resize(ms.values.size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     run.values[static_cast<std::size_t>(ms.inputs[i].value_index)].tensor = inputs[i];
   }
+  Profiler profiler(ro.profile, run.stream, target.device.is_cuda());
+  run.profiler = &profiler;
   run_plan(run);
-  std::vector<Tensor> result = collect_outputs(run, inputs, ro);
+  std::vector<Tensor> result;
+  {
+    Profiler::Scope p(&profiler, "collect outputs");
+    result = collect_outputs(run, inputs, ro);
+  }
+  profiler.finish();
   if (target.device.is_cuda() && own_stream) finish_on_own_stream(run);
   return result;
 }

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "aoti_cuda/error.hpp"
+#include "aoti_cuda/library_check.hpp"
 #include "common/env.hpp"
 #include "common/fault_injection.hpp"
 #include "common/text.hpp"
@@ -203,6 +204,7 @@ void bind_entry_points(void* handle, ContainerApi& a, const std::string& label) 
   bind(handle, "AOTInductorModelContainerGetConstantOriginalFQN", a.get_constant_original_fqn);
   bind(handle, "AOTInductorModelContainerGetConstantFromFolded", a.get_constant_from_folded);
   bind(handle, "AOTInductorModelContainerGetConstantDtype", a.get_constant_dtype);
+  bind(handle, "AOTInductorModelContainerGetConstantType", a.get_constant_type);
   bind(handle, "AOTInductorModelContainerGetConstantDataSize", a.get_constant_data_size);
   bind(handle, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
        a.update_user_managed_constant_buffer_pairs);
@@ -287,6 +289,12 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                       " symbol(s) this process does not provide: " + names +
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
                                       " in the global symbol scope)");
+  }
+  // The C/C++ runtime versions it was linked against (GLIBC_2.38, ...): dlopen
+  // would name only the first missing one, and less plainly.
+  const LibraryCheck versions = check_symbol_versions(so);
+  if (versions.status == CheckStatus::kFail) {
+    throw Error(ErrorCode::kLoad, "the model library of " + label + " cannot be loaded on this machine: " + versions.detail);
   }
   lib->kernels_ = inspect_cuda_kernels(so);
   // 4. Load from an anonymous file.

@@ -52,6 +52,8 @@ struct ContainerApi {
   AOTIRuntimeError (*get_constant_original_fqn)(ContainerHandle, std::size_t, const char**) = nullptr;
   AOTIRuntimeError (*get_constant_from_folded)(ContainerHandle, std::size_t, bool*) = nullptr;
   AOTIRuntimeError (*get_constant_dtype)(ContainerHandle, std::size_t, int32_t*) = nullptr;
+  /// ConstantType: Unknown=0, Parameter=1, Buffer=2, TensorConstant=3, FoldedConstant=4.
+  AOTIRuntimeError (*get_constant_type)(ContainerHandle, std::size_t, int32_t*) = nullptr;
   AOTIRuntimeError (*get_constant_data_size)(ContainerHandle, std::size_t, std::size_t*) = nullptr;
   struct ConstantMapEntry {
     const char* name;

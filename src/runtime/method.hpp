@@ -8,12 +8,14 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "aoti_cuda/error.hpp"
+#include "aoti_cuda/module.hpp"
 #include "aoti_cuda/program.hpp"
 #include "aoti_cuda/shim.h"
 #include "aoti_cuda/tensor.hpp"
@@ -31,11 +33,19 @@ struct TargetDevice {
   int ordinal() const noexcept { return device.is_cuda() ? device.index : -1; }
 };
 
+/// AOTInductor's ConstantType codes (GetConstantType).
+enum class ConstantType : int32_t { kUnknown = 0, kParameter = 1, kBuffer = 2, kTensorConstant = 3, kFolded = 4 };
+
 /// One entry of a model library's constant table (non-folded constants only).
 struct ConstantEntry {
   std::string name, fqn;
   int32_t dtype = -1;
   std::size_t data_size = 0;
+  ConstantType type = ConstantType::kUnknown;
+  std::uint64_t blob_offset = 0;  ///< where its bytes start in the weights blob (Delegate::blob_layout_known)
+
+  /// Parameters and tensor constants: the model never writes them.
+  bool read_only() const noexcept { return type == ConstantType::kParameter || type == ConstantType::kTensorConstant; }
 };
 
 /// One delegate call site of a method: its model library and container.
@@ -55,10 +65,15 @@ struct Delegate {
   /// (UpdateUserManagedConstantBufferPairs); PyTorch 2.11 never frees them, so
   /// they are deleted here once the container is gone.
   std::vector<AtenTensorHandle> shared_aliases;
-  /// The library's constant table, read at load when constants are shared
-  /// across methods; constants_known says it was readable.
+  /// The library's constant table (read at load); constants_known says it was
+  /// readable, blob_layout_known that each entry's blob_offset is right.
   std::vector<ConstantEntry> constants;
   bool constants_known = false;
+  bool blob_layout_known = false;
+  /// Parallel to `constants`: the handle whose memory the container uses for
+  /// each constant (its own, or another method's it was bound to). Empty when
+  /// the handles are unknown.
+  std::vector<AtenTensorHandle> in_use;
   /// True when every constant came from earlier methods and the weights blob
   /// was never uploaded (ConstantSharing::try_adopt_all).
   bool constants_adopted = false;
@@ -92,8 +107,13 @@ struct Slot {
 };
 
 /// A loaded method: its delegates (parallel to spec->delegates) and slot pool.
+class StateManager;
+
 struct Method {
   const MethodSpec* spec = nullptr;
+  /// The Module's state manager when this method holds mutable state (calls
+  /// go through StateManager::enter), else nullptr.
+  StateManager* state = nullptr;
   std::vector<std::unique_ptr<Delegate>> delegates;
   std::vector<std::unique_ptr<Slot>> slots;
   std::vector<std::size_t> free_slots;
@@ -141,5 +161,9 @@ std::shared_ptr<void> own_handle(AtenTensorHandle h);
 
 /// "tensor", "int", ... for messages.
 const char* kind_name(ValueKind k);
+
+/// Fills meta's input/output names and dynamic dimensions from the method's
+/// delegates (method_io.cpp). `meta.inputs` / `outputs` must be filled.
+void describe_io(const Method& m, MethodMeta& meta);
 
 }  // namespace aoti_cuda::runtime

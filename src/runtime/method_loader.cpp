@@ -2,9 +2,12 @@
 #include "runtime/method_loader.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
+#include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
 #include "common/text.hpp"
+#include "runtime/weights_io.hpp"
 #include "shim/handle_capture.hpp"
 
 namespace aoti_cuda::runtime {
@@ -65,7 +68,7 @@ TargetDevice open_device(Device device, const std::string& label, LoadTimings& t
 }
 
 std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const MethodSpec*>& selected,
-                                                        ConstantSharing* sharing) {
+                                                        ConstantSharing& sharing) {
   std::size_t total = 0;
   for (const MethodSpec* ms : selected) total += ms->delegates.size();
   std::size_t done = 0;
@@ -75,23 +78,28 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
   // Weights are installed after every container exists, so that methods whose
   // constants are all held by another can adopt them.
   std::vector<std::pair<Delegate*, const MethodSpec*>> pending;
+  std::vector<const Delegate*> all;
   for (const auto& m : methods) {
-    for (const auto& d : m->delegates) pending.emplace_back(d.get(), m->spec);
+    for (const auto& d : m->delegates) {
+      ConstantSharing::read_table(*d);
+      pending.emplace_back(d.get(), m->spec);
+      all.push_back(d.get());
+    }
   }
-  if (sharing != nullptr) {
-    for (auto& p : pending) ConstantSharing::read_table(*p.first);
-    std::stable_sort(pending.begin(), pending.end(),
-                     [](const auto& a, const auto& b) { return ConstantSharing::install_before(*a.first, *b.first); });
-  }
+  sharing.check_requests(all);
+  std::stable_sort(pending.begin(), pending.end(),
+                   [](const auto& a, const auto& b) { return ConstantSharing::install_before(*a.first, *b.first); });
   for (std::size_t i = 0; i < pending.size(); ++i) {
     install_weights(*pending[i].first, sharing);
     progress_("weights", pending[i].second->name, i + 1, pending.size());
   }
-  if (sharing != nullptr) {
-    const auto t0 = Clock::now();
-    sharing->bind_remaining(methods);
-    timings_.weights_ms += ms_since(t0);
-  }
+  // Comparisons may have touched blobs installed earlier again.
+  for (const auto& p : pending) release_blob_pages(p.first->spec->weights);
+  stats_.deduplicated_bytes = sharing.deduplicated_bytes();
+  stats_.deduplicated_constants = sharing.deduplicated_constants();
+  stats_.shared_state_constants = sharing.shared_state_constants();
+  stats_.compare_ms = sharing.compare_ms();
+  if (stats_.upload_ms > 0) stats_.upload_gb_per_s = static_cast<double>(stats_.weight_bytes) / (stats_.upload_ms * 1e6);
   return methods;
 }
 
@@ -192,27 +200,45 @@ void MethodLoader::check_calls(const Method& m) const {
   }
 }
 
-void MethodLoader::install_weights(Delegate& d, ConstantSharing* sharing) {
+void MethodLoader::install_weights(Delegate& d, ConstantSharing& sharing) {
   const auto t0 = Clock::now();
+  check_blob(d);
+  const ByteView blob = d.spec->weights;
+  if (!blob.empty()) {
+    // Adopted: never uploaded, every constant is an earlier method's copy.
+    if (!sharing.try_adopt_all(d)) {
+      upload_weights(d);
+      sharing.after_upload(d);
+    } else if (trace_weights()) {
+      log(LogLevel::kDebug, d.label + ": " + std::to_string(blob.size) +
+                                " weight bytes not uploaded (every constant has an identical or shared copy)");
+    }
+    // The device holds the bytes now: the process need not (RSS).
+    release_blob_pages(blob);
+  } else {
+    sharing.after_upload(d);  // no blob: nothing to install, but its state is still known
+  }
+  timings_.weights_ms += ms_since(t0);
+}
+
+// A program without a weights blob for a model that reads one, or a blob
+// shorter than the model reads, must not be read past its end.
+void MethodLoader::check_blob(const Delegate& d) const {
   const DelegateSpec& ds = *d.spec;
   const ContainerApi& api = d.library->api();
-  std::uint64_t blob_bytes = 0;
-  if (ds.weights.empty() && api.get_constants_blob_size != nullptr &&
-      api.get_constants_blob_size(d.container, &blob_bytes) == 0 && blob_bytes > 0) {
-    throw Error(ErrorCode::kInvalidProgram, d.label + ": the model library reads " + std::to_string(blob_bytes) +
+  std::uint64_t expected = 0;
+  if (api.get_constants_blob_size == nullptr || api.get_constants_blob_size(d.container, &expected) != 0) return;
+  if (ds.weights.empty() && expected > 0) {
+    throw Error(ErrorCode::kInvalidProgram, d.label + ": the model library reads " + std::to_string(expected) +
                                                 " bytes of weights but the program has no weights blob" +
                                                 (ds.weights_key.empty() ? std::string("")
                                                                         : " ('" + ds.weights_key + "' is empty)"));
   }
-  if (!ds.weights.empty()) {
-    // Adopted: never uploaded, every constant is an earlier method's copy.
-    const bool adopted = sharing != nullptr && sharing->try_adopt_all(d, ds.weights.size);
-    if (!adopted) {
-      upload_weights(d);
-      if (sharing != nullptr) sharing->remember(d);
-    }
+  if (!ds.weights.empty() && expected > ds.weights.size) {
+    throw Error(ErrorCode::kInvalidProgram, d.label + ": the weights blob '" + ds.weights_key + "' in " +
+                                                ds.weights_file + " has " + std::to_string(ds.weights.size) +
+                                                " bytes but the model library reads " + std::to_string(expected));
   }
-  timings_.weights_ms += ms_since(t0);
 }
 
 void MethodLoader::upload_weights(Delegate& d) {
@@ -224,23 +250,41 @@ void MethodLoader::upload_weights(Delegate& d) {
                                       " bytes) but the model library does not export "
                                       "AOTInductorModelUpdateConstantsFromBlob");
   }
-  // The model reads as many bytes as its compiled-in constant table says;
-  // a short blob (truncated or mismatched .ptd) must not be read past its end.
-  std::uint64_t expected = 0;
-  if (api.get_constants_blob_size != nullptr && api.get_constants_blob_size(d.container, &expected) == 0 &&
-      expected > ds.weights.size) {
-    throw Error(ErrorCode::kInvalidProgram, d.label + ": the weights blob '" + ds.weights_key + "' in " +
-                                                ds.weights_file + " has " + std::to_string(ds.weights.size) +
-                                                " bytes but the model library reads " + std::to_string(expected));
+  const auto t0 = Clock::now();
+  // The library copies constant by constant (synchronous cudaMemcpy from the
+  // blob): from page-locked memory those copies run at full PCIe/C2C speed.
+  // Page-locking pays off only for large blobs.
+  constexpr std::size_t kLockFrom = std::size_t{4} << 20;
+  std::unique_ptr<PageLock> lock;
+  if (target_.device.is_cuda() && ds.weights.size >= kLockFrom) {
+    prefetch_pages(ds.weights);
+    lock = std::make_unique<PageLock>(ds.weights, target_.ordinal());
+    if (!lock->locked() && stats_.upload_note.empty()) stats_.upload_note = d.label + ": " + lock->reason();
   }
   aoti_cuda_shim_clear_error();
-  DeviceGuard guard(target_.ordinal());
-  TrackModulesScope track(&d.kernel_modules);
-  shim::HandleCapture capture(shim::CreatedBy::kFromBlob, &d.constant_handles);
-  if (api.update_constants_from_blob(d.container, ds.weights.data) != 0) {
-    throw Error(model_failure_code(), d.label + ": installing the weights ('" + ds.weights_key + "' from " +
-                                       ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
-                                       model_failure_detail(api));
+  {
+    DeviceGuard guard(target_.ordinal());
+    TrackModulesScope track(&d.kernel_modules);
+    shim::HandleCapture capture(shim::CreatedBy::kFromBlob, &d.constant_handles);
+    if (api.update_constants_from_blob(d.container, ds.weights.data) != 0) {
+      throw Error(model_failure_code(), d.label + ": installing the weights ('" + ds.weights_key + "' from " +
+                                         ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
+                                         model_failure_detail(api));
+    }
+  }
+  const bool locked = lock && lock->locked();
+  const std::string why = !lock ? "small blob" : lock->locked() ? "" : lock->reason();
+  lock.reset();  // unlocked before the time is taken: it is part of the cost
+  const double ms = ms_since(t0);
+  stats_.weight_bytes += ds.weights.size;
+  stats_.page_locked_bytes += locked ? ds.weights.size : 0;
+  stats_.upload_ms += ms;
+  if (trace_weights()) {
+    char rate[64];
+    std::snprintf(rate, sizeof rate, "%.2f ms (%.2f GB/s)", ms, static_cast<double>(ds.weights.size) / (ms * 1e6));
+    log(LogLevel::kDebug, d.label + ": " + std::to_string(ds.weights.size) + " weight bytes uploaded in " + rate +
+                              " from " + (locked ? "page-locked" : "pageable") + " memory" +
+                              (why.empty() ? std::string() : " (" + why + ")"));
   }
 }
 

@@ -6,10 +6,13 @@
 //   2. open_device(): the device exists, its primary context is created;
 //   3. MethodLoader::load(): for every delegate of every method, the model
 //      library (ModelLibrary::load), the architecture gate, the container;
-//      then, once every container exists, the weights of each delegate in
-//      ConstantSharing's order (a delegate may adopt an earlier one's
-//      constants instead of uploading its own blob), then the remaining
-//      constant bindings.
+//      then, once every container exists, every constant table is read and
+//      the weights of each delegate are installed in ConstantSharing's order:
+//      a delegate whose constants are all identical read-only copies or shared
+//      state adopts the earlier copies instead of uploading its blob; the
+//      others upload it (page-locked in place when the driver allows, see
+//      weights_io.hpp) and then bind their requested shared state. Each blob's
+//      pages are released once it is installed.
 #pragma once
 
 #include <cstddef>
@@ -37,24 +40,26 @@ class MethodLoader {
  public:
   using Progress = std::function<void(const char* phase, const std::string& method, std::size_t done, std::size_t total)>;
 
-  MethodLoader(const LoadOptions& options, TargetDevice target, LoadTimings& timings, Progress progress)
-      : options_(options), target_(target), timings_(timings), progress_(std::move(progress)) {}
+  MethodLoader(const LoadOptions& options, TargetDevice target, LoadTimings& timings, LoadStats& stats,
+               Progress progress)
+      : options_(options), target_(target), timings_(timings), stats_(stats), progress_(std::move(progress)) {}
 
-  /// Loads `selected` (see the file comment); `sharing` is null when constants
-  /// are not shared across methods.
-  std::vector<std::unique_ptr<Method>> load(const std::vector<const MethodSpec*>& selected, ConstantSharing* sharing);
+  /// Loads `selected` (see the file comment).
+  std::vector<std::unique_ptr<Method>> load(const std::vector<const MethodSpec*>& selected, ConstantSharing& sharing);
 
  private:
   std::unique_ptr<Method> load_method(const MethodSpec& ms, std::size_t& done, std::size_t total);
   std::unique_ptr<Delegate> load_library(const MethodSpec& ms, std::size_t index);
   void create_container(Delegate& d);
   void check_calls(const Method& m) const;
-  void install_weights(Delegate& d, ConstantSharing* sharing);
+  void install_weights(Delegate& d, ConstantSharing& sharing);
+  void check_blob(const Delegate& d) const;
   void upload_weights(Delegate& d);
 
   const LoadOptions& options_;
   TargetDevice target_;
   LoadTimings& timings_;
+  LoadStats& stats_;
   Progress progress_;
 };
 

@@ -7,6 +7,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/method.hpp"
 #include "runtime/method_loader.hpp"
+#include "runtime/state.hpp"
 
 namespace aoti_cuda {
 namespace {
@@ -28,8 +29,9 @@ struct Module::Impl {
   LoadOptions options;
   runtime::TargetDevice target;
   LoadTimings timings;
-  runtime::ConstantSharing sharing{runtime::TargetDevice{}};
+  LoadStats stats;
   std::vector<std::unique_ptr<Method>> methods;
+  std::unique_ptr<runtime::StateManager> state;  // methods point at it
 
   explicit Impl(Program p) : program(std::move(p)) {}
 
@@ -50,9 +52,11 @@ void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_po
   }
   const std::vector<const MethodSpec*> selected = runtime::select_methods(program, opts.methods);
   target = runtime::open_device(opts.device, program.pte_path(), timings);
-  sharing = runtime::ConstantSharing(target);
-  runtime::MethodLoader loader(options, target, timings, progress);
-  methods = loader.load(selected, opts.share_constants_across_methods ? &sharing : nullptr);
+  runtime::ConstantSharing sharing(target, opts.deduplicate_constants, opts.share_state);
+  runtime::MethodLoader loader(options, target, timings, stats, progress);
+  methods = loader.load(selected, sharing);
+  state = std::make_unique<runtime::StateManager>(target);
+  state->collect(methods);
   timings.total_ms = parse_ms + ms_since(t_start);
 }
 
@@ -108,6 +112,15 @@ std::vector<std::string> Module::method_names() const {
   return names;
 }
 
+std::string Module::default_method() const {
+  const auto& methods = checked(impl_).methods;
+  for (const auto& m : methods) {
+    if (m->spec->name == "forward") return "forward";
+  }
+  if (methods.empty()) throw Error(ErrorCode::kNotFound, "the Module has no loaded method");
+  return methods.front()->spec->name;
+}
+
 MethodMeta Module::method_meta(std::string_view method) const {
   const Method& m = checked(impl_).find(method);
   MethodMeta meta;
@@ -115,10 +128,12 @@ MethodMeta Module::method_meta(std::string_view method) const {
   for (const ValueSpec& v : m.spec->inputs) meta.inputs.push_back(v.tensor);
   for (const ValueSpec& v : m.spec->outputs) meta.outputs.push_back(v.tensor);
   meta.num_delegates = m.delegates.size();
+  runtime::describe_io(m, meta);
   return meta;
 }
 
-std::vector<Tensor> Module::execute(std::string_view method, const std::vector<Tensor>& inputs, const RunOptions& options) {
+std::vector<Tensor> Module::execute(std::string_view method, const std::vector<Tensor>& inputs,
+                                    const RunOptions& options) {
   auto& impl = checked(impl_);
   return runtime::execute_method(impl.find(method), impl.target, inputs, options);
 }
@@ -127,8 +142,16 @@ const Program& Module::program() const { return checked(impl_).program; }
 
 LoadTimings Module::load_timings() const { return checked(impl_).timings; }
 
-std::size_t Module::shared_constants() const { return checked(impl_).sharing.shared_constants(); }
+LoadStats Module::load_stats() const { return checked(impl_).stats; }
 
-std::size_t Module::shared_weights_bytes() const { return checked(impl_).sharing.shared_weights_bytes(); }
+Session Module::create_session() {
+  auto& impl = checked(impl_);
+  Session s;
+  s.impl_ = std::make_unique<Session::Impl>();
+  impl.state->create(*s.impl_);
+  return s;
+}
+
+std::size_t Module::state_bytes() const { return checked(impl_).state->state_bytes(); }
 
 }  // namespace aoti_cuda

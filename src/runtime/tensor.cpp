@@ -148,12 +148,12 @@ Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device, boo
   return t;
 }
 
-Tensor Tensor::from_blob(void* data, std::vector<int64_t> shape, DType dtype, Device device,
+Tensor Tensor::from_blob(const void* data, std::vector<int64_t> shape, DType dtype, Device device,
                          std::vector<int64_t> strides) {
   return from_blob(data, std::move(shape), dtype, device, nullptr, std::move(strides));
 }
 
-Tensor Tensor::from_blob(void* data, std::vector<int64_t> shape, DType dtype, Device device,
+Tensor Tensor::from_blob(const void* data, std::vector<int64_t> shape, DType dtype, Device device,
                          std::shared_ptr<void> owner, std::vector<int64_t> strides) {
   const std::size_t es = element_size(dtype);
   if (es == 0) throw Error(ErrorCode::kInvalidArgument, "Tensor::from_blob: invalid dtype code " + std::to_string(static_cast<int>(dtype)));
@@ -166,7 +166,7 @@ Tensor Tensor::from_blob(void* data, std::vector<int64_t> shape, DType dtype, De
   if (device.is_cuda() && device.index < 0) throw Error(ErrorCode::kInvalidArgument, "Tensor::from_blob: negative CUDA device index");
   Tensor t;
   t.owner_ = std::move(owner);
-  t.data_ = data;
+  t.data_ = const_cast<void*>(data);  // Tensor has no const flavour; see from_blob's contract
   t.strides_ = strides.empty() ? contiguous_strides(shape) : std::move(strides);
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;

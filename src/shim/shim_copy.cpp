@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "aoti_cuda/log.hpp"
 #include "aoti_cuda/shim.h"
 #include "shim/allocator.hpp"
 #include "shim/copy_engine.hpp"
@@ -272,11 +273,11 @@ void aoti_torch_print_tensor_handle(AtenTensorHandle self, const char* msg) {
         line += count > 32 ? ", ...]" : "]";
       }
     }
-    std::fprintf(stderr, "%s\n", line.c_str());
+    aoti_cuda::log(aoti_cuda::LogLevel::kInfo, line);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "[aoti_cuda] %s: <could not print tensor: %s>\n", msg ? msg : "", e.what());
+    aoti_cuda::log(aoti_cuda::LogLevel::kError, std::string(msg ? msg : "") + ": <could not print tensor: " + e.what() + ">");
   } catch (...) {
-    std::fprintf(stderr, "[aoti_cuda] %s: <could not print tensor>\n", msg ? msg : "");
+    aoti_cuda::log(aoti_cuda::LogLevel::kError, std::string(msg ? msg : "") + ": <could not print tensor>");
   }
 }
 

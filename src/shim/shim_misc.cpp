@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "aoti_cuda/log.hpp"
 #include "aoti_cuda/shim.h"
 #include "shim/error_state.hpp"
 #include "shim/tensor_object.hpp"
@@ -67,7 +68,9 @@ void aoti_torch_warn(const char* func, const char* file, uint32_t line, const ch
       log.last = text;
       log.count += 1;
     }
-    if (std::getenv("AOTI_CUDA_QUIET") == nullptr) std::fprintf(stderr, "[aoti_cuda] warning: %s\n", text.c_str());
+    // Through the SDK's log handler (aoti_cuda/log.hpp); the default one
+    // honours AOTI_CUDA_QUIET.
+    aoti_cuda::log(aoti_cuda::LogLevel::kWarning, text);
   } catch (...) {
     // A warning must never fail the caller.
   }

@@ -8,18 +8,21 @@
 // out owning output handles, as generated code does.
 //
 // One source, several libraries (FAKE_MODEL_KIND):
-//   1 "affine":  Run(a f32[B,4], b f32[B,4]) -> (y, y)   y = a * w + b, w = 4 floats from the weights blob.
+//   1 "affine":  Run(a f32[B,4], b f32[B,4]) -> (y, y)   y = a * w + b, w = 4 floats from the weights blob
+//                (constant "w", FQN "affine.w", a Parameter).
 //                The same handle fills both output slots (callers must deduplicate).
 //                If b[0] == -777 the run fails like a real model: input 0 was
 //                already stolen (slot nulled), input 1 was not, and a failed
 //                shim call (empty_strided with dtype 99) left a message.
 //   2 "kv":      Run(pos i64[1], x f32[1,4]) -> (sum f32[4])   cache[pos] = x; returns cache.sum(0).
-//                The 4x4 cache starts as the weights blob and persists across runs.
-//                Like a real library it exposes its constant table (one
-//                constant "cache", FQN "kv.cache") and accepts a user-managed
-//                replacement (UpdateUserManagedConstantBufferPairs), whose
-//                alias handle it never frees, as PyTorch 2.11 does not.
+//                The 4x4 cache (constant "cache", FQN "kv.cache", a Buffer)
+//                starts as the weights blob and persists across runs.
+//                "kv_wide" is the same with an 8x4 cache (FAKE_KV_ROWS=8).
 //   3 "bad import": kind 1 that also imports aoti_torch_fake_op (no shim provides it).
+// Like a real library each exposes its constant table (one constant; its
+// ConstantType unless FAKE_NO_CONSTANT_TYPE, as in "affine_untyped") and
+// accepts a user-managed replacement (UpdateUserManagedConstantBufferPairs),
+// whose alias handle it never frees, as PyTorch 2.11 does not.
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -55,11 +58,21 @@ template struct FakeRunCounter<float>;
 namespace {
 
 constexpr int64_t kWidth = 4;
+#ifdef FAKE_KV_ROWS
+constexpr int64_t kRows = FAKE_KV_ROWS;
+#else
 constexpr int64_t kRows = 4;
+#endif
 #if FAKE_MODEL_KIND == 2
 constexpr std::size_t kNumInputs = 2, kNumOutputs = 1, kWeightFloats = kRows * kWidth;
+constexpr const char* kConstantName = "cache";
+constexpr const char* kConstantFqn = "kv.cache";
+constexpr int32_t kConstantType = 2;  // Buffer
 #else
 constexpr std::size_t kNumInputs = 2, kNumOutputs = 2, kWeightFloats = kWidth;
+constexpr const char* kConstantName = "w";
+constexpr const char* kConstantFqn = "affine.w";
+constexpr int32_t kConstantType = 1;  // Parameter
 #endif
 
 struct Container {
@@ -126,9 +139,8 @@ int run_affine(Container* c, AtenTensorHandle* in, AtenTensorHandle* out) {
   if (aoti_torch_empty_strided(2, sizes, strides, aoti_torch_dtype_float32(), aoti_torch_device_type_cpu(), 0, &y)) return 1;
   Owned y_owner(y);
   void* yp = nullptr;
-  void* wp = nullptr;
-  if (aoti_torch_get_data_ptr(y, &yp) || aoti_torch_get_data_ptr(c->constant_handle, &wp)) return 1;
-  const float* w = static_cast<const float*>(wp);
+  if (aoti_torch_get_data_ptr(y, &yp)) return 1;
+  const float* w = c->active;
   float* yd = static_cast<float*>(yp);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t k = 0; k < kWidth; ++k) yd[r * kWidth + k] = a_data[r * kWidth + k] * w[k] + b_data[r * kWidth + k];
@@ -200,6 +212,33 @@ FAKE_API int32_t AOTInductorModelContainerGetNumOutputs(void* container, std::si
   return 0;
 }
 
+// Argument names, as a real library reports those of the exported program.
+#if FAKE_MODEL_KIND == 2
+const char* const kInputNames[] = {"pos", "x"};
+const char* const kOutputNames[] = {"sum"};
+#else
+const char* const kInputNames[] = {"a", "b"};
+const char* const kOutputNames[] = {"y", "y_again"};
+// The messages of AOTInductor's generated input check, which say which
+// dimensions have a range (aoti_facts.cpp reads them): dim 0 of both inputs
+// varies, dim 1 is fixed.
+__attribute__((used)) const char kInputChecks[] =
+    "input_handles[0]: dim value is too large at 0, \0input_handles[0]: unmatched dim value at 1, \0"
+    "input_handles[1]: dim value is too large at 0, \0input_handles[1]: unmatched dim value at 1, ";
+#endif
+
+FAKE_API int32_t AOTInductorModelContainerGetInputName(void* container, std::size_t i, const char** name) {
+  if (container == nullptr || name == nullptr || i >= kNumInputs) return 1;
+  *name = kInputNames[i];
+  return 0;
+}
+
+FAKE_API int32_t AOTInductorModelContainerGetOutputName(void* container, std::size_t i, const char** name) {
+  if (container == nullptr || name == nullptr || i >= kNumOutputs) return 1;
+  *name = kOutputNames[i];
+  return 0;
+}
+
 FAKE_API int32_t AOTInductorModelContainerGetConstantsBlobSize(void* container, std::uint64_t* size) {
   if (container == nullptr || size == nullptr) return 1;
   *size = sizeof(float) * kWeightFloats;
@@ -229,7 +268,6 @@ FAKE_API int32_t AOTInductorModelUpdateConstantsFromBlob(void* container, const 
   }
 }
 
-#if FAKE_MODEL_KIND == 2
 FAKE_API int32_t AOTInductorModelContainerGetNumConstants(void* container, std::size_t* n) {
   if (container == nullptr || n == nullptr) return 1;
   *n = 1;
@@ -238,15 +276,23 @@ FAKE_API int32_t AOTInductorModelContainerGetNumConstants(void* container, std::
 
 FAKE_API int32_t AOTInductorModelContainerGetConstantName(void* container, std::size_t idx, const char** name) {
   if (container == nullptr || name == nullptr || idx != 0) return 1;
-  *name = "cache";
+  *name = kConstantName;
   return 0;
 }
 
 FAKE_API int32_t AOTInductorModelContainerGetConstantOriginalFQN(void* container, std::size_t idx, const char** fqn) {
   if (container == nullptr || fqn == nullptr || idx != 0) return 1;
-  *fqn = "kv.cache";
+  *fqn = kConstantFqn;
   return 0;
 }
+
+#ifndef FAKE_NO_CONSTANT_TYPE
+FAKE_API int32_t AOTInductorModelContainerGetConstantType(void* container, std::size_t idx, int32_t* type) {
+  if (container == nullptr || type == nullptr || idx != 0) return 1;
+  *type = kConstantType;
+  return 0;
+}
+#endif
 
 FAKE_API int32_t AOTInductorModelContainerGetConstantFromFolded(void* container, std::size_t idx, bool* folded) {
   if (container == nullptr || folded == nullptr || idx != 0) return 1;
@@ -278,7 +324,7 @@ FAKE_API int32_t AOTInductorModelContainerUpdateUserManagedConstantBufferPairs(v
   auto* c = static_cast<Container*>(container);
   if (c == nullptr || (num_pairs > 0 && pairs == nullptr) || use_inactive) return 1;
   for (std::size_t i = 0; i < num_pairs; ++i) {
-    if (pairs[i].name == nullptr || std::strcmp(pairs[i].name, "cache") != 0) continue;  // unknown names are ignored
+    if (pairs[i].name == nullptr || std::strcmp(pairs[i].name, kConstantName) != 0) continue;  // unknown names are ignored
     AtenTensorHandle alias = nullptr;  // kept (and leaked) like the real runtime's alias
     void* data = nullptr;
     if (aoti_torch_new_tensor_handle(pairs[i].handle, &alias) || aoti_torch_get_data_ptr(alias, &data)) return 1;
@@ -288,7 +334,6 @@ FAKE_API int32_t AOTInductorModelContainerUpdateUserManagedConstantBufferPairs(v
   }
   return 0;
 }
-#endif
 
 FAKE_API int32_t AOTInductorModelContainerRun(void* container, AtenTensorHandle* inputs, std::size_t num_inputs,
                                               AtenTensorHandle* outputs, std::size_t num_outputs, void* /*stream*/,

@@ -1,7 +1,7 @@
-# Installs the freshly built SDK into a temporary prefix and builds
-# examples/minimal against it with find_package(aoti_cuda), then runs it on the
-# bundled mlp program (without a GPU it must fail cleanly with "no_device"), and
-# examples/generate likewise (built, then run with --help).
+# Installs the freshly built SDK into a temporary prefix, builds every example
+# (examples/) against it with find_package(aoti_cuda) and runs each on its
+# fixture (without a GPU each must exit 3 saying why it cannot run);
+# examples/generate is run with --help (it needs an exported LLM).
 add_test(NAME install_consumer
   COMMAND ${CMAKE_COMMAND}
     -DAOTI_CUDA_BUILD=${CMAKE_BINARY_DIR}

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -57,7 +58,7 @@ TEST_CASE("cli tensor io: dynamic shapes are inferred when unambiguous, else giv
         std::vector<int64_t>{1, 2, 16, 32});
   // An explicit shape beyond the bound is refused.
   CHECK_THROWS_WITH_AS(aoti_cuda_cli::load_tensor(p + "@1,2,256,2", spec({1, 2, 128, 32}, true)),
-                       doctest::Contains("expects float32[<=1,<=2,<=128,<=32]"), aoti_cuda::Error);
+                       doctest::Contains("but float32[<=1,<=2,<=128,<=32] is expected"), aoti_cuda::Error);
   std::remove(p.c_str());
 }
 
@@ -72,7 +73,7 @@ TEST_CASE("cli tensor io: .npy round trip and comparison") {
   CHECK(aoti_cuda_cli::compare_to_file(t, bin, 0, 0).ok);
   // A wrong dtype in the .npy is named.
   CHECK_THROWS_WITH_AS(aoti_cuda_cli::load_tensor(npy, spec({2, 3}, false, DType::kInt32)),
-                       doctest::Contains("holds float32 but the method expects int32"), aoti_cuda::Error);
+                       doctest::Contains("holds float32 but int32 is expected"), aoti_cuda::Error);
   // Mismatching values are reported.
   t.data_ptr<float>()[4] += 1.0f;
   const auto c = aoti_cuda_cli::compare_to_file(t, bin, 1e-3, 0);
@@ -80,4 +81,23 @@ TEST_CASE("cli tensor io: .npy round trip and comparison") {
   CHECK(c.first_bad == 4);
   std::remove(npy.c_str());
   std::remove(bin.c_str());
+}
+
+TEST_CASE("cli tensor io: --expect reads .npy (dtype and shape from the file) as well as raw .bin") {
+  aoti_cuda::Tensor t = aoti_cuda::Tensor::empty({2, 3}, aoti_cuda::DType::kFloat32);
+  for (int i = 0; i < 6; ++i) static_cast<float*>(t.data())[i] = static_cast<float>(i) * 0.5f;
+  const std::string npy = temp_path("expect.npy"), bin = temp_path("expect.bin");
+  aoti_cuda_cli::save_tensor(t, npy);
+  aoti_cuda_cli::save_tensor(t, bin);
+  CHECK(aoti_cuda_cli::compare_to_file(t, npy, 0, 0).ok);
+  CHECK(aoti_cuda_cli::compare_to_file(t, bin, 0, 0).ok);
+  aoti_cuda::Tensor other = aoti_cuda::Tensor::empty({3, 2}, aoti_cuda::DType::kFloat32);
+  std::memcpy(other.data(), t.data(), t.nbytes());
+  const aoti_cuda_cli::Comparison c = aoti_cuda_cli::compare_to_file(other, npy, 0, 0);
+  CHECK_FALSE(c.ok);  // same bytes, different shape: a .npy knows
+  CHECK(c.message.find("has shape [2,3] but float32[3,2] is expected") != std::string::npos);
+  static_cast<float*>(t.data())[4] += 1.0f;
+  const aoti_cuda_cli::Comparison d = aoti_cuda_cli::compare_to_file(t, npy, 1e-3, 0);
+  CHECK_FALSE(d.ok);
+  CHECK(d.first_bad == 4);
 }

@@ -133,6 +133,16 @@ TEST_CASE("module(fake): load from files, run, values, dedup of a repeated outpu
     CHECK(meta.outputs.size() == 2);
     CHECK(meta.num_delegates == 1);
     CHECK(m.program().pte_path() == pte);
+    // Names from the library; the dynamic dimension from its input check (dim 1 is fixed).
+    CHECK(meta.input_names == std::vector<std::string>{"a", "b"});
+    CHECK(meta.output_names == std::vector<std::string>{"y", "y_again"});
+    REQUIRE(meta.dynamic_dims.size() == 2);
+    for (const auto& dims : meta.dynamic_dims) {
+      REQUIRE(dims.size() == 1);
+      CHECK(dims[0].dim == 0);
+      CHECK(dims[0].max == 8);
+    }
+    CHECK(m.default_method() == "forward");
 
     Tensor a = host_f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
     Tensor b = host_f32({2, 4}, {1, 1, 1, 1, 0, 0, 0, 0});
@@ -224,6 +234,7 @@ TEST_CASE("module(fake): unknown method lists the loaded names; methods filter")
   o.methods = {"accumulate"};
   Module only(pte, o);
   CHECK(only.method_names() == std::vector<std::string>{"accumulate"});
+  CHECK(only.default_method() == "accumulate");  // no "forward": the first loaded method
   Error e = expect_error([&] { only.forward({}); });
   CHECK(e.code() == ErrorCode::kNotFound);
   CHECK(contains(e.what(), "not loaded"));
@@ -243,6 +254,13 @@ TEST_CASE("module(fake): delegate argument order differs from method input order
       for (int k = 0; k < 4; ++k) s[k] += cache[r * 4 + k];
     return s;
   };
+  // Method inputs (x, pos) reach the delegate as (pos, x): names follow the values.
+  const auto meta = m.method_meta("accumulate");
+  CHECK(meta.input_names == std::vector<std::string>{"x", "pos"});
+  CHECK(meta.output_names == std::vector<std::string>{"sum"});
+  REQUIRE(meta.dynamic_dims.size() == 2);
+  CHECK(meta.dynamic_dims[0].empty());  // static inputs
+  CHECK(meta.dynamic_dims[1].empty());
   std::vector<float> cache = init;
   auto out = m.execute("accumulate", {host_f32({1, 4}, {100, 200, 300, 400}), host_i64({1}, {1})});
   for (int k = 0; k < 4; ++k) cache[4 + k] = 100.0f * (k + 1);
@@ -265,7 +283,7 @@ TEST_CASE("module(fake): Module(Program) from memory, progress callback and timi
   // (accumulate's library declares one constant, forward's none).
   CHECK(phases == std::vector<std::string>{"parse::1/1", "library:forward:1/2", "container:forward:1/2",
                                            "library:accumulate:2/2", "container:accumulate:2/2",
-                                           "weights:accumulate:1/2", "weights:forward:2/2"});
+                                           "weights:forward:1/2", "weights:accumulate:2/2"});
   auto out = m.forward({host_f32({1, 4}, {2, 2, 2, 2}), host_f32({1, 4}, {0, 0, 0, 0})});
   CHECK(floats(out[0]) == std::vector<float>{1, 2, 4, -2});
   CHECK(m.load_timings().parse_ms == 0.0);
@@ -576,58 +594,27 @@ TEST_CASE("module: the 'partial' fixture (a KernelCall outside the delegate) is 
   CHECK(contains(e.what(), "'forward'"));
 }
 
-TEST_CASE("module(fake): constants with the same FQN are shared across methods (state written by one, read by the other)") {
-  // Two methods, each its own copy of the kv library; both hold the constant
-  // "kv.cache" (initial contents 0..15 and 100..115).
-  PteBuilder b;
-  std::vector<float> second_init = kv_init();
-  for (float& v : second_init) v += 100.0f;
-  auto a = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "write", read_file(AOTI_CUDA_FAKE_MODEL_KV),
-                            float_bytes(kv_init()));
-  auto r = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "read", read_file(AOTI_CUDA_FAKE_MODEL_KV),
-                            float_bytes(second_init));
-  b.add_method(kv_method(a, "write"));
-  b.add_method(kv_method(r, "read"));
-  BuiltProgram built = b.build();
+TEST_CASE("module(fake): RunOptions::profile times staging, the delegate, its outputs and collection") {
   TempDir dir;
-  const std::string pte = built.write(dir.path, "shared");
-  auto column_sums = [](const std::vector<float>& cache) {
-    std::vector<float> s(4, 0.0f);
-    for (int row = 0; row < 4; ++row)
-      for (int k = 0; k < 4; ++k) s[k] += cache[row * 4 + k];
-    return s;
-  };
-  const int64_t handles_before = aoti_cuda_shim_live_handles();
-
-  SUBCASE("shared (default): 'read' sees the row 'write' stored, on top of the first method's initial cache") {
-    {
-      Module m(pte, cpu_options());
-      CHECK(m.shared_constants() == 1);
-      // Every constant of 'read' is held by 'write': its blob is never installed.
-      CHECK(m.shared_weights_bytes() == 16 * sizeof(float));
-      m.execute("write", {host_f32({1, 4}, {1000, 2000, 3000, 4000}), host_i64({1}, {2})});
-      std::vector<float> cache = kv_init();
-      for (int k = 0; k < 4; ++k) cache[8 + k] = 1000.0f * (k + 1);
-      cache[0] = 7;  // 'read' writes row 0
-      cache[1] = 7;
-      cache[2] = 7;
-      cache[3] = 7;
-      auto out = m.execute("read", {host_f32({1, 4}, {7, 7, 7, 7}), host_i64({1}, {0})});
-      CHECK(floats(out[0]) == column_sums(cache));
-    }
-    // The aliases the library made of the shared cache were released with it.
-    CHECK(aoti_cuda_shim_live_handles() == handles_before);
+  Module m(build_program().write(dir.path, "fake"), cpu_options());
+  aoti_cuda::RunProfile prof;
+  aoti_cuda::RunOptions ro;
+  ro.profile = &prof;
+  auto out = m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))}, ro);
+  REQUIRE(out.size() == 2);
+  std::vector<std::string> names;
+  double sum = 0;
+  for (const auto& s : prof.steps) {
+    names.push_back(s.what);
+    CHECK(s.host_ms >= 0);
+    CHECK(s.gpu_ms == -1);  // a CPU Module has no GPU time
+    sum += s.host_ms;
   }
-  SUBCASE("not shared: each method keeps its own copy") {
-    LoadOptions o = cpu_options();
-    o.share_constants_across_methods = false;
-    Module m(pte, o);
-    CHECK(m.shared_constants() == 0);
-    CHECK(m.shared_weights_bytes() == 0);
-    m.execute("write", {host_f32({1, 4}, {1000, 2000, 3000, 4000}), host_i64({1}, {2})});
-    std::vector<float> cache = second_init;
-    for (int k = 0; k < 4; ++k) cache[k] = 7;
-    auto out = m.execute("read", {host_f32({1, 4}, {7, 7, 7, 7}), host_i64({1}, {0})});
-    CHECK(floats(out[0]) == column_sums(cache));
-  }
+  CHECK(names == std::vector<std::string>{"stage inputs: delegate 0 (forward)", "run: delegate 0 (forward)",
+                                          "outputs of delegate 0 (forward)", "collect outputs"});
+  CHECK(prof.host_ms >= sum);
+  CHECK(prof.gpu_ms == -1);
+  // Without a RunProfile nothing is recorded (and the old one is left alone).
+  m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))});
+  CHECK(prof.steps.size() == 4);
 }

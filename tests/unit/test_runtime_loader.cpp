@@ -97,7 +97,9 @@ TEST_CASE("loader: loads the fake library from a memfd and binds the entry point
   CHECK(bool(api.create_with_device));
   CHECK(bool(api.run));
   CHECK(bool(api.update_constants_from_blob));
-  CHECK_FALSE(bool(api.get_input_name));  // optional and absent
+  CHECK(bool(api.get_input_name));        // optional, present
+  CHECK(bool(api.get_constant_type));     // optional, present (the constant table, with types)
+  CHECK_FALSE(bool(api.get_last_error));  // optional and absent (AOTInductorGetLastError is newer than 2.11)
   CHECK(lib->sha256().empty());  // no pin: not hashed (it costs ~4 ms/MB)
   auto pinned = aoti_cuda::runtime::ModelLibrary::load({so.data(), so.size()}, "fake", {sha256_hex(so.data(), so.size())});
   CHECK(pinned->sha256() == sha256_hex(so.data(), so.size()));

@@ -57,13 +57,16 @@ std::string capture_stderr(Fn&& fn) {
 }
 }  // namespace
 
-TEST_CASE("shim warn: printed to stderr unless AOTI_CUDA_QUIET is set") {
+TEST_CASE("shim warn: printed to stderr unless AOTI_CUDA_QUIET is set to anything but 0") {
   unsetenv("AOTI_CUDA_QUIET");
   std::string printed = capture_stderr([] { aoti_torch_warn("fn", "file.cpp", 42, "something odd"); });
   CHECK(printed.find("warning: something odd (fn at file.cpp:42)") != std::string::npos);
   setenv("AOTI_CUDA_QUIET", "1", 1);
   std::string quiet = capture_stderr([] { aoti_torch_warn("fn", "file.cpp", 43, "hidden"); });
   CHECK(quiet.empty());
+  setenv("AOTI_CUDA_QUIET", "0", 1);  // "0" means off, as for every AOTI_CUDA_* switch
+  std::string loud = capture_stderr([] { aoti_torch_warn("fn", "file.cpp", 44, "shown"); });
+  CHECK(loud.find("warning: shown") != std::string::npos);
   unsetenv("AOTI_CUDA_QUIET");
   std::string nulls = capture_stderr([] { aoti_torch_warn(nullptr, nullptr, 0, nullptr); });  // tolerated
   CHECK(nulls.find("warning") != std::string::npos);

@@ -18,7 +18,7 @@ using aoti_cuda::TensorSpec;
 
 std::vector<char> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(ErrorCode::kNotFound, "cannot open input file '" + path + "'");
+  if (!f) throw Error(ErrorCode::kNotFound, "cannot open file '" + path + "'");
   return std::vector<char>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
@@ -65,36 +65,6 @@ uint16_t float_to_half(float f) {
   return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13));
 }
 
-std::string npy_descr(DType t) {
-  switch (t) {
-    case DType::kFloat32: return "<f4";
-    case DType::kFloat64: return "<f8";
-    case DType::kFloat16: return "<f2";
-    case DType::kInt64: return "<i8";
-    case DType::kInt32: return "<i4";
-    case DType::kInt16: return "<i2";
-    case DType::kInt8: return "|i1";
-    case DType::kUInt8: return "|u1";
-    case DType::kBool: return "|b1";
-    case DType::kBFloat16: return "<V2";  // NumPy has no bfloat16; stored as raw 2-byte values
-    default: return "";
-  }
-}
-
-bool dtype_from_descr(const std::string& d, DType* out) {
-  static const std::pair<const char*, DType> table[] = {
-      {"<f4", DType::kFloat32}, {"<f8", DType::kFloat64}, {"<f2", DType::kFloat16}, {"<i8", DType::kInt64},
-      {"<i4", DType::kInt32},   {"<i2", DType::kInt16},   {"|i1", DType::kInt8},    {"|u1", DType::kUInt8},
-      {"|b1", DType::kBool},    {"<V2", DType::kBFloat16}, {"|V2", DType::kBFloat16}};
-  for (const auto& [name, t] : table) {
-    if (d == name) {
-      *out = t;
-      return true;
-    }
-  }
-  return false;
-}
-
 std::string join_shape(const std::vector<int64_t>& s) {
   std::string r;
   for (size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
@@ -104,71 +74,23 @@ std::string join_shape(const std::vector<int64_t>& s) {
 void check_against_spec(const std::string& path, const std::vector<int64_t>& shape, DType dtype,
                         const TensorSpec& spec) {
   if (dtype != spec.dtype) {
-    throw Error(ErrorCode::kInvalidArgument, "input file '" + path + "' holds " + aoti_cuda::dtype_name(dtype) +
-                                                 " but the method expects " + aoti_cuda::dtype_name(spec.dtype));
+    throw Error(ErrorCode::kInvalidArgument, "file '" + path + "' holds " + aoti_cuda::dtype_name(dtype) +
+                                                  " but " + aoti_cuda::dtype_name(spec.dtype) + " is expected");
   }
   bool ok = shape.size() == spec.sizes.size();
   for (size_t i = 0; ok && i < shape.size(); ++i) {
     ok = spec.dynamic ? (shape[i] >= 0 && shape[i] <= spec.sizes[i]) : shape[i] == spec.sizes[i];
   }
   if (!ok) {
-    throw Error(ErrorCode::kInvalidArgument, "input file '" + path + "' has shape [" + join_shape(shape) +
-                                                 "] but the method expects " + describe(spec));
+    throw Error(ErrorCode::kInvalidArgument, "file '" + path + "' has shape [" + join_shape(shape) +
+                                                 "] but " + describe(spec) + " is expected");
   }
 }
 
+// .npy through the SDK's reader (aoti_cuda/npy.hpp), then checked against the spec.
 Tensor load_npy(const std::string& path, const std::vector<char>& bytes, const TensorSpec& spec) {
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) {
-    throw Error(ErrorCode::kInvalidArgument, "'" + path + "' is not a .npy file (bad magic)");
-  }
-  const int major = static_cast<unsigned char>(bytes[6]);
-  size_t header_len, header_start;
-  if (major == 1) {
-    header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
-    header_start = 10;
-  } else {
-    if (bytes.size() < 12) throw Error(ErrorCode::kInvalidArgument, "'" + path + "': truncated .npy header");
-    header_len = 0;
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
-    header_start = 12;
-  }
-  if (header_start + header_len > bytes.size()) {
-    throw Error(ErrorCode::kInvalidArgument, "'" + path + "': .npy header runs past the end of the file");
-  }
-  const std::string header(bytes.data() + header_start, header_len);
-  auto field = [&](const std::string& key) -> std::string {
-    const size_t k = header.find("'" + key + "'");
-    if (k == std::string::npos) throw Error(ErrorCode::kInvalidArgument, "'" + path + "': .npy header lacks " + key);
-    return header.substr(header.find(':', k) + 1);
-  };
-  std::string descr = field("descr");
-  descr = descr.substr(descr.find('\'') + 1);
-  descr = descr.substr(0, descr.find('\''));
-  if (field("fortran_order").find("True") < field("fortran_order").find(',')) {
-    throw Error(ErrorCode::kUnsupported, "'" + path + "': Fortran-ordered .npy arrays are not supported");
-  }
-  std::string shape_text = field("shape");
-  shape_text = shape_text.substr(shape_text.find('(') + 1);
-  shape_text = shape_text.substr(0, shape_text.find(')'));
-  std::vector<int64_t> shape;
-  std::stringstream ss(shape_text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.find_first_not_of(" ") == std::string::npos) continue;
-    shape.push_back(std::stoll(item));
-  }
-  DType dtype;
-  if (!dtype_from_descr(descr, &dtype)) {
-    throw Error(ErrorCode::kUnsupported, "'" + path + "': unsupported .npy dtype '" + descr + "'");
-  }
-  check_against_spec(path, shape, dtype, spec);
-  Tensor t = Tensor::empty(shape, dtype);
-  const size_t data_start = header_start + header_len;
-  if (bytes.size() - data_start != t.nbytes()) {
-    throw Error(ErrorCode::kInvalidArgument, "'" + path + "': .npy data is " + std::to_string(bytes.size() - data_start) +
-                                                 " bytes, expected " + std::to_string(t.nbytes()));
-  }
-  std::memcpy(t.data(), bytes.data() + data_start, t.nbytes());
+  Tensor t = aoti_cuda::parse_npy({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, path);
+  check_against_spec(path, t.shape(), t.dtype(), spec);
   return t;
 }
 
@@ -303,24 +225,12 @@ double element_as_double(const Tensor& t, int64_t i) {
 }
 
 void save_tensor(const Tensor& t, const std::string& path) {
+  if (ends_with(path, ".npy")) {
+    aoti_cuda::save_npy(t, path);
+    return;
+  }
   std::ofstream f(path, std::ios::binary);
   if (!f) throw Error(ErrorCode::kIo, "cannot write '" + path + "'");
-  if (ends_with(path, ".npy")) {
-    const std::string descr = npy_descr(t.dtype());
-    if (descr.empty()) throw Error(ErrorCode::kUnsupported, std::string("cannot save ") + aoti_cuda::dtype_name(t.dtype()) + " as .npy");
-    std::string shape = "(";
-    for (int64_t d : t.shape()) shape += std::to_string(d) + ",";
-    shape += ")";
-    std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
-    const size_t total = 10 + header.size() + 1;
-    header.append((64 - total % 64) % 64, ' ');
-    header += '\n';
-    const uint16_t len = static_cast<uint16_t>(header.size());
-    f.write("\x93NUMPY\x01\x00", 8);
-    const char len_bytes[2] = {static_cast<char>(len & 0xff), static_cast<char>(len >> 8)};
-    f.write(len_bytes, 2);
-    f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  }
   f.write(static_cast<const char*>(t.data()), static_cast<std::streamsize>(t.nbytes()));
   if (!f) throw Error(ErrorCode::kIo, "short write to '" + path + "'");
 }
@@ -328,13 +238,27 @@ void save_tensor(const Tensor& t, const std::string& path) {
 Comparison compare_to_file(const Tensor& got, const std::string& expected_path, double atol, double rtol) {
   Comparison c;
   const std::vector<char> bytes = read_file(expected_path);
-  if (bytes.size() != got.nbytes()) {
+  Tensor want;
+  if (ends_with(expected_path, ".npy")) {
+    // .npy carries dtype and shape: both must be the output's.
+    TensorSpec spec;
+    spec.dtype = got.dtype();
+    spec.sizes = got.shape();
+    try {
+      want = load_npy(expected_path, bytes, spec);
+    } catch (const Error& e) {
+      c.ok = false;
+      c.message = std::string("cannot compare with output ") + describe(got) + ": " + e.what();
+      return c;
+    }
+  } else if (bytes.size() != got.nbytes()) {
     c.ok = false;
     c.message = "expected file '" + expected_path + "' is " + std::to_string(bytes.size()) + " bytes, output " +
                 describe(got) + " is " + std::to_string(got.nbytes());
     return c;
+  } else {
+    want = Tensor::from_blob(const_cast<char*>(bytes.data()), got.shape(), got.dtype());
   }
-  Tensor want = Tensor::from_blob(const_cast<char*>(bytes.data()), got.shape(), got.dtype());
   for (int64_t i = 0; i < got.numel(); ++i) {
     const double g = element_as_double(got, i), w = element_as_double(want, i);
     const double err = std::fabs(g - w);

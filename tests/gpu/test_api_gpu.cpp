@@ -1,0 +1,109 @@
+// GPU cases of the user-facing API added for issue 14: per-call profiling with
+// CUDA events, method names and dynamic dimensions from real libraries, the
+// default method, and .npy round trips of real outputs.
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/aoti_cuda.hpp"
+#include "aoti_cuda/library_check.hpp"
+#include "support/gpu.hpp"
+
+using aoti_cuda::Module;
+using aoti_cuda::Tensor;
+
+namespace {
+
+std::string fx(const std::string& name) {
+  return std::string(AOTI_CUDA_TEST_FIXTURES) + "/" + name + "/" + name + ".pte";
+}
+
+Tensor read_input(const std::string& name, const std::string& file, const aoti_cuda::TensorSpec& spec) {
+  std::ifstream f(std::string(AOTI_CUDA_TEST_FIXTURES) + "/" + name + "/" + file, std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  Tensor t = Tensor::empty(spec.sizes, spec.dtype);
+  REQUIRE(bytes.size() == t.nbytes());
+  std::copy(bytes.begin(), bytes.end(), static_cast<char*>(t.data()));
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("gpu: RunOptions::profile gives GPU and host time per step" * AOTI_CUDA_GPU_CASE) {
+  Module m(fx("mlp"));
+  const Tensor x = read_input("mlp", "forward.in0.bin", m.method_meta("forward").inputs[0]);
+  (void)m.forward({x});  // first call loads the kernels
+  aoti_cuda::RunProfile prof;
+  aoti_cuda::RunOptions ro;
+  ro.profile = &prof;
+  ro.outputs = aoti_cuda::OutputLocation::kHost;
+  const auto out = m.forward({x}, ro);
+  REQUIRE(out.size() == 1);
+  REQUIRE(prof.steps.size() == 4);
+  CHECK(prof.steps[1].what == "run: delegate 0 (forward)");
+  for (const auto& s : prof.steps) {
+    CAPTURE(s.what);
+    CHECK(s.gpu_ms >= 0);
+    CHECK(s.host_ms >= 0);
+  }
+  CHECK(prof.steps[1].gpu_ms > 0);  // the model's kernels ran there
+  CHECK(prof.gpu_ms >= prof.steps[1].gpu_ms);
+  std::printf("mlp profile: total GPU %.4f ms, host %.4f ms;", prof.gpu_ms, prof.host_ms);
+  for (const auto& s : prof.steps) std::printf(" [%s: gpu %.4f host %.4f]", s.what.c_str(), s.gpu_ms, s.host_ms);
+  std::printf("\n");
+  // On a caller stream the profiled call still returns with the events done.
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  ro.stream = s;
+  ro.outputs = aoti_cuda::OutputLocation::kDevice;
+  {
+    const auto dev_out = m.forward({x.to_device()}, ro);
+    CHECK(prof.steps[1].gpu_ms > 0);
+  }
+  cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+}
+
+TEST_CASE("gpu: MethodMeta names and dynamic dimensions from real libraries; default method" * AOTI_CUDA_GPU_CASE) {
+  Module dyn(fx("dynamic_mlp"));
+  const aoti_cuda::MethodMeta meta = dyn.method_meta("forward");
+  REQUIRE(meta.input_names.size() == 1);
+  CHECK_FALSE(meta.input_names[0].empty());
+  REQUIRE(meta.output_names.size() == 1);
+  std::printf("dynamic_mlp input '%s', output '%s'\n", meta.input_names[0].c_str(), meta.output_names[0].c_str());
+  REQUIRE(meta.dynamic_dims.size() == 1);
+  REQUIRE(meta.dynamic_dims[0].size() == 1);  // the batch only; the feature dimension is fixed
+  CHECK(meta.dynamic_dims[0][0].dim == 0);
+  CHECK(meta.dynamic_dims[0][0].max == meta.inputs[0].sizes[0]);
+  Module encdec(fx("encdec"));
+  CHECK(encdec.default_method() == encdec.method_names().front());  // no "forward": the first method
+  CHECK(dyn.default_method() == "forward");
+}
+
+TEST_CASE("gpu: outputs saved as .npy load back identical; check_library passes on this machine" * AOTI_CUDA_GPU_CASE) {
+  Module m(fx("mlp"));
+  const Tensor x = read_input("mlp", "forward.in0.bin", m.method_meta("forward").inputs[0]);
+  aoti_cuda::RunOptions ro;
+  ro.outputs = aoti_cuda::OutputLocation::kDevice;
+  const auto y = m.forward({x.to_device()}, ro);
+  const std::string path = std::string(AOTI_CUDA_BINARY_DIR) + "/gpu_out.npy";
+  aoti_cuda::save_npy(y[0], path);  // a device tensor: copied to the host first
+  const Tensor back = aoti_cuda::load_npy(path);
+  const Tensor host = y[0].to_host();
+  REQUIRE(back.nbytes() == host.nbytes());
+  CHECK(std::equal(back.data_ptr<float>(), back.data_ptr<float>() + back.numel(), host.data_ptr<float>()));
+
+  const aoti_cuda::DelegateSpec& d = m.program().method("forward").delegates.at(0);
+  cudaDeviceProp p{};
+  REQUIRE(cudaGetDeviceProperties(&p, 0) == cudaSuccess);
+  aoti_cuda::LibraryCheckOptions o;
+  o.gpu_sms = {p.major * 10 + p.minor};
+  o.has_weights = true;
+  o.weights = d.weights;
+  const aoti_cuda::LibraryReport r = aoti_cuda::check_library(d.so, o);
+  CHECK_MESSAGE(r.runnable(), r.failures());
+}
