@@ -154,22 +154,20 @@ std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView bytes) noexcept {
 
 std::uint64_t defined_function_value(ByteView bytes, const char* name) noexcept {
   try {
-    ElfInfo info;
-    const SectionTable table = read_header(bytes, info);
-    const ElfReader r(bytes);
-    for (std::uint32_t i = 0; i < table.shnum; ++i) {
-      const Section s = r.section(table.shoff, i);
-      if (s.type != kShtSymtab && s.type != kShtDynsym) continue;
-      r.require_range(s.offset, s.size, "symbol table");
-      if (s.entsize != kElf64SymSize || s.link >= table.shnum) continue;
-      const Section strtab = r.section(table.shoff, s.link);
-      r.require_range(strtab.offset, strtab.size, "symbol string table");
+    const ElfSections elf(bytes);
+    for (const ElfSection& s : elf.sections()) {
+      if ((s.type != kShtSymtab && s.type != kShtDynsym) || !s.in_file || s.entsize != kElf64SymSize) continue;
+      const ElfSection* strtab = elf.at(s.link);
+      if (strtab == nullptr || !strtab->in_file) continue;
       for (std::uint64_t off = kElf64SymSize; off + kElf64SymSize <= s.size; off += kElf64SymSize) {
-        const std::uint8_t* sym = r.at(s.offset + off);
+        const std::uint8_t* sym = elf.range(s.offset + off, kElf64SymSize);
+        if (sym == nullptr) break;
         const std::uint64_t value = format::read_u64(sym + 8);
         if ((sym[4] & 0x0f) != kSttFunc || format::read_u16(sym + 6) == 0 || value == 0) continue;
         const std::uint32_t name_off = format::read_u32(sym);
-        if (name_off != 0 && name_off < strtab.size && r.string_at(strtab, name_off, "symbol") == name) return value;
+        if (name_off != 0 && name_off < strtab->size && elf.string_at(*strtab, name_off, "symbol") == name) {
+          return value;
+        }
       }
     }
   } catch (...) {
