@@ -158,7 +158,7 @@ std::uint64_t defined_function_value(ByteView bytes, const char* name) noexcept 
     for (const ElfSection& s : elf.sections()) {
       if ((s.type != kShtSymtab && s.type != kShtDynsym) || !s.in_file || s.entsize != kElf64SymSize) continue;
       const ElfSection* strtab = elf.at(s.link);
-      if (strtab == nullptr || !strtab->in_file) continue;
+      if (strtab == nullptr || elf.range(strtab->offset, strtab->size) == nullptr) continue;
       for (std::uint64_t off = kElf64SymSize; off + kElf64SymSize <= s.size; off += kElf64SymSize) {
         const std::uint8_t* sym = elf.range(s.offset + off, kElf64SymSize);
         if (sym == nullptr) break;
