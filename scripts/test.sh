@@ -3,7 +3,8 @@
 # library, CLI), the GPU suites (skipped with a visible message when no GPU is
 # present), an install + find_package(aoti_cuda) consumer build, the CPU suites
 # again under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer,
-# and the exporter's pure-Python self-test over the fixtures.
+# the CPU suites again under ThreadSanitizer (zero reports: any report fails
+# the run), and the exporter's pure-Python self-test over the fixtures.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 "$ROOT/scripts/setup-deps.sh"
@@ -28,21 +29,31 @@ run_ctest() {
   rm -f "$log"
 }
 
-echo "== [1/3] build + test (${BUILD_TYPE:-RelWithDebInfo})"
+echo "== [1/4] build + test (${BUILD_TYPE:-RelWithDebInfo})"
 BUILD="$ROOT/build"
 configure "$BUILD" -DAOTI_CUDA_BUILD_TESTS=ON -DAOTI_CUDA_BUILD_TOOLS=ON -DAOTI_CUDA_BUILD_BENCH=ON
 cmake --build "$BUILD" -j "$JOBS"
 run_ctest "$BUILD"
 
 echo
-echo "== [2/3] build + CPU tests under ASan + UBSan + LSan"
+echo "== [2/4] build + CPU tests under ASan + UBSan + LSan"
 ASAN_BUILD="$ROOT/build-asan"
 BUILD_TYPE=Debug configure "$ASAN_BUILD" -DAOTI_CUDA_SANITIZE=ON -DAOTI_CUDA_BUILD_TESTS=ON -DAOTI_CUDA_BUILD_BENCH=OFF
 cmake --build "$ASAN_BUILD" -j "$JOBS" --target aoti_cuda_unit_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_ctest "$ASAN_BUILD" -R '^unit$'
 
 echo
-echo "== [3/3] exporter self-test (fixture manifests and imports re-derived from the programs)"
+echo "== [3/4] build + CPU tests under ThreadSanitizer"
+TSAN_BUILD="$ROOT/build-tsan"
+BUILD_TYPE=RelWithDebInfo configure "$TSAN_BUILD" -DAOTI_CUDA_SANITIZE_THREAD=ON -DAOTI_CUDA_BUILD_TESTS=ON \
+  -DAOTI_CUDA_BUILD_TOOLS=OFF -DAOTI_CUDA_BUILD_BENCH=OFF -DAOTI_CUDA_BUILD_EXAMPLES=OFF
+cmake --build "$TSAN_BUILD" -j "$JOBS" --target aoti_cuda_unit_tests
+# halt_on_error: the first report fails the suite; suppressions (each with its
+# reason) live in tests/tsan.supp.
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ROOT/tests/tsan.supp" run_ctest "$TSAN_BUILD" -R '^unit$'
+
+echo
+echo "== [4/4] exporter self-test (fixture manifests and imports re-derived from the programs)"
 if python3 "$ROOT/tools/export/export_models.py" --self-test "$ROOT/tests/fixtures"; then
   passed=$((passed + 1))
 else

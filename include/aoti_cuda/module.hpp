@@ -33,7 +33,10 @@
 // library again); AOTI_CUDA_NO_MODULE_TRACKING leaves the CUDA modules a model
 // loads to the driver (by default they are unloaded with the Module);
 // AOTI_CUDA_DLOPEN_LAZY dlopens with RTLD_LAZY instead of RTLD_NOW (for
-// load-time measurements).
+// load-time measurements); AOTI_CUDA_KEEP_EH_POOL skips freeing, at unload,
+// the exception-handling emergency pool (~73 KB) that a library linking
+// libstdc++ statically allocates at load (by default it is freed, so
+// load/unload cycles do not grow host memory).
 //
 // CUDA graphs (LoadOptions::cuda_graphs / cuda_graph_methods, RunOptions::use_graph):
 // the first call of a method with a given set of input shapes runs normally
@@ -320,7 +323,8 @@ class AOTI_CUDA_API Module {
   /// kUnsupported for a non-tensor method input or kernels this GPU cannot run;
   /// kLoad when a model library is refused or cannot be dlopen'ed;
   /// kInvalidProgram when a library disagrees with the program (argument
-  /// count, weights size); kModel when a container entry point fails; kIo,
+  /// count, weights size); kModel when a container entry point fails
+  /// (kOutOfMemory when a shim allocation made it fail); kIo,
   /// kCuda, kOutOfMemory for the corresponding system failures.
   explicit Module(const std::string& pte_path, const LoadOptions& options = {});
   /// Loads an already-opened Program (e.g. Program::from_memory): the Module
@@ -355,7 +359,8 @@ class AOTI_CUDA_API Module {
   /// Returns one owned Tensor per method output (see OutputLocation).
   /// Errors: kNotFound (unknown method, listing the loaded ones),
   /// kInvalidArgument (naming the input, expected vs got), kModel (the
-  /// model's Run failed, with the shim's and the model's last message),
+  /// model's Run failed, with the shim's and the model's last message;
+  /// kOutOfMemory instead when it failed because a shim allocation did),
   /// kCuda / kOutOfMemory / kNoDevice (a CUDA call failed).
   std::vector<Tensor> execute(std::string_view method, const std::vector<Tensor>& inputs,
                               const RunOptions& options = {});

@@ -8,6 +8,15 @@
 #include <string>
 
 #include "aoti_cuda/error.hpp"
+#include "common/fault_injection.hpp"
+
+/// A CUDA runtime call that the fault injector may replace by a failure
+/// (cudaErrorMemoryAllocation, without calling CUDA) in tests; see
+/// common/fault_injection.hpp. Used for the checked calls of loads and runs.
+#define AOTI_CUDA_FAULTABLE(call)                                                                      \
+  (::aoti_cuda::testing::FaultInjector::should_fail(::aoti_cuda::testing::FaultKind::kCudaCall) \
+       ? cudaErrorMemoryAllocation                                                                     \
+       : (call))
 
 namespace aoti_cuda::common {
 

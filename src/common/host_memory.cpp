@@ -8,6 +8,7 @@
 #include <string>
 
 #include "aoti_cuda/error.hpp"
+#include "common/fault_injection.hpp"
 
 namespace aoti_cuda::common {
 
@@ -28,7 +29,9 @@ void* host_allocate(std::size_t nbytes) {
   }
   // aligned_alloc requires a size that is a multiple of the alignment.
   std::size_t rounded = (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-  void* ptr = std::aligned_alloc(kHostAlignment, rounded);
+  void* ptr = testing::FaultInjector::should_fail(testing::FaultKind::kHostAlloc)
+                  ? nullptr
+                  : std::aligned_alloc(kHostAlignment, rounded);
   if (ptr == nullptr) {
     throw Error(ErrorCode::kOutOfMemory, "out of memory: requested " + std::to_string(nbytes) + " bytes on cpu");
   }
@@ -41,7 +44,10 @@ void* pinned_allocate(std::size_t nbytes, bool* pinned) {
   *pinned = false;
   if (nbytes == 0) return nullptr;
   void* ptr = nullptr;
-  cudaError_t err = cudaMallocHost(&ptr, nbytes);
+  // A failure here falls back to pageable memory (pinning is a performance property).
+  cudaError_t err = testing::FaultInjector::should_fail(testing::FaultKind::kDeviceAlloc)
+                        ? cudaErrorMemoryAllocation
+                        : cudaMallocHost(&ptr, nbytes);
   if (err == cudaSuccess && ptr != nullptr) {
     *pinned = true;
     return ptr;

@@ -135,14 +135,14 @@ void staged_copy(const View& dst, const View& src, cudaStream_t stream) {
   if (src.cuda) {
     std::size_t bytes = span_bytes(src);
     src_stage = std::make_unique<HostBuffer>(bytes);
-    check_cuda(cudaMemcpyAsync(src_stage->get(), src.data, bytes, cudaMemcpyDefault, stream),
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaMemcpyAsync(src_stage->get(), src.data, bytes, cudaMemcpyDefault, stream)),
                "cudaMemcpyAsync (device -> host staging)");
-    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (staging)");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamSynchronize(stream)), "cudaStreamSynchronize (staging)");
     src_host = src_stage->get();
   } else if (dst.cuda) {
     // The host source may be written by earlier work on the stream (a pending
     // non_blocking D2H into pinned memory): order the CPU read after it.
-    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (staging)");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamSynchronize(stream)), "cudaStreamSynchronize (staging)");
   }
   if (!dst.cuda) {
     host_copy(dst.data, dst.strides, dst.dtype, src_host, src.strides, src.dtype, dst.sizes);
@@ -152,13 +152,13 @@ void staged_copy(const View& dst, const View& src, cudaStream_t stream) {
   // view's elements (other tensors' data) are preserved.
   std::size_t bytes = span_bytes(dst);
   HostBuffer dst_stage(bytes);
-  check_cuda(cudaMemcpyAsync(dst_stage.get(), dst.data, bytes, cudaMemcpyDefault, stream),
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaMemcpyAsync(dst_stage.get(), dst.data, bytes, cudaMemcpyDefault, stream)),
              "cudaMemcpyAsync (device -> host staging)");
-  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (staging)");
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamSynchronize(stream)), "cudaStreamSynchronize (staging)");
   host_copy(dst_stage.get(), dst.strides, dst.dtype, src_host, src.strides, src.dtype, dst.sizes);
-  check_cuda(cudaMemcpyAsync(dst.data, dst_stage.get(), bytes, cudaMemcpyDefault, stream),
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaMemcpyAsync(dst.data, dst_stage.get(), bytes, cudaMemcpyDefault, stream)),
              "cudaMemcpyAsync (host staging -> device)");
-  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (staging)");  // before the buffer is freed
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamSynchronize(stream)), "cudaStreamSynchronize (staging)");  // before the buffer is freed
 }
 
 // Tries to express the copy as <= kMaxSlabs 2-D memcpys; returns false when it cannot.
@@ -166,7 +166,7 @@ bool memcpy2d_copy(const View& dst, const View& src, cudaStream_t stream) {
   const auto item = static_cast<int64_t>(element_size(dst.dtype));
   LoopDims loop = plan_loop(dst.sizes, dst.strides, src.strides);
   if (loop.sizes.empty()) {
-    check_cuda(cudaMemcpyAsync(dst.data, src.data, static_cast<std::size_t>(item), cudaMemcpyDefault, stream),
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaMemcpyAsync(dst.data, src.data, static_cast<std::size_t>(item), cudaMemcpyDefault, stream)),
                "cudaMemcpyAsync");
     return true;
   }
@@ -179,7 +179,7 @@ bool memcpy2d_copy(const View& dst, const View& src, cudaStream_t stream) {
   if (loop.dst[nd - 1] == 1 && loop.src[nd - 1] == 1) {
     width = loop.sizes[nd - 1] * item;
     if (nd == 1) {
-      check_cuda(cudaMemcpyAsync(dst.data, src.data, static_cast<std::size_t>(width), cudaMemcpyDefault, stream),
+      check_cuda(AOTI_CUDA_FAULTABLE(cudaMemcpyAsync(dst.data, src.data, static_cast<std::size_t>(width), cudaMemcpyDefault, stream)),
                  "cudaMemcpyAsync");
       return true;
     }
@@ -264,7 +264,7 @@ void copy_views(const View& dst, const View& src_in, bool non_blocking, void* st
     DeviceGuard on_device(src.device);
     auto stream = static_cast<cudaStream_t>(stream_handle);
     void* scratch = nullptr;
-    check_cuda(cudaMallocAsync(&scratch, bytes, stream), "cudaMallocAsync (overlapping copy)");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaMallocAsync(&scratch, bytes, stream)), "cudaMallocAsync (overlapping copy)");
     struct FreeOnExit {
       void* ptr;
       cudaStream_t stream;
@@ -291,7 +291,7 @@ void copy_views(const View& dst, const View& src_in, bool non_blocking, void* st
   const bool host_involved = !dst.cuda || !src.cuda;
   const bool host_pinned = !dst.cuda ? dst.pinned : src.pinned;
   if (host_involved && (!non_blocking || !host_pinned)) {
-    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (after host copy)");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamSynchronize(stream)), "cudaStreamSynchronize (after host copy)");
   }
 }
 
@@ -307,7 +307,7 @@ void zero_view(const View& dst, void* stream) {
       return;
     }
     DeviceGuard on_device(dst.device);
-    check_cuda(cudaMemsetAsync(dst.data, 0, bytes, static_cast<cudaStream_t>(stream)),
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaMemsetAsync(dst.data, 0, bytes, static_cast<cudaStream_t>(stream))),
                "cudaMemsetAsync");
     return;
   }
@@ -330,8 +330,8 @@ void read_single_element(const View& view, void* out, void* stream_handle) {
   }
   DeviceGuard on_device(view.device);
   auto stream = static_cast<cudaStream_t>(stream_handle);
-  check_cuda(cudaMemcpyAsync(out, view.data, item, cudaMemcpyDeviceToHost, stream), "cudaMemcpyAsync (item)");
-  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (item)");
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaMemcpyAsync(out, view.data, item, cudaMemcpyDeviceToHost, stream)), "cudaMemcpyAsync (item)");
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamSynchronize(stream)), "cudaStreamSynchronize (item)");
 }
 
 }  // namespace aoti_cuda::common

@@ -17,6 +17,8 @@ constexpr std::uint32_t kShtDynamic = 6;
 constexpr std::uint64_t kElf64SymSize = 24;
 constexpr std::uint64_t kElf64DynSize = 16;
 constexpr std::uint8_t kStbGnuUnique = 10;
+constexpr std::uint32_t kShtSymtab = 2;
+constexpr std::uint8_t kSttFunc = 2;
 constexpr std::int64_t kDtNull = 0;
 constexpr std::int64_t kDtNeeded = 1;
 constexpr std::int64_t kDtSoname = 14;
@@ -148,6 +150,30 @@ std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView bytes) noexcept {
     return {};  // not a readable ELF64 file: nothing to patch (loading reports the real problem)
   }
   return out;
+}
+
+std::uint64_t defined_function_value(ByteView bytes, const char* name) noexcept {
+  try {
+    const ElfSections elf(bytes);
+    for (const ElfSection& s : elf.sections()) {
+      if ((s.type != kShtSymtab && s.type != kShtDynsym) || !s.in_file || s.entsize != kElf64SymSize) continue;
+      const ElfSection* strtab = elf.at(s.link);
+      if (strtab == nullptr || elf.range(strtab->offset, strtab->size) == nullptr) continue;
+      for (std::uint64_t off = kElf64SymSize; off + kElf64SymSize <= s.size; off += kElf64SymSize) {
+        const std::uint8_t* sym = elf.range(s.offset + off, kElf64SymSize);
+        if (sym == nullptr) break;
+        const std::uint64_t value = format::read_u64(sym + 8);
+        if ((sym[4] & 0x0f) != kSttFunc || format::read_u16(sym + 6) == 0 || value == 0) continue;
+        const std::uint32_t name_off = format::read_u32(sym);
+        if (name_off != 0 && name_off < strtab->size && elf.string_at(*strtab, name_off, "symbol") == name) {
+          return value;
+        }
+      }
+    }
+  } catch (...) {
+    return 0;  // not a readable ELF64 file: nothing found
+  }
+  return 0;
 }
 
 }  // namespace format

@@ -66,7 +66,10 @@ ElfSections::ElfSections(ByteView b) : bytes_(b) {
     sections_.push_back(e);
   }
   // Section names are a convenience for messages; a damaged .shstrtab leaves them empty.
-  if (shstrndx < sections_.size() && sections_[shstrndx].in_file) {
+  // in_file is also true for SHT_NULL / SHT_NOBITS sections, whose offset and
+  // size need not lie in the file: check the bytes themselves (found by
+  // tests/fuzz, reproducer in tests/fuzz/regressions).
+  if (shstrndx < sections_.size() && range(sections_[shstrndx].offset, sections_[shstrndx].size) != nullptr) {
     const ElfSection names = sections_[shstrndx];
     for (std::size_t i = 0; i < sections_.size(); ++i) {
       std::uint32_t off = read_u32(b.data + shoff + i * 64);
@@ -90,7 +93,11 @@ const ElfSection* ElfSections::at(std::uint32_t index) const noexcept {
 }
 
 std::string ElfSections::string_at(const ElfSection& strtab, std::uint64_t off, const char* what) const {
-  if (!strtab.in_file) fail("bounds", std::string(what) + " string table lies outside the file");
+  // Not in_file: that is also true for SHT_NULL / SHT_NOBITS sections, whose
+  // bytes need not be in the file (found by tests/fuzz).
+  if (range(strtab.offset, strtab.size) == nullptr) {
+    fail("bounds", std::string(what) + " string table lies outside the file");
+  }
   if (off >= strtab.size) {
     fail("string table", std::string(what) + " name offset " + std::to_string(off) + " is past the string table (" +
                              std::to_string(strtab.size) + " bytes)");

@@ -86,7 +86,7 @@ void check_tensor_data(const et::Program* prog, const std::string& F, const std:
         invalid(F, "S5 (constants)", vw + ": data_buffer_idx " + std::to_string(idx) + " is out of range (" +
                                          std::to_string(offs->size()) + " constant offsets)");
       }
-      in_segment("S5 (constants)", cs->segment_index(), offs->Get(idx), "constant");
+      in_segment("S5 (constants)", cs->segment_index(), format::scalar_at(offs, idx), "constant");
       return;
     }
     const auto* cb = prog->constant_buffer();
@@ -108,7 +108,7 @@ void check_tensor_data(const et::Program* prog, const std::string& F, const std:
     invalid(F, "S6 (mutable data)", vw + ": data_buffer_idx " + std::to_string(idx) + " is out of range (" +
                                         std::to_string(md->offsets()->size()) + " mutable offsets)");
   }
-  in_segment("S6 (mutable data)", md->segment_index(), md->offsets()->Get(idx), "mutable data");
+  in_segment("S6 (mutable data)", md->segment_index(), format::scalar_at(md->offsets(), idx), "mutable data");
 }
 
 ValueKind kind_of(et::KernelTypes t) {
@@ -156,9 +156,9 @@ MethodSpec Program::Impl::build_method(const et::Program* prog, flatbuffers::uof
   require(nbs, "non_const_buffer_sizes");
   if (chains->size() == 0) invalid(F, "S2 (plan fields)", where + ": chains is empty");
   for (flatbuffers::uoffset_t i = 0; i < nbs->size(); ++i) {
-    if (nbs->Get(i) < 0) {
+    if (format::scalar_at(nbs, i) < 0) {
       invalid(F, "S2 (plan fields)", where + ": non_const_buffer_sizes[" + std::to_string(i) + "] = " +
-                                         std::to_string(nbs->Get(i)) + " is negative");
+                                         std::to_string(format::scalar_at(nbs, i)) + " is negative");
     }
   }
   format::MethodBuild b;
@@ -246,9 +246,10 @@ void Program::Impl::read_tensor_value(format::MethodBuild& b, const std::string&
     const std::uint64_t off = static_cast<std::uint64_t>(a->memory_offset_low()) |
                               (static_cast<std::uint64_t>(a->memory_offset_high()) << 32);
     std::uint64_t end = 0;
-    if (!format::add_u64(off, nbytes, &end) || end > static_cast<std::uint64_t>(nbs->Get(static_cast<flatbuffers::uoffset_t>(mid)))) {
+    const int64_t buffer_size = format::scalar_at(nbs, static_cast<flatbuffers::uoffset_t>(mid));
+    if (!format::add_u64(off, nbytes, &end) || end > static_cast<std::uint64_t>(buffer_size)) {
       invalid(F, "S4 (tensor)", vw + ": planned memory [" + u64s(off) + ", +" + u64s(nbytes) + ") exceeds buffer " +
-                                    u64s(mid) + " of " + std::to_string(nbs->Get(static_cast<flatbuffers::uoffset_t>(mid))) + " bytes");
+                                    u64s(mid) + " of " + std::to_string(buffer_size) + " bytes");
     }
   }
   if (t->data_buffer_idx() > 0) check_tensor_data(b.prog, F, vw, t, nbytes);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -76,6 +77,18 @@ struct FileData {
 void ensure_aligned(FileData& fd, std::uint64_t size);
 /// FlatBuffers Verifier limits used for both file kinds (P8 / D3).
 flatbuffers::Verifier::Options verifier_options();
+
+/// Element i of a vector of 8-byte scalars. The FlatBuffers verifier checks a
+/// vector's length prefix for 4-byte alignment only, so in a hostile file such
+/// a vector's elements can sit at 4 mod 8: read them without assuming more
+/// (found by tests/fuzz; reproducer in tests/fuzz/regressions).
+template <typename T>
+T scalar_at(const flatbuffers::Vector<T>* v, flatbuffers::uoffset_t i) {
+  static_assert(sizeof(T) == 8, "only 8-byte elements can be misaligned after verification");
+  T out;
+  std::memcpy(&out, v->Data() + static_cast<std::size_t>(i) * sizeof(T), sizeof(T));
+  return out;
+}
 /// Bytes of a segment: [base + offset, + size), checked against the segment
 /// area (S7 / D5). `what` names the referring field for the message.
 ByteView segment_bytes(const FileData& fd, std::uint64_t offset, std::uint64_t size, const std::string& what);

@@ -64,7 +64,8 @@ bool stage_upload(RunState& run, const Tensor& t, void* dst) {
   if (pinned == nullptr || offset + n > run.slot.pinned_capacity) return false;
   Tensor staging = Tensor::from_blob(pinned + offset, t.shape(), t.dtype(), Device::cpu());
   staging.copy_from(t);  // host -> host, re-strides if needed
-  check_cuda(cudaMemcpyAsync(dst, pinned + offset, n, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(run.stream)),
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaMemcpyAsync(dst, pinned + offset, n, cudaMemcpyHostToDevice,
+                                                static_cast<cudaStream_t>(run.stream))),
              "cudaMemcpyAsync (input upload)");
   run.staging_offset = offset + n;
   run.staged = true;
@@ -84,7 +85,7 @@ AtenTensorHandle to_model_input(RunState& run, const Value& v, const TensorSpec&
   const int64_t ndim = t.dim();
   AtenTensorHandle h = nullptr;
   auto shim_fail = [&](const char* fn) {
-    return Error(ErrorCode::kModel, input_label(d, i) + ": " + fn + " failed: " + aoti_cuda_shim_last_error());
+    return Error(model_failure_code(), input_label(d, i) + ": " + fn + " failed: " + aoti_cuda_shim_last_error());
   };
 
   if (t.device() == device && has_compiled_layout(t.shape(), t.strides(), spec.dim_order)) {
@@ -153,6 +154,12 @@ void make_inputs(RunState& run, const Delegate& d, const std::vector<int32_t>& a
       const auto vi = static_cast<std::size_t>(args[i]);
       ins[i] = to_model_input(run, run.values[vi], run.method.spec->values[vi].tensor, d, i);
     }
+    // Inside the try: if recording the staging event fails, the handles made
+    // above must still be released (found by fault injection on the GPU).
+    if (run.staged) {
+      run.slot.staging_used(stream);
+      run.staged = false;
+    }
   } catch (...) {
     delete_handles(ins);
     if (run.staged) {
@@ -164,10 +171,6 @@ void make_inputs(RunState& run, const Delegate& d, const std::vector<int32_t>& a
       }
     }
     throw;
-  }
-  if (run.staged) {
-    run.slot.staging_used(stream);
-    run.staged = false;
   }
 }
 
@@ -230,6 +233,7 @@ void run_delegate(RunState& run, const PlanStep& step) {
   }
   if (rc != 0) {
     const std::string detail = model_failure_detail(api);
+    const ErrorCode code = model_failure_code();  // before deleting: it reads the shim's last failure
     delete_handles(ins);  // those not stolen before the failure
     std::vector<AtenTensorHandle> seen;
     for (AtenTensorHandle h : outs) {
@@ -238,7 +242,7 @@ void run_delegate(RunState& run, const PlanStep& step) {
         (void)aoti_torch_delete_tensor_object(h);
       }
     }
-    throw Error(ErrorCode::kModel, d.label + ": AOTInductorModelContainerRun failed: " + detail + run_failure_hint(run.target, d));
+    throw Error(code, d.label + ": AOTInductorModelContainerRun failed: " + detail + run_failure_hint(run.target, d));
   }
   std::fill(ins.begin(), ins.end(), nullptr);  // success: every input was stolen
   Profiler::Scope p(run.profiler, "outputs of delegate ", which);
@@ -299,7 +303,7 @@ bool input_ok(const TensorSpec& want, const Tensor& t) {
 // Waits for the slot's own stream, then moves the frees of returned outputs off it.
 void finish_on_own_stream(const RunState& run) {
   const MethodSpec& ms = *run.method.spec;
-  const cudaError_t err = cudaStreamSynchronize(static_cast<cudaStream_t>(run.stream));
+  const cudaError_t err = AOTI_CUDA_FAULTABLE(cudaStreamSynchronize(static_cast<cudaStream_t>(run.stream)));
   if (err != cudaSuccess) throw common::cuda_error(err, "running method '" + ms.name + "'");
   // The shim frees a model-made tensor (cudaFreeAsync) on the stream it was
   // allocated on: here the slot's stream, which dies with the Module while

@@ -1,6 +1,7 @@
 #include "runtime/library_loader.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -16,6 +17,7 @@
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/library_check.hpp"
 #include "common/env.hpp"
+#include "common/fault_injection.hpp"
 #include "common/text.hpp"
 #include "format/elf.hpp"
 #include "runtime/sha256.hpp"
@@ -39,8 +41,15 @@ bool starts_with(const std::string& s, const char* prefix) {
 
 std::string errno_text(int err) { return std::string(std::strerror(err)); }
 
+// Test hook (common/fault_injection.hpp): fail this system call of a load.
+bool loader_fault() noexcept { return testing::FaultInjector::should_fail(testing::FaultKind::kLoaderCall); }
+
 // Writes all of [data, data+size) to fd; false (errno set) on failure.
 bool write_all(int fd, const std::uint8_t* data, std::size_t size) {
+  if (loader_fault()) {
+    errno = EIO;
+    return false;
+  }
   while (size > 0) {
     const ssize_t n = ::write(fd, data, size);
     if (n < 0) {
@@ -59,6 +68,16 @@ bool patch_unique_bindings(int fd, const std::vector<std::size_t>& offsets, cons
     if (::pwrite(fd, &info, 1, static_cast<off_t>(off)) != 1) return false;
   }
   return true;
+}
+
+// Our dlopen, dlclose and dlsym calls happen under this mutex. glibc
+// serializes them anyway (its internal dl_load_lock), so it costs nothing, but
+// that lock is invisible to ThreadSanitizer: without this one, the dynamic
+// loader's own bookkeeping (calloc'ed in one thread's dlopen, freed in another
+// thread's dlclose) is reported as a data race when Modules load concurrently.
+std::mutex& dl_mutex() {
+  static std::mutex m;
+  return m;
 }
 
 template <typename Fn>
@@ -84,9 +103,12 @@ struct SoFile {
 bool choose_fresh_fd_path(SoFile& f) {
   for (int attempt = 0; attempt < 256; ++attempt) {
     f.path = "/proc/self/fd/" + std::to_string(f.fd);
-    void* stale = ::dlopen(f.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    if (stale == nullptr) return true;
-    ::dlclose(stale);
+    {
+      std::lock_guard<std::mutex> dl(dl_mutex());
+      void* stale = ::dlopen(f.path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+      if (stale == nullptr) return true;
+      ::dlclose(stale);
+    }
     const int moved = ::fcntl(f.fd, F_DUPFD_CLOEXEC, f.fd + 1);
     if (moved < 0) return false;
     ::close(f.fd);
@@ -99,7 +121,7 @@ void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& uniqu
   // Preferred: an anonymous memory file, nothing touches the file system.
   // AOTI_CUDA_DISABLE_MEMFD=1 forces the temp-file path (tests, odd sandboxes).
   const bool memfd_allowed = !env_flag("AOTI_CUDA_DISABLE_MEMFD");
-  f.fd = memfd_allowed ? static_cast<int>(::memfd_create("aoti_cuda_model", MFD_CLOEXEC)) : -1;
+  f.fd = memfd_allowed && !loader_fault() ? static_cast<int>(::memfd_create("aoti_cuda_model", MFD_CLOEXEC)) : -1;
   if (f.fd >= 0) {
     if (!write_all(f.fd, so.data, so.size) || !patch_unique_bindings(f.fd, unique_offsets, so)) {
       const int err = errno;
@@ -114,7 +136,7 @@ void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& uniqu
   std::string templ = dir + "/aoti_cuda_model_XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
-  f.fd = ::mkstemp(buf.data());
+  f.fd = loader_fault() ? (errno = EMFILE, -1) : ::mkstemp(buf.data());
   if (f.fd < 0) {
     const int err = errno;
     throw Error(ErrorCode::kIo, "creating a temporary file in " + dir + " for the model library of " + label +
@@ -127,6 +149,36 @@ void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& uniqu
     const int err = errno;
     throw Error(ErrorCode::kIo, "writing the model library of " + label + " to " + f.path + " failed: " + errno_text(err));
   }
+}
+
+// The mangled name of libstdc++'s __gnu_cxx::__freeres(), which frees the
+// exception-handling emergency pool (eh_alloc.cc).
+constexpr const char* kFreeresSymbol = "_ZN9__gnu_cxx9__freeresEv";
+
+// A model library that links libstdc++ statically (every AOTInductor .so does)
+// gets a private copy of libstdc++'s emergency pool for exceptions thrown under
+// memory pressure: ~73 KB malloc'ed by a static constructor when the library is
+// loaded, and freed by nothing — the pool has no destructor and dlclose does not
+// free heap blocks — so each load/unload cycle leaked it (issue 15). The
+// library's own __freeres frees exactly that block. Returns it when the
+// library defines it itself (never a shared libstdc++'s: that pool belongs to
+// the process), found through the dynamic table or, when hidden, the .symtab.
+void (*own_freeres(void* handle, ByteView so))() {
+  link_map* self = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &self) != 0 || self == nullptr) return nullptr;
+  auto owned_by_self = [self](void* addr) {
+    Dl_info info{};
+    void* owner = nullptr;
+    return addr != nullptr && ::dladdr1(addr, &info, &owner, RTLD_DL_LINKMAP) != 0 && owner == self;
+  };
+  void* sym = ::dlsym(handle, kFreeresSymbol);
+  if (!owned_by_self(sym)) {
+    const std::uint64_t value = format::defined_function_value(so, kFreeresSymbol);
+    sym = value != 0 ? reinterpret_cast<void*>(self->l_addr + value) : nullptr;
+    if (!owned_by_self(sym)) sym = nullptr;
+  }
+  (void)::dlerror();
+  return reinterpret_cast<void (*)()>(sym);
 }
 
 std::string lower(std::string s) {
@@ -225,8 +277,12 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   }
   // 3. Every shim/cudart import must resolve, or dlopen(RTLD_NOW) would fail
   // with only the first name; report all of them.
-  promote_self_to_global();
-  const std::vector<std::string> missing = missing_imports(elf);
+  std::vector<std::string> missing;
+  {
+    std::lock_guard<std::mutex> dl(dl_mutex());
+    promote_self_to_global();
+    missing = missing_imports(elf);
+  }
   if (!missing.empty()) {
     const std::string names = common::join(missing);
     throw Error(ErrorCode::kLoad, "the model library of " + label + " imports " + std::to_string(missing.size()) +
@@ -244,28 +300,41 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   // 4. Load from an anonymous file.
   std::vector<std::size_t> unique_offsets;
   if (!env_flag("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS")) unique_offsets = gnu_unique_symbol_offsets(so);
+  // Held from dlopen to the end (declared after `lib`, so released before a
+  // failed load's ~ModelLibrary takes it again).
+  std::unique_lock<std::mutex> dl(dl_mutex(), std::defer_lock);
   {
     SoFile file;
     write_so_file(file, so, unique_offsets, label);
+    dl.lock();
     (void)::dlerror();
     // RTLD_NOW: every import was checked above, so binding everything now
     // costs little and moves any surprise to load time instead of mid-run.
     // AOTI_CUDA_DLOPEN_LAZY=1 switches to lazy binding (for measurements).
     const int mode = env_flag("AOTI_CUDA_DLOPEN_LAZY") ? RTLD_LAZY : RTLD_NOW;
-    lib->handle_ = ::dlopen(file.path.c_str(), mode | RTLD_LOCAL);
+    lib->handle_ = loader_fault() ? nullptr : ::dlopen(file.path.c_str(), mode | RTLD_LOCAL);
     if (lib->handle_ == nullptr) {
       const char* why = ::dlerror();
       throw Error(ErrorCode::kLoad, "dlopen of the model library of " + label + " failed: " +
                                         (why != nullptr ? why : "unknown error"));
     }
   }  // fd closed / temp file unlinked: the mapping keeps the code alive
+  // AOTI_CUDA_KEEP_EH_POOL=1 leaves the pool alone (to measure the leak it prevents).
+  if (!env_flag("AOTI_CUDA_KEEP_EH_POOL")) lib->freeres_ = own_freeres(lib->handle_, so);
   // 5. Entry points.
   bind_entry_points(lib->handle_, lib->api_, label);  // throws: ~ModelLibrary dlcloses
   return lib;
 }
 
 ModelLibrary::~ModelLibrary() {
-  if (handle_ != nullptr) ::dlclose(handle_);
+  if (handle_ == nullptr) return;
+  // Every load dlopens a fresh memfd (a new link map nobody else references),
+  // and the containers built from it are gone, so none of the library's code
+  // can throw again: its emergency pool is dead weight. Free it now; once
+  // unmapped, the pointer to it would be lost.
+  std::lock_guard<std::mutex> dl(dl_mutex());
+  if (freeres_ != nullptr) freeres_();
+  ::dlclose(handle_);
 }
 
 }  // namespace aoti_cuda::runtime

@@ -10,7 +10,9 @@
 //
 // Environment switches (diagnostics): AOTI_CUDA_DISABLE_MEMFD=1 uses the temp
 // file path; AOTI_CUDA_KEEP_UNIQUE_SYMBOLS=1 loads the bytes unmodified (the
-// library then stays mapped until exit if it defines STB_GNU_UNIQUE symbols).
+// library then stays mapped until exit if it defines STB_GNU_UNIQUE symbols);
+// AOTI_CUDA_KEEP_EH_POOL=1 skips freeing the exception-handling emergency pool
+// of a library that links libstdc++ statically (it then leaks ~73 KB per load).
 #pragma once
 
 #include <cstddef>
@@ -95,10 +97,14 @@ class ModelLibrary {
   const std::string& sha256() const noexcept { return sha256_; }
   /// Embedded CUDA kernels found in the bytes (best effort; for error messages).
   const CudaKernelInfo& kernels() const noexcept { return kernels_; }
+  /// True when the library carries its own libstdc++ (static link) whose
+  /// exception-handling emergency pool the destructor frees before dlclose.
+  bool frees_own_eh_pool() const noexcept { return freeres_ != nullptr; }
 
  private:
   ModelLibrary() = default;
   void* handle_ = nullptr;
+  void (*freeres_)() = nullptr;  // the library's own __gnu_cxx::__freeres, if any
   ContainerApi api_;
   std::string label_;
   std::string sha256_;

@@ -6,6 +6,7 @@
 
 #include "common/cuda.hpp"
 #include "runtime/graph_cache.hpp"
+#include "shim/error_state.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -53,13 +54,13 @@ Slot::~Slot() {
 }
 
 cudaStream_t Slot::own_stream() {
-  if (stream == nullptr) check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  if (stream == nullptr) check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)), "cudaStreamCreateWithFlags");
   return stream;
 }
 
 void* Slot::staging(std::size_t bytes) {
   if (staging_pending) {
-    check_cuda(cudaEventSynchronize(staging_done), "cudaEventSynchronize (input staging)");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaEventSynchronize(staging_done)), "cudaEventSynchronize (input staging)");
     staging_pending = false;
   }
   if (bytes > pinned_capacity) {
@@ -67,7 +68,7 @@ void* Slot::staging(std::size_t bytes) {
     pinned = nullptr;
     pinned_capacity = 0;
     const std::size_t want = std::max<std::size_t>(bytes, 1 << 16);
-    check_cuda(cudaMallocHost(&pinned, want), "cudaMallocHost (input staging)");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaMallocHost(&pinned, want)), "cudaMallocHost (input staging)");
     pinned_capacity = want;
   }
   return pinned;
@@ -87,9 +88,9 @@ void* Slot::output_staging(std::size_t bytes) {
 
 void Slot::staging_used(cudaStream_t s) {
   if (staging_done == nullptr) {
-    check_cuda(cudaEventCreateWithFlags(&staging_done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaEventCreateWithFlags(&staging_done, cudaEventDisableTiming)), "cudaEventCreateWithFlags");
   }
-  check_cuda(cudaEventRecord(staging_done, s), "cudaEventRecord");
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaEventRecord(staging_done, s)), "cudaEventRecord");
   staging_pending = true;
 }
 
@@ -131,6 +132,10 @@ std::string model_failure_detail(const ContainerApi& api) {
   }
   return detail.empty() ? std::string("no error message was recorded (the model library prints its exception to stderr)")
                         : detail;
+}
+
+ErrorCode model_failure_code() noexcept {
+  return shim::last_error_code() == ErrorCode::kOutOfMemory ? ErrorCode::kOutOfMemory : ErrorCode::kModel;
 }
 
 std::shared_ptr<void> own_handle(AtenTensorHandle h) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "aoti_cuda/error.hpp"
 #include "aoti_cuda/module.hpp"
 #include "aoti_cuda/program.hpp"
 #include "aoti_cuda/shim.h"
@@ -174,6 +175,10 @@ class CurrentStreamScope {
 
 /// The reason of the last failed shim call / model entry point on this thread.
 std::string model_failure_detail(const ContainerApi& api);
+/// The code for a failed container entry point: kOutOfMemory when it failed
+/// because a shim allocation did (the caller can free memory and retry),
+/// kModel otherwise. Read it before deleting handles.
+ErrorCode model_failure_code() noexcept;
 
 /// Owner of one AtenTensorHandle, shared by the Tensors wrapping it.
 std::shared_ptr<void> own_handle(AtenTensorHandle h);

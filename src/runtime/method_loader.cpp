@@ -61,7 +61,7 @@ TargetDevice open_device(Device device, const std::string& label, LoadTimings& t
   const auto t_init = Clock::now();
   {
     DeviceGuard guard(device.index);
-    check_cuda(cudaFree(nullptr), "cudaFree(nullptr) (creating the CUDA context)");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaFree(nullptr)), "cudaFree(nullptr) (creating the CUDA context)");
   }
   timings.device_init_ms = ms_since(t_init);
   return target;
@@ -166,7 +166,7 @@ void MethodLoader::create_container(Delegate& d) {
     if (api.create_with_device(&d.container, options_.num_models, device_str.c_str(), nullptr) != 0 ||
         d.container == nullptr) {
       d.container = nullptr;
-      throw Error(ErrorCode::kModel, d.label + ": AOTInductorModelContainerCreateWithDevice(num_models=" +
+      throw Error(model_failure_code(), d.label + ": AOTInductorModelContainerCreateWithDevice(num_models=" +
                                          std::to_string(options_.num_models) + ", \"" + device_str +
                                          "\") failed: " + model_failure_detail(api));
     }
@@ -267,7 +267,7 @@ void MethodLoader::upload_weights(Delegate& d) {
     TrackModulesScope track(&d.kernel_modules);
     shim::HandleCapture capture(shim::CreatedBy::kFromBlob, &d.constant_handles);
     if (api.update_constants_from_blob(d.container, ds.weights.data) != 0) {
-      throw Error(ErrorCode::kModel, d.label + ": installing the weights ('" + ds.weights_key + "' from " +
+      throw Error(model_failure_code(), d.label + ": installing the weights ('" + ds.weights_key + "' from " +
                                          ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
                                          model_failure_detail(api));
     }

@@ -125,13 +125,13 @@ Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device, boo
     t.owner_ = common::host_shared(nbytes);
   } else if (device.is_cpu()) {
     void* p = nullptr;
-    check_cuda(cudaMallocHost(&p, nbytes == 0 ? 64 : nbytes), "cudaMallocHost (pinned host tensor)");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaMallocHost(&p, nbytes == 0 ? 64 : nbytes)), "cudaMallocHost (pinned host tensor)");
     t.owner_ = std::shared_ptr<void>(p, [](void* q) { (void)cudaFreeHost(q); });
   } else {
     if (device.index < 0) throw Error(ErrorCode::kInvalidArgument, "Tensor::empty: negative CUDA device index");
     common::DeviceGuard guard(device.index);
     void* p = nullptr;
-    check_cuda(cudaMalloc(&p, nbytes == 0 ? 256 : nbytes),
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaMalloc(&p, nbytes == 0 ? 256 : nbytes)),
                ("cudaMalloc of " + std::to_string(nbytes) + " bytes on " + device.str()).c_str());
     const int index = device.index;
     t.owner_ = std::shared_ptr<void>(p, [index](void* q) {
@@ -203,7 +203,7 @@ void Tensor::copy_from(const Tensor& src, void* stream) {
   common::copy_views(runtime::view_of(*this), runtime::view_of(src), /*non_blocking=*/false, stream);
   if (device_.is_cuda() && src.device_.is_cuda()) {
     common::DeviceGuard on_device(device_.index);
-    check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize (Tensor::copy_from)");
+    check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))), "cudaStreamSynchronize (Tensor::copy_from)");
   }
 }
 

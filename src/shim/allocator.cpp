@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "aoti_cuda/error.hpp"
+#include "common/fault_injection.hpp"
 #include "aoti_cuda/memory.hpp"
 #include "common/cuda.hpp"
 #include "shim/error_state.hpp"
@@ -189,7 +190,9 @@ void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
     throw Error(e.code(), "CUDA allocation of " + allocation_where(nbytes, device) + ": " + e.what());
   }
   void* ptr = nullptr;
-  const cudaError_t err = cudaMallocAsync(&ptr, nbytes, static_cast<cudaStream_t>(stream));
+  const cudaError_t err = testing::FaultInjector::should_fail(testing::FaultKind::kDeviceAlloc)
+                              ? cudaErrorMemoryAllocation
+                              : cudaMallocAsync(&ptr, nbytes, static_cast<cudaStream_t>(stream));
   if (err != cudaSuccess) throw_allocation_failure(err, nbytes, device, "cudaMallocAsync");
   count_allocation(device, nbytes);
   return ptr;

@@ -1,9 +1,12 @@
 # Fake AOTInductor model libraries for CPU-only Module tests (see fake_model.cpp).
 # Deliberately NOT linked against aoti_cuda: like a real model .so they leave
 # aoti_torch_* undefined and resolve them from the global scope at dlopen.
-foreach(kind_name affine kv bad_import kv_wide affine_untyped)
+# affine_static is "affine" linked like a real AOTInductor library: libstdc++
+# and libgcc statically (their start-up allocates the exception-handling
+# emergency pool inside the library; see ModelLibrary's unload).
+foreach(kind_name affine kv bad_import kv_wide affine_untyped affine_static)
   set(extra_defs "")
-  if(kind_name STREQUAL "affine")
+  if(kind_name STREQUAL "affine" OR kind_name STREQUAL "affine_static")
     set(kind 1)
   elseif(kind_name STREQUAL "kv")
     set(kind 2)
@@ -20,6 +23,9 @@ foreach(kind_name affine kv bad_import kv_wide affine_untyped)
   add_library(${target} MODULE ${CMAKE_CURRENT_LIST_DIR}/fake_model.cpp)
   target_compile_definitions(${target} PRIVATE FAKE_MODEL_KIND=${kind} ${extra_defs})
   target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/include)
+  if(kind_name STREQUAL "affine_static")
+    target_link_options(${target} PRIVATE -static-libstdc++ -static-libgcc)
+  endif()
   set_target_properties(${target} PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON PREFIX "lib")
   add_dependencies(aoti_cuda_test_support ${target})
   string(TOUPPER ${kind_name} upper)

@@ -4,9 +4,13 @@
 
 #include <dirent.h>
 #include <doctest/doctest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "aoti_cuda/error.hpp"
 
@@ -30,6 +34,39 @@ inline int count_memfd_maps() {
   while (std::getline(maps, line)) n += line.find("memfd:") != std::string::npos;
   return n;
 }
+
+/// Resident set size of this process in bytes (/proc/self/statm).
+inline long long rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  long long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<long long>(sysconf(_SC_PAGESIZE));
+}
+
+/// A temp directory (under $TMPDIR or /tmp) removed with its files at scope exit.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string templ = std::string(base && *base ? base : "/tmp") + "/aoti_cuda_test_XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    REQUIRE(mkdtemp(buf.data()) != nullptr);
+    path = buf.data();
+  }
+  ~TempDir() {
+    if (DIR* d = opendir(path.c_str())) {
+      while (dirent* e = readdir(d)) {
+        std::string n = e->d_name;
+        if (n != "." && n != "..") std::remove((path + "/" + n).c_str());
+      }
+      closedir(d);
+    }
+    rmdir(path.c_str());
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
 
 /// Runs fn, expecting it to throw aoti_cuda::Error; returns the error (a test
 /// failure, and an kInternal placeholder, when nothing is thrown).

@@ -55,29 +55,6 @@ TensorDesc dynamic(TensorDesc t) {
   return t;
 }
 
-// A temp directory removed (with its files) at scope exit.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string templ = std::string(base && *base ? base : "/tmp") + "/aoti_cuda_module_test_XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    REQUIRE(mkdtemp(buf.data()) != nullptr);
-    path = buf.data();
-  }
-  ~TempDir() {
-    if (DIR* d = opendir(path.c_str())) {
-      while (dirent* e = readdir(d)) {
-        std::string n = e->d_name;
-        if (n != "." && n != "..") std::remove((path + "/" + n).c_str());
-      }
-      closedir(d);
-    }
-    rmdir(path.c_str());
-  }
-};
-
 // The "accumulate" method: method inputs (x, pos) but delegate args (pos, x, out),
 // like the kv_cache fixture.
 MethodDesc kv_method(const CudaBlobs& blobs, const std::string& name = "accumulate") {
