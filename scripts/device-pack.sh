@@ -7,7 +7,7 @@
 #   scripts/device-pack.sh BUILD_DIR DEST_DIR
 set -euo pipefail
 BUILD="$(cd "$1" && pwd)"
-DEST="$2"
+mkdir -p "$2"; DEST="$(cd "$2" && pwd)"
 rm -rf "$DEST"; mkdir -p "$DEST"
 cp "$BUILD/CMakeCache.txt" "$DEST/"
 cd "$BUILD"
