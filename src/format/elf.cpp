@@ -17,7 +17,6 @@ constexpr std::uint32_t kShtDynamic = 6;
 constexpr std::uint64_t kElf64SymSize = 24;
 constexpr std::uint64_t kElf64DynSize = 16;
 constexpr std::uint8_t kStbGnuUnique = 10;
-constexpr std::uint32_t kShtSymtab = 2;
 constexpr std::uint8_t kSttFunc = 2;
 constexpr std::int64_t kDtNull = 0;
 constexpr std::int64_t kDtNeeded = 1;

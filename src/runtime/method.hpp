@@ -140,6 +140,10 @@ struct Method {
   std::condition_variable cv;
   /// CUDA graph settings and counters (runtime/graph_cache.hpp).
   std::unique_ptr<MethodGraphs> graphs;
+  /// Module::method_meta, built on first request (names and dynamic dimensions
+  /// are read from the libraries, which costs a scan of their bytes).
+  mutable std::once_flag meta_once;
+  mutable MethodMeta meta;
 
   Method();
   ~Method();

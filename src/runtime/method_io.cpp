@@ -3,6 +3,7 @@
 // list (DelegateSpec::args: inputs, then outputs). The name and the dynamic
 // dimensions come from the first delegate that takes the value directly.
 #include <algorithm>
+#include <map>
 
 #include "format/aoti_facts.hpp"
 #include "runtime/method.hpp"
@@ -38,6 +39,8 @@ std::string name_at(const Position& p, bool output) {
 }  // namespace
 
 void describe_io(const Method& m, MethodMeta& meta) {
+  // The input checks are read from the library's bytes: scan each delegate once.
+  std::map<const Delegate*, std::map<int, std::vector<int>>> checks;
   for (const ValueSpec& v : m.spec->outputs) meta.output_names.push_back(name_at(find_position(m, v.value_index, true), true));
   for (std::size_t k = 0; k < m.spec->inputs.size(); ++k) {
     const ValueSpec& v = m.spec->inputs[k];
@@ -47,7 +50,11 @@ void describe_io(const Method& m, MethodMeta& meta) {
     if (v.kind == ValueKind::kTensor && v.tensor.dynamic) {
       std::vector<int> varying;
       if (p.delegate != nullptr) {
-        const auto all = format::aoti_dynamic_input_dims(p.delegate->spec->so);
+        auto found = checks.find(p.delegate);
+        if (found == checks.end()) {
+          found = checks.emplace(p.delegate, format::aoti_dynamic_input_dims(p.delegate->spec->so)).first;
+        }
+        const auto& all = found->second;
         const auto it = all.find(static_cast<int>(p.index));
         if (it != all.end()) varying = it->second;
         if (varying.empty() && !all.empty()) varying = {-1};  // the check exists and names no range: static

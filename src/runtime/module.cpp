@@ -150,13 +150,16 @@ std::string Module::default_method() const {
 
 MethodMeta Module::method_meta(std::string_view method) const {
   const Method& m = checked(impl_).find(method);
-  MethodMeta meta;
-  meta.name = m.spec->name;
-  for (const ValueSpec& v : m.spec->inputs) meta.inputs.push_back(v.tensor);
-  for (const ValueSpec& v : m.spec->outputs) meta.outputs.push_back(v.tensor);
-  meta.num_delegates = m.delegates.size();
-  runtime::describe_io(m, meta);
-  return meta;
+  std::call_once(m.meta_once, [&m] {
+    MethodMeta meta;
+    meta.name = m.spec->name;
+    for (const ValueSpec& v : m.spec->inputs) meta.inputs.push_back(v.tensor);
+    for (const ValueSpec& v : m.spec->outputs) meta.outputs.push_back(v.tensor);
+    meta.num_delegates = m.delegates.size();
+    runtime::describe_io(m, meta);
+    m.meta = std::move(meta);
+  });
+  return m.meta;
 }
 
 std::vector<Tensor> Module::execute(std::string_view method, const std::vector<Tensor>& inputs,

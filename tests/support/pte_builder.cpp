@@ -478,4 +478,21 @@ Bytes read_file(const std::string& path) {
   return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
+Bytes float_bytes(const std::vector<float>& values) {
+  Bytes b(values.size() * sizeof(float));
+  std::memcpy(b.data(), values.data(), b.size());
+  return b;
+}
+
+std::string write_affine_kv_program(const std::string& dir, const std::string& name, std::int32_t rows) {
+  PteBuilder b;
+  auto fw = b.add_cuda_blobs(aoti_cuda::ExporterGeneration::kMethodKeys, "forward",
+                             read_file(AOTI_CUDA_FAKE_MODEL_AFFINE), float_bytes({1, 2, 3, 4}));
+  b.add_method(cuda_method("forward", {f32({rows, 4}), f32({rows, 4})}, {f32({rows, 4}), f32({rows, 4})}, fw));
+  auto kv = b.add_cuda_blobs(aoti_cuda::ExporterGeneration::kMethodKeys, "accumulate",
+                             read_file(AOTI_CUDA_FAKE_MODEL_KV), float_bytes(std::vector<float>(16, 0.0f)));
+  b.add_method(cuda_method("accumulate", {i64({1}), f32({1, 4})}, {f32({4})}, kv));
+  return b.build().write(dir, name);
+}
+
 }  // namespace aoti_cuda_test

@@ -36,24 +36,6 @@ using namespace aoti_cuda_test;
 
 namespace {
 
-Bytes floats_to_bytes(const std::vector<float>& v) {
-  Bytes b(v.size() * sizeof(float));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-// forward(a, b) -> (y, y) on the affine fake and accumulate(pos, x) on the kv fake.
-std::string write_program(const std::string& dir) {
-  PteBuilder b;
-  auto fw = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", read_file(AOTI_CUDA_FAKE_MODEL_AFFINE),
-                             floats_to_bytes({1, 2, 3, 4}));
-  b.add_method(cuda_method("forward", {f32({2, 4}), f32({2, 4})}, {f32({2, 4}), f32({2, 4})}, fw));
-  auto kv = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "accumulate", read_file(AOTI_CUDA_FAKE_MODEL_KV),
-                             floats_to_bytes(std::vector<float>(16, 0.0f)));
-  b.add_method(cuda_method("accumulate", {i64({1}), f32({1, 4})}, {f32({4})}, kv));
-  return b.build().write(dir, "faults");
-}
-
 LoadOptions cpu_options() {
   LoadOptions o;
   o.device = Device::cpu();
@@ -157,7 +139,7 @@ TEST_CASE("fault injection: the injector counts, fires once, and is off by defau
 
 TEST_CASE("fault injection: every allocation and loader call of a whole load fails cleanly and leaves nothing") {
   TempDir dir, tmp;
-  const std::string pte = write_program(dir.path);
+  const std::string pte = write_affine_kv_program(dir.path, "faults", 2);
   // Temp files of the memfd fallback go here, so the test sees any left over.
   const char* old_tmp = std::getenv("TMPDIR");
   const std::string saved = old_tmp != nullptr ? old_tmp : "";
@@ -192,7 +174,7 @@ TEST_CASE("fault injection: every allocation and loader call of a whole load fai
 
 TEST_CASE("fault injection: every allocation of a whole run fails cleanly and the Module keeps working") {
   TempDir dir;
-  Module m(write_program(dir.path), cpu_options());
+  Module m(write_affine_kv_program(dir.path, "faults", 2), cpu_options());
   run_both(m);  // warm
   std::uint64_t total = 0;
   {

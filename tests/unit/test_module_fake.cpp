@@ -44,12 +44,6 @@ std::vector<float> kv_init() {
   return v;
 }
 
-Bytes float_bytes(const std::vector<float>& v) {
-  Bytes b(v.size() * sizeof(float));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
 TensorDesc dynamic(TensorDesc t) {
   t.shape_dynamism = 1;
   return t;

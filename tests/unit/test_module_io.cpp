@@ -32,12 +32,6 @@ namespace {
 
 const std::vector<float> kW = {0.5f, 1.0f, 2.0f, -1.0f};  // the affine model's weights: y = a * w + b
 
-Bytes float_bytes(const std::vector<float>& v) {
-  Bytes b(v.size() * sizeof(float));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
 // forward(a f32[<=8,4], b f32[<=8,4]) -> (y, y) on the fake affine library,
 // written to a fresh temporary directory (removed by the destructor).
 struct AffineProgram {

@@ -31,12 +31,6 @@ using namespace aoti_cuda_test;
 
 namespace {
 
-Bytes float_bytes(const std::vector<float>& v) {
-  Bytes b(v.size() * sizeof(float));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
 std::vector<float> iota16(float base) {
   std::vector<float> v(16);
   for (int i = 0; i < 16; ++i) v[i] = base + static_cast<float>(i);

@@ -29,26 +29,6 @@ namespace {
 
 constexpr int kThreads = 4;
 
-Bytes floats_to_bytes(const std::vector<float>& v) {
-  Bytes b(v.size() * sizeof(float));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-// forward(a f32[1,4], b f32[1,4]) -> (y, y), y = a * w + b (affine fake), and
-// accumulate(pos i64[1], x f32[1,4]) -> f32[4] on the kv fake, whose cache is
-// state shared by every call.
-std::string write_program(const std::string& dir) {
-  PteBuilder b;
-  auto fw = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", read_file(AOTI_CUDA_FAKE_MODEL_AFFINE),
-                             floats_to_bytes({1, 2, 3, 4}));
-  b.add_method(cuda_method("forward", {f32({1, 4}), f32({1, 4})}, {f32({1, 4}), f32({1, 4})}, fw));
-  auto kv = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "accumulate", read_file(AOTI_CUDA_FAKE_MODEL_KV),
-                             floats_to_bytes(std::vector<float>(16, 0.0f)));
-  b.add_method(cuda_method("accumulate", {i64({1}), f32({1, 4})}, {f32({4})}, kv));
-  return b.build().write(dir, "threads");
-}
-
 LoadOptions cpu_options(std::size_t num_models = 1) {
   LoadOptions o;
   o.device = Device::cpu();
@@ -72,7 +52,7 @@ Tensor position(int64_t p) {
 
 TEST_CASE("threads: concurrent execute of two methods on one Module, with the accessors") {
   TempDir dir;
-  Module m(write_program(dir.path), cpu_options(2));
+  Module m(write_affine_kv_program(dir.path, "threads", 1), cpu_options(2));
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -98,7 +78,7 @@ TEST_CASE("threads: concurrent execute of two methods on one Module, with the ac
 
 TEST_CASE("threads: different Modules loaded, run and unloaded concurrently") {
   TempDir dir;
-  const std::string pte = write_program(dir.path);
+  const std::string pte = write_affine_kv_program(dir.path, "threads", 1);
   const int64_t handles = aoti_cuda_shim_live_handles();
   std::atomic<int> bad{0};
   std::vector<std::thread> threads;
