@@ -29,7 +29,7 @@ export AOTI_CUDA_QUIET=1
 
 status=0
 echo "== GPU test suite" | tee "$OUT_DIR/gpu_tests.log"
-stdbuf -oL -eL "$BUILD/tests/aoti_cuda_gpu_tests" -s=false 2>&1 | tee -a "$OUT_DIR/gpu_tests.log" || status=1
+stdbuf -oL -eL "$BUILD/tests/aoti_cuda_gpu_tests" -s=false --duration=true 2>&1 | tee -a "$OUT_DIR/gpu_tests.log" || status=1
 
 echo "== CPU test suite on the GPU machine" | tee "$OUT_DIR/unit_tests.log"
 "$BUILD/tests/aoti_cuda_unit_tests" 2>&1 | tail -5 | tee -a "$OUT_DIR/unit_tests.log" || status=1

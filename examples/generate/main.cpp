@@ -10,17 +10,16 @@
 // output as its input without a copy to the host; the positions are slices of one device array.
 // Steps are queued on our own CUDA stream without waiting, and we synchronize once at the end.
 //
-// The KV cache is a buffer both methods hold under the same name; loading binds it to one copy
-// (see share_kv_cache in sdk_features.hpp), so decode reads what prefill wrote. Decode runs as a
-// CUDA graph where the SDK has them (--no-graphs: plain calls).
+// The KV cache is a buffer both methods hold under the same name; LoadOptions::share_state binds
+// it to one copy, so decode reads what prefill wrote. Decode runs as a CUDA graph (--no-graphs:
+// plain calls), and every step writes into memory allocated once (Module::execute_into): the
+// generated ids go straight into one device array, step i reading element i and writing i + 1.
 //
 // Without --prompt-ids, each length in --prompt-lens makes the benchmark's prompt,
 // id_i = (7919 * i + 13) mod V. Printed: load time by phase, GPU memory, time to first token
 // (prefill -> next token ready; first call and median of --reps) and decode tokens/s.
 #include <aoti_cuda/aoti_cuda.hpp>
 #include <cuda_runtime_api.h>
-
-#include "sdk_features.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -75,25 +74,43 @@ struct Report {
   void add(const std::string& k, const std::string& v) { body += (body.empty() ? "" : ", ") + ("\"" + k + "\": ") + v; }
 };
 
-// The generation state: the loaded program, our stream, device positions 0..n-1.
+// The generation state: the loaded program, our stream, and device memory allocated once:
+// positions 0..n-1, the generated ids, and one logits buffer every call overwrites.
 struct Generator {
   aoti_cuda::Module& module;
   cudaStream_t stream;
-  Tensor positions;  // i64[n] on the device
+  Tensor positions;  // i64[n]
+  Tensor ids;        // i64[n]: ids[0] from prefill, ids[i + 1] from decode step i
+  Tensor logits;     // the methods' first output, unused here
   aoti_cuda::RunOptions run;
 
-  Generator(aoti_cuda::Module& m, cudaStream_t s, int64_t max_positions) : module(m), stream(s) {
-    Tensor host = Tensor::empty({max_positions}, DType::kInt64);
-    for (int64_t i = 0; i < max_positions; ++i) host.data_ptr<int64_t>()[i] = i;
+  Generator(aoti_cuda::Module& m, cudaStream_t s, int64_t n, int64_t vocab, DType logits_dtype)
+      : module(m), stream(s) {
+    Tensor host = Tensor::empty({n}, DType::kInt64);
+    for (int64_t i = 0; i < n; ++i) host.data_ptr<int64_t>()[i] = i;
     positions = host.to_device(0);
-    run.stream = stream;                                // queue without waiting
-    run.outputs = aoti_cuda::OutputLocation::kDevice;   // logits and next token stay on the GPU
+    ids = host.to_device(0);
+    logits = Tensor::empty({1, vocab}, logits_dtype, aoti_cuda::Device::cuda(0));
+    run.stream = stream;  // queue without waiting
   }
-  Tensor pos(int64_t p) const {  // a borrowed view of one element: no copy, no allocation
-    return Tensor::from_blob(positions.data_ptr<int64_t>() + p, {1}, DType::kInt64, aoti_cuda::Device::cuda(0));
+  // Borrowed views of one element: no copy, no allocation.
+  Tensor at(const Tensor& array, int64_t i, std::vector<int64_t> shape) const {
+    return Tensor::from_blob(array.data_ptr<int64_t>() + i, std::move(shape), DType::kInt64, aoti_cuda::Device::cuda(0));
   }
-  Tensor prefill(const Tensor& tokens_on_device) { return module.execute("prefill", {tokens_on_device}, run)[1]; }
-  Tensor decode(const Tensor& token, int64_t p) { return module.execute("decode", {token, pos(p)}, run)[1]; }
+  void prefill(const Tensor& tokens_on_device) {
+    module.execute_into("prefill", {tokens_on_device}, {logits, at(ids, 0, {1, 1})}, run);
+  }
+  // Decode step `i` at position `p`: reads ids[i], writes ids[i + 1].
+  void decode(int64_t i, int64_t p) {
+    module.execute_into("decode", {at(ids, i, {1, 1}), at(positions, p, {1})}, {logits, at(ids, i + 1, {1, 1})}, run);
+  }
+  std::vector<int64_t> generated(int64_t n) const {
+    std::vector<int64_t> out(static_cast<size_t>(n));
+    check(cudaMemcpyAsync(out.data(), ids.data(), out.size() * sizeof(int64_t), cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    return out;
+  }
   void wait() { check(cudaStreamSynchronize(stream), "cudaStreamSynchronize"); }
 };
 
@@ -115,11 +132,10 @@ std::vector<int64_t> run_prompt(Generator& g, const std::vector<int64_t>& ids, c
   const std::string key = "p" + std::to_string(len) + "_";
   const Tensor tokens = device_prompt(ids);
   std::vector<double> ttft;
-  Tensor tok;
   for (int k = 0; k <= o.reps; ++k) {
     g.wait();
     const auto t0 = Clock::now();
-    tok = g.prefill(tokens);
+    g.prefill(tokens);
     g.wait();
     ttft.push_back(ms_since(t0));
   }
@@ -127,16 +143,11 @@ std::vector<int64_t> run_prompt(Generator& g, const std::vector<int64_t>& ids, c
   std::sort(steady.begin(), steady.end());
   const double ttft_ms = steady.empty() ? ttft[0] : steady[steady.size() / 2];
 
-  std::vector<Tensor> generated{tok};
   const auto t0 = Clock::now();
-  for (int i = 0; i < o.new_tokens; ++i) {
-    tok = g.decode(tok, len + i);  // the previous step's output is this step's input
-    generated.push_back(tok);
-  }
+  for (int i = 0; i < o.new_tokens; ++i) g.decode(i, len + i);  // step i's output is step i + 1's input
   g.wait();
   const double decode_ms = ms_since(t0);
-  std::vector<int64_t> out;
-  for (const Tensor& t : generated) out.push_back(t.to_host().data_ptr<int64_t>()[0]);
+  const std::vector<int64_t> out = g.generated(o.new_tokens + 1);
   std::printf("prompt %4lld tokens: time to first token %.2f ms (first call %.2f ms), decode %d tokens in %.1f ms = %.1f tokens/s\n",
               static_cast<long long>(len), ttft_ms, ttft[0], o.new_tokens, decode_ms, o.new_tokens / (decode_ms / 1000.0));
   r.num(key + "ttft_ms", ttft_ms);
@@ -159,11 +170,17 @@ void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Rep
   r.num("container_ms", t.container_ms);
   r.num("weights_ms", t.weights_ms);
   r.num("gpu_mem_after_load_mib", mem_mib);
-  for (const auto& [name, value] : generate_compat::load_figures(m)) {  // uploads, sharing
-    std::printf(" %s %.1f", name.c_str(), value);
-    r.num(name, value);
-  }
-  std::printf("\n");
+  const aoti_cuda::LoadStats st = m.load_stats();
+  std::printf(" weights uploaded %.1f MiB in %.1f ms (%.1f GB/s, %.0f MiB page-locked), %zu buffers shared\n",
+              st.weight_bytes / 1048576.0, st.upload_ms, st.upload_gb_per_s, st.page_locked_bytes / 1048576.0,
+              st.shared_state_constants);
+  r.num("weights_uploaded_mib", st.weight_bytes / 1048576.0);
+  r.num("weights_not_uploaded_mib", st.deduplicated_bytes / 1048576.0);
+  r.num("shared_state_constants", static_cast<double>(st.shared_state_constants));
+  r.num("upload_ms", st.upload_ms);
+  r.num("upload_gb_per_s", st.upload_gb_per_s);
+  r.num("page_locked_mib", st.page_locked_bytes / 1048576.0);
+  r.num("state_mib", m.state_bytes() / 1048576.0);
 }
 
 // Exit status 3: this machine cannot run the program (no usable GPU), as the other examples.
@@ -180,20 +197,18 @@ int generate(const Options& o) {
   const double mem0 = used_mib();
 
   aoti_cuda::LoadOptions load;
-  // One KV cache for both methods (issue 10). Sessions (Module::create_session, RunOptions::session)
-  // would hold several conversations' caches on one set of weights; this example runs one.
-  const bool explicit_sharing = generate_compat::share_kv_cache(load);
-  // Decode as a CUDA graph (issue 12). TODO: bind decode's outputs to two fixed token buffers used
-  // in turn (Module::execute_into) so that a step allocates nothing.
-  const bool graphs = o.graphs && generate_compat::graph_decode(load);
-  std::printf("KV cache shared %s; decode graphs %s\n", explicit_sharing ? "explicitly (share_state)" : "by name (SDK default)",
-              graphs ? "on" : "off");
+  load.share_state = aoti_cuda::StateSharing::all();  // one KV cache, read and written by both methods
+  // Sessions (Module::create_session, RunOptions::session) would hold several conversations'
+  // caches on one copy of the weights; this example runs one conversation.
+  if (o.graphs) load.cuda_graph_methods = {"decode"};  // one shape set: token [1,1], position [1]
+  std::printf("KV cache shared (share_state); decode graphs %s\n", o.graphs ? "on" : "off");
   t0 = Clock::now();
   aoti_cuda::Module module(o.program, load);
   report_load(module, ms_since(t0), used_mib() - mem0, r);
-  r.num("graphs", graphs ? 1 : 0);
+  r.num("graphs", o.graphs ? 1 : 0);
 
-  const int64_t vocab = module.method_meta("decode").outputs.at(0).sizes.back();
+  const aoti_cuda::TensorSpec logits_spec = module.method_meta("decode").outputs.at(0);
+  const int64_t vocab = logits_spec.sizes.back();
   std::vector<std::vector<int64_t>> prompts;
   if (!o.prompt_ids.empty()) prompts.push_back(o.prompt_ids);
   else for (int64_t len : o.prompt_lens) prompts.push_back(benchmark_prompt(len, vocab));
@@ -203,12 +218,14 @@ int generate(const Options& o) {
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   {
-    Generator g(module, stream, static_cast<int64_t>(std::max<size_t>(longest, 19)) + o.new_tokens + 1);
+    const int64_t n = static_cast<int64_t>(std::max<size_t>(longest, 19)) + o.new_tokens + 2;
+    Generator g(module, stream, n, vocab, logits_spec.dtype);
     // Warm-up, untimed: the first calls load the kernels; with graphs, the second decode call
     // captures the graph and later ones replay it.
-    Tensor tok = g.prefill(device_prompt(benchmark_prompt(16, vocab)));
-    for (int i = 0; i < 3; ++i) tok = g.decode(tok, 16 + i);
+    g.prefill(device_prompt(benchmark_prompt(16, vocab)));
+    for (int i = 0; i < 3; ++i) g.decode(i, 16 + i);
     g.wait();
+    module.reset_state();  // the warm-up's cache entries are not part of any prompt
     for (size_t i = 0; i < prompts.size(); ++i) {
       std::vector<int64_t> ids = run_prompt(g, prompts[i], o, r);
       if (i == 0 && !o.expect.empty()) {
@@ -220,7 +237,11 @@ int generate(const Options& o) {
       }
     }
   }
-  std::printf("decode CUDA graphs: %s\n", generate_compat::graph_report(module).c_str());
+  const aoti_cuda::GraphStatus gs = module.graph_status("decode");
+  if (!gs.requested) std::printf("decode CUDA graphs: off\n");
+  else if (!gs.available) std::printf("decode CUDA graphs: unavailable: %s\n", gs.reason.c_str());
+  else std::printf("decode CUDA graphs: captured %zu, replays %zu\n", gs.captures, gs.replays);
+  r.num("graph_replays", static_cast<double>(gs.replays));
   const aoti_cuda::MemoryStats ms = aoti_cuda::device_memory_stats(0);
   std::printf("GPU memory: %.0f MiB in use by this program (shim pool peak %.1f MiB)\n", used_mib() - mem0,
               ms.peak_bytes_in_use / 1048576.0);

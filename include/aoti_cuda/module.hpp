@@ -399,6 +399,13 @@ class AOTI_CUDA_API Module {
   /// Throws kUnsupported when a model library's constant table cannot be read
   /// (its state is unknown), kOutOfMemory / kCuda.
   Session create_session();
+  /// Puts the Module's own state (the one calls without RunOptions::session
+  /// use, e.g. a KV cache between two conversations) back to its initial
+  /// bytes, as Session::reset() does for a session. `stream` (a cudaStream_t)
+  /// orders the reset after earlier stateful calls; nullptr: done on return.
+  /// Stateless programs: nothing to do. Throws kUnsupported when a model
+  /// library's constant table cannot be read (its state is unknown).
+  void reset_state(void* stream = nullptr);
   /// Device bytes of one copy of the mutable state (every buffer of every
   /// loaded method, a buffer shared across methods counted once).
   std::size_t state_bytes() const;

@@ -227,8 +227,19 @@ const ConstantSharing::Held* ConstantSharing::find_match(const Delegate& d, cons
 }
 
 bool ConstantSharing::try_adopt_all(Delegate& d) {
-  if (held_.empty() || d.library->api().update_user_managed_constant_buffer_pairs == nullptr) return false;
-  if (!d.constants_known || d.constants.empty()) return false;
+  if (held_.empty()) {
+    trace(d, "uploads its own weights: no earlier method holds constants to compare with");
+    return false;
+  }
+  if (d.library->api().update_user_managed_constant_buffer_pairs == nullptr) {
+    trace(d, "uploads its own weights: its library cannot bind external constants");
+    return false;
+  }
+  if (!d.constants_known || d.constants.empty()) {
+    trace(d, "uploads its own weights: its constant table cannot be read");
+    return false;
+  }
+  if (!d.blob_layout_known) trace(d, "the layout of its weights blob is unknown: only shared state can be bound");
   std::vector<ContainerApi::ConstantMapEntry> pairs;
   std::vector<AtenTensorHandle> in_use;
   std::size_t read_only = 0;
@@ -259,7 +270,15 @@ bool ConstantSharing::try_adopt_all(Delegate& d) {
 
 void ConstantSharing::after_upload(Delegate& d) {
   // The handles pair up with the constants only when the library made one per constant.
-  if (!d.constants_known || d.constant_handles.size() != d.constants.size()) return;
+  if (!d.constants_known || d.constant_handles.size() != d.constants.size()) {
+    trace(d, "its constants are not offered to later methods: " +
+                 (d.constants_known ? "installing its blob made " + std::to_string(d.constant_handles.size()) +
+                                          " tensor handles for " + std::to_string(d.constants.size()) + " constants"
+                                    : std::string("its constant table cannot be read")));
+    return;
+  }
+  trace(d, "offers " + std::to_string(d.constants.size()) + " constants to later methods (blob layout " +
+               (d.blob_layout_known ? "known" : "unknown") + ")");
   d.in_use = d.constant_handles;
   std::vector<ContainerApi::ConstantMapEntry> pairs;
   std::vector<std::size_t> bound;

@@ -201,6 +201,8 @@ Session Module::create_session() {
   return s;
 }
 
+void Module::reset_state(void* stream) { checked(impl_).state->reset_default(stream); }
+
 std::size_t Module::state_bytes() const { return checked(impl_).state->state_bytes(); }
 
 }  // namespace aoti_cuda

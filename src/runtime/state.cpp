@@ -224,12 +224,16 @@ StateManager::Lease::~Lease() {
   manager_->mu_.unlock();
 }
 
-void StateManager::create(Session::Impl& s) {
+void StateManager::require_known(const char* what) const {
   if (!unknown_.empty()) {
-    throw Error(ErrorCode::kUnsupported, "create_session: the state of " + common::join(unknown_) +
+    throw Error(ErrorCode::kUnsupported, std::string(what) + ": the state of " + common::join(unknown_) +
                                              " cannot be enumerated (its model library does not describe its "
-                                             "constants), so a session could not isolate it");
+                                             "constants), so it cannot be isolated or reset");
   }
+}
+
+void StateManager::create(Session::Impl& s) {
+  require_known("create_session");
   std::lock_guard<std::mutex> lock(mu_);
   prepare();
   DeviceGuard guard(target_.ordinal());
@@ -251,12 +255,26 @@ void StateManager::create(Session::Impl& s) {
 
 void StateManager::reset(Session::Impl& s, void* stream) {
   std::lock_guard<std::mutex> lock(mu_);
+  reset_owner(s.owner, stream);
+}
+
+void StateManager::reset_default(void* stream) {
+  if (entries_.empty() && unknown_.empty()) return;  // stateless
+  require_known("reset_state");
+  std::lock_guard<std::mutex> lock(mu_);
+  prepare();  // the device copy of non-zero initial bytes (and the default storage) exist from here on
+  reset_owner(default_, stream);
+}
+
+// The caller holds mu_. The resident owner's bytes are the live copies; any
+// other owner's are in its storage.
+void StateManager::reset_owner(StateOwner& owner, void* stream) {
   DeviceGuard guard(target_.ordinal());
   const cudaStream_t on = stream != nullptr ? static_cast<cudaStream_t>(stream) : aux_stream();
   order_after_last(on);
-  fill_initial(resident_ == &s.owner ? nullptr : static_cast<char*>(s.owner.storage), on);
+  fill_initial(resident_ == &owner ? nullptr : static_cast<char*>(owner.storage), on);
   mark_last(on);
-  if (stream == nullptr && target_.device.is_cuda()) check_cuda(cudaStreamSynchronize(on), "resetting a session");
+  if (stream == nullptr && target_.device.is_cuda()) check_cuda(cudaStreamSynchronize(on), "resetting state");
 }
 
 void StateManager::destroy(Session::Impl& s) noexcept {

@@ -84,6 +84,8 @@ class StateManager {
   /// Module::create_session / Session members.
   void create(Session::Impl& s);
   void reset(Session::Impl& s, void* stream);
+  /// Module::reset_state: the default (no-session) state to its initial bytes.
+  void reset_default(void* stream);
   void destroy(Session::Impl& s) noexcept;
 
  private:
@@ -98,6 +100,8 @@ class StateManager {
   };
   void prepare();                            // first create(): default storage, initial copies
   void fill_initial(char* base, cudaStream_t s);  // base nullptr: into the live copies
+  void reset_owner(StateOwner& owner, void* stream);
+  void require_known(const char* what) const;
   void swap_in(StateOwner* want, cudaStream_t s);
   void order_after_last(cudaStream_t s);
   void mark_last(cudaStream_t s) noexcept;

@@ -110,6 +110,27 @@ struct Lm {
   }
 };
 
+// While alive, the SDK's constant-sharing trace (AOTI_CUDA_TRACE_SHARING) is
+// collected; it is printed on destruction.
+class SharingTrace {
+ public:
+  SharingTrace() {
+    setenv("AOTI_CUDA_TRACE_SHARING", "1", 1);
+    previous_ = aoti_cuda::set_log_handler([this](aoti_cuda::LogLevel, std::string_view m) { lines_.emplace_back(m); });
+  }
+  ~SharingTrace() {
+    aoti_cuda::set_log_handler(previous_);
+    unsetenv("AOTI_CUDA_TRACE_SHARING");
+    for (const std::string& line : lines_) std::printf("  sharing trace: %s\n", line.c_str());
+  }
+  SharingTrace(const SharingTrace&) = delete;
+  SharingTrace& operator=(const SharingTrace&) = delete;
+
+ private:
+  std::vector<std::string> lines_;
+  aoti_cuda::LogHandler previous_;
+};
+
 LoadOptions share_all() {
   LoadOptions o;
   o.share_state = StateSharing::all();
@@ -149,7 +170,10 @@ TEST_CASE("gpu state: two methods from one library with DIFFERENT weights are ea
               "(instances differ by %.3g); %zu constants deduplicated: %s\n",
               e1, e2, apart, two.load_stats().deduplicated_constants, e1 <= 1e-5 && e2 <= 1e-5 ? "PASS" : "FAIL");
 
-  Module same = load_built(mlp_program(so, {{"first", w1}, {"second", w1}}));
+  Module same = [&] {
+    SharingTrace trace;  // printed, so that a failure below says why
+    return load_built(mlp_program(so, {{"first", w1}, {"second", w1}}));
+  }();
   const aoti_cuda::LoadStats st = same.load_stats();
   CHECK(st.deduplicated_bytes == w1.size());
   CHECK(st.weight_bytes == w1.size());
@@ -165,12 +189,20 @@ TEST_CASE("gpu state: two methods from one library with DIFFERENT weights are ea
 TEST_CASE("gpu state: lm prefill/decode share the KV cache only when asked" * AOTI_CUDA_GPU_CASE) {
   Lm lm;
   {
-    Module shared(lm.pte, share_all());
+    Module shared = [&] {
+      SharingTrace trace;
+      return Module(lm.pte, share_all());
+    }();
     lm.prefill(shared, lm.prompt);
     const double err = max_diff(lm.decode(shared), lm.after);
     CHECK(err <= Lm::kTol);
     const aoti_cuda::LoadStats st = shared.load_stats();
     CHECK(st.shared_state_constants > 0);
+    shared.reset_state();  // the cache prefill wrote is gone: decode sees the zero cache again
+    const double err_reset = max_diff(lm.decode(shared), lm.fresh);
+    CHECK(err_reset <= Lm::kTol);
+    std::printf("lm Module::reset_state after prefill: decode vs zero-cache reference max_abs_err=%.3g %s\n",
+                err_reset, err_reset <= Lm::kTol ? "PASS" : "FAIL");
     std::printf("lm share_state=all: %zu buffers shared, %zu identical constants deduplicated, %zu blob bytes not "
                 "uploaded, state %zu bytes; decode after prefill vs eager: max_abs_err=%.3g %s\n",
                 st.shared_state_constants, st.deduplicated_constants, st.deduplicated_bytes, shared.state_bytes(), err,

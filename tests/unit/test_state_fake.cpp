@@ -270,6 +270,30 @@ TEST_CASE("state(fake): sessions are isolated, reset to the initial bytes, and r
   CHECK(expect_error([&] { (void)s1.state_bytes(); }).code() == ErrorCode::kInvalidArgument);
 }
 
+TEST_CASE("state(fake): Module::reset_state puts the default state back and leaves sessions alone") {
+  PteBuilder b;
+  add_kv(b, "write", iota16(0));
+  add_affine(b, "forward", kW);  // stateless
+  const BuiltProgram built = b.build();
+  Module m = load(built);
+  const std::vector<float> init = iota16(0);
+  CHECK(write_row(m, "write", 0, 10) == sums(init, {{0, 10}}));
+  m.reset_state();  // resident, before any session exists
+  CHECK(write_row(m, "write", 1, 20) == sums(init, {{1, 20}}));
+  Session s = m.create_session();
+  CHECK(write_row(m, "write", 2, 30, &s) == sums(init, {{2, 30}}));
+  m.reset_state();  // not resident: its stored copy is reset, the session's live copy untouched
+  CHECK(write_row(m, "write", 3, 40, &s) == sums(init, {{2, 30}, {3, 40}}));
+  CHECK(write_row(m, "write", 0, 50) == sums(init, {{0, 50}}));
+  PteBuilder only_affine;
+  add_affine(only_affine, "forward", kW);
+  const BuiltProgram affine = only_affine.build();
+  Module stateless = load(affine);
+  stateless.reset_state();  // no state: nothing to do
+  CHECK(stateless.state_bytes() == 0);
+  CHECK(affine_w(stateless, "forward").size() == 8);
+}
+
 TEST_CASE("state(fake): concurrent calls with different sessions are serialized and stay isolated") {
   PteBuilder b;
   add_kv(b, "write", iota16(0));
