@@ -190,15 +190,15 @@ def phase1(s: Steps, a, cfg_flags):
             s.status["weights"] = {"status": "reused"}
         else:
             s.start("weights", [PY, LLM_PEERS, "weights", "--weights", os.path.join(w, "weights.pt")] + cfg_flags, 120)
-    if llm:
+    if llm and "libtorch" in a.peers:
         if os.path.exists(os.path.join(w, "aoti_llm", "decode.pt2")):
             s.status["aoti_package"] = {"status": "reused"}
         else:
             s.start("aoti_package", [PY, LLM_PEERS, "aoti_package", "--out-dir", os.path.join(w, "aoti_llm")]
                     + cfg_flags, a.export_timeout)
-    if llm or "fixtures" in a.parts:
+    if (llm or "fixtures" in a.parts) and "libtorch" in a.peers:
         start_runner_build(s, a)
-    if "fixtures" in a.parts:
+    if "fixtures" in a.parts and "libtorch" in a.peers:
         if load_json(os.path.join(w, "call_aoti", "index.json")):
             s.status["call_packages"] = {"status": "reused"}
         else:
@@ -238,13 +238,13 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
         manifest = load_json(os.path.join(w, quant, "manifest.json"))
         results["exports"][quant] = manifest
         if manifest:
-            results["runs"]["aoti_cuda_" + quant] = s.run("aoti_cuda_" + quant, generate_cmd(a, quant, manifest), 120)
+            results["runs"]["aoti_cuda_" + quant] = s.run("aoti_cuda_" + quant, generate_cmd(a, quant, manifest), 90)
     cfg = (results["exports"].get("bf16") or {}).get("config") or {}
     runner = [os.path.join(w, "runner", "aoti_runner"), "llm", os.path.join(w, "aoti_llm", "prefill.pt2"),
               os.path.join(w, "aoti_llm", "decode.pt2"), "--vocab", str(cfg.get("vocab", 32000)),
               "--max-ctx", str(cfg.get("max_ctx", 1024)), "--prompt-lens", a.prompt_lens,
               "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
-    if "llm" in a.parts:
+    if "llm" in a.parts and "libtorch" in a.peers:
         r = s.run("libtorch_aoti", runner, 150)
         if (r is None or "error" in r) and os.path.exists(os.path.join(w, "aoti_llm", "decode.pt2")):
             # Binding decode's constants through libtorch's inactive buffer (which also frees decode's
@@ -252,13 +252,13 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
             r = s.run("libtorch_aoti_active", runner + ["--share", "active"], 150)
         results["runs"]["libtorch_aoti"] = r
     weights = ["--weights", os.path.join(w, "weights.pt")]
-    if "llm" in a.parts:
+    if "llm" in a.parts and "eager" in a.peers:
         for peer in ["eager", "eager_graph"]:
             results["runs"][peer] = s.run(peer, [PY, LLM_PEERS, peer] + weights + measure + cfg_flags, 150)
     if "compile" in a.parts:  # caches filled by compile_warm in phase 1
         results["runs"]["torch_compile"] = s.run("compile", [PY, LLM_PEERS, "compile"] + weights + measure + cfg_flags,
                                                  240)
-    if "int4" in a.parts:
+    if "int4" in a.parts and "eager" in a.peers:
         results["runs"]["eager_int4"] = s.run("eager_int4", [PY, LLM_PEERS, "eager", "--quant", "int4"] + weights
                                               + measure + cfg_flags, 150)
 
@@ -346,7 +346,7 @@ def phase2_calls(s: Steps, a, results):
                                         200)
     runner = os.path.join(w, "runner", "aoti_runner")
     rows = []
-    for rec in index:
+    for rec in index if "libtorch" in a.peers else []:
         if "package" not in rec:
             rows.append(rec)
             continue
@@ -423,10 +423,13 @@ def main(argv=None) -> int:
                     help="Inductor settings of the libtorch fixture packages: ExecuTorch's (max_autotune) or AOTI's")
     ap.add_argument("--exclusive-export", action="store_true",
                     help="phase 1: the ExecuTorch exports first, alone (their autotuning sees no other GPU work)")
+    ap.add_argument("--peers", default="libtorch,eager",
+                    help="comma list of peers besides torch.compile (part 'compile'): libtorch, eager")
     ap.add_argument("--stage", choices=["all", "prepare", "measure"], default="all",
                     help="prepare: only phase 1 (exports, packages, builds); measure: only phase 2, reusing WORK")
     a = ap.parse_args(argv)
     a.parts = set(a.parts.split(","))
+    a.peers = set(p for p in a.peers.split(",") if p)
     a.build = os.path.abspath(a.build)
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(a.work, exist_ok=True)

@@ -257,6 +257,7 @@ int generate(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also through a pipe
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];

@@ -38,7 +38,7 @@ bool same_layout(AtenTensorHandle a, AtenTensorHandle b) {
 // The non-folded constants of a container, in table order (the order in
 // which installing a weights blob creates their handles). False when the
 // library cannot describe them. A library without GetConstantType reports
-// every constant as kUnknown (never shared).
+// every constant as kNotReported (never deduplicated; counted as state).
 bool list_constants(const ContainerApi& api, ContainerHandle c, std::vector<ConstantEntry>& out) {
   out.clear();
   if (api.get_num_constants == nullptr || api.get_constant_name == nullptr || api.get_constant_original_fqn == nullptr ||
@@ -109,9 +109,10 @@ const char* type_name(ConstantType t) {
     case ConstantType::kBuffer: return "buffer";
     case ConstantType::kTensorConstant: return "tensor constant";
     case ConstantType::kFolded: return "folded constant";
-    case ConstantType::kUnknown: break;
+    case ConstantType::kUnknown: return "constant of type Unknown";
+    case ConstantType::kNotReported: break;
   }
-  return "constant of unknown type";
+  return "constant whose type the library does not report";
 }
 
 // Binds `pairs` in d's container; the aliases the library makes are recorded

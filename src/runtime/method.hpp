@@ -33,19 +33,37 @@ struct TargetDevice {
   int ordinal() const noexcept { return device.is_cuda() ? device.index : -1; }
 };
 
-/// AOTInductor's ConstantType codes (GetConstantType).
-enum class ConstantType : int32_t { kUnknown = 0, kParameter = 1, kBuffer = 2, kTensorConstant = 3, kFolded = 4 };
+/// AOTInductor's ConstantType codes (GetConstantType), plus kNotReported for a
+/// library without GetConstantType (or a code outside 0..3).
+enum class ConstantType : int32_t {
+  kNotReported = -1,
+  kUnknown = 0,
+  kParameter = 1,
+  kBuffer = 2,
+  kTensorConstant = 3,
+  kFolded = 4
+};
 
 /// One entry of a model library's constant table (non-folded constants only).
 struct ConstantEntry {
   std::string name, fqn;
   int32_t dtype = -1;
   std::size_t data_size = 0;
-  ConstantType type = ConstantType::kUnknown;
+  ConstantType type = ConstantType::kNotReported;
   std::uint64_t blob_offset = 0;  ///< where its bytes start in the weights blob (Delegate::blob_layout_known)
 
-  /// Parameters and tensor constants: the model never writes them.
-  bool read_only() const noexcept { return type == ConstantType::kParameter || type == ConstantType::kTensorConstant; }
+  /// The model never writes it: parameters, tensor constants, and constants
+  /// the library reports as Unknown. Unknown is what Inductor reports for a
+  /// tensor that was neither a parameter nor a registered buffer of the module
+  /// it compiled (ExecuTorch's lowering hands it weights that way); a tensor a
+  /// graph mutates is always a registered buffer (torch.export allows in-place
+  /// updates of buffers only), which the library reports as Buffer.
+  bool read_only() const noexcept {
+    return type == ConstantType::kParameter || type == ConstantType::kTensorConstant || type == ConstantType::kUnknown;
+  }
+  /// Buffers, and constants whose type the library cannot tell: sessions keep
+  /// a copy of these, and they are shared across methods only on request.
+  bool holds_state() const noexcept { return type == ConstantType::kBuffer || type == ConstantType::kNotReported; }
 };
 
 /// One delegate call site of a method: its model library and container.

@@ -1,6 +1,8 @@
 // Loading methods: library -> container -> weights. See method_loader.hpp.
 #include "runtime/method_loader.hpp"
 
+#include "common/env.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -252,14 +254,21 @@ void MethodLoader::upload_weights(Delegate& d) {
   }
   const auto t0 = Clock::now();
   // The library copies constant by constant (synchronous cudaMemcpy from the
-  // blob): from page-locked memory those copies run at full PCIe/C2C speed.
-  // Page-locking pays off only for large blobs.
+  // blob): from page-locked memory those copies run at full PCIe/C2C speed,
+  // from the pageable mapping at the driver's staging speed. Page-locking the
+  // mapped file in place (cudaHostRegister) is opt-in: on the H200 machine a
+  // 1 GiB registration never returned (known elsewhere too: registering
+  // file-backed mappings can stall), and a load must never hang.
   constexpr std::size_t kLockFrom = std::size_t{4} << 20;
   std::unique_ptr<PageLock> lock;
   if (target_.device.is_cuda() && ds.weights.size >= kLockFrom) {
-    prefetch_pages(ds.weights);
-    lock = std::make_unique<PageLock>(ds.weights, target_.ordinal());
-    if (!lock->locked() && stats_.upload_note.empty()) stats_.upload_note = d.label + ": " + lock->reason();
+    prefetch_pages(ds.weights);  // readahead for a cold page cache
+    if (env_flag("AOTI_CUDA_PAGE_LOCK_WEIGHTS")) {
+      lock = std::make_unique<PageLock>(ds.weights, target_.ordinal());
+      if (!lock->locked() && stats_.upload_note.empty()) stats_.upload_note = d.label + ": " + lock->reason();
+    } else if (stats_.upload_note.empty()) {
+      stats_.upload_note = "copied from pageable memory (AOTI_CUDA_PAGE_LOCK_WEIGHTS=1 page-locks the mapped file)";
+    }
   }
   aoti_cuda_shim_clear_error();
   {
@@ -273,7 +282,7 @@ void MethodLoader::upload_weights(Delegate& d) {
     }
   }
   const bool locked = lock && lock->locked();
-  const std::string why = !lock ? "small blob" : lock->locked() ? "" : lock->reason();
+  const std::string why = !lock ? "not page-locked" : lock->locked() ? "" : lock->reason();
   lock.reset();  // unlocked before the time is taken: it is part of the cost
   const double ms = ms_since(t0);
   stats_.weight_bytes += ds.weights.size;

@@ -32,7 +32,7 @@ bool all_zero(ByteView b) {
   return b.size == 0 || (b.data[0] == 0 && std::memcmp(b.data, b.data + 1, b.size - 1) == 0);
 }
 
-bool holds_state(const ConstantEntry& e) { return e.type == ConstantType::kBuffer || e.type == ConstantType::kUnknown; }
+bool holds_state(const ConstantEntry& e) { return e.holds_state(); }
 
 }  // namespace
 

@@ -72,7 +72,11 @@ constexpr int32_t kConstantType = 2;  // Buffer
 constexpr std::size_t kNumInputs = 2, kNumOutputs = 2, kWeightFloats = kWidth;
 constexpr const char* kConstantName = "w";
 constexpr const char* kConstantFqn = "affine.w";
+#ifdef FAKE_CONSTANT_TYPE_UNKNOWN
+constexpr int32_t kConstantType = 0;  // Unknown: neither a parameter nor a buffer of the exported module
+#else
 constexpr int32_t kConstantType = 1;  // Parameter
+#endif
 #endif
 
 struct Container {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "aoti_cuda/aoti_cuda.hpp"
+#include "common/env.hpp"
 #include "runtime/weights_io.hpp"
 #include "support/gpu.hpp"
 #include "support/pte_builder.hpp"
@@ -102,10 +103,11 @@ struct Lm {
     ro.outputs = aoti_cuda::OutputLocation::kDevice;
     (void)m.execute("prefill", {p}, ro);
   }
-  // Another prompt of valid token ids: the fixture's, reversed.
+  // Another prompt of valid token ids: the fixture's, each id + 1 (mod the 64-entry vocabulary).
+  // (Reversing it is not enough: the model's output does not depend on the order.)
   Tensor other_prompt() const {
     Tensor t = Tensor::empty({8}, DType::kInt64);
-    for (int i = 0; i < 8; ++i) t.data_ptr<int64_t>()[i] = prompt.data_ptr<int64_t>()[7 - i];
+    for (int i = 0; i < 8; ++i) t.data_ptr<int64_t>()[i] = (prompt.data_ptr<int64_t>()[i] + 1) % after.shape().back();
     return t;
   }
 };
@@ -188,6 +190,7 @@ TEST_CASE("gpu state: two methods from one library with DIFFERENT weights are ea
 
 TEST_CASE("gpu state: lm prefill/decode share the KV cache only when asked" * AOTI_CUDA_GPU_CASE) {
   Lm lm;
+  REQUIRE(max_diff(lm.after, lm.fresh) > 1e-3);  // the cache prefill writes changes decode's result
   {
     Module shared = [&] {
       SharingTrace trace;
@@ -337,65 +340,57 @@ TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs 
   REQUIRE(map != MAP_FAILED);
   const aoti_cuda::ByteView blob{map, kBytes};
   CHECK(aoti_cuda::runtime::is_read_only_file_mapping(blob));
-  const double t_mapped_pageable = upload(map, kBytes, dev);  // today's path, page cache warm
-  aoti_cuda::runtime::release_pages(blob);
-
-  auto locked_upload = [&](double* lock_s, double* copy_s, bool* locked) {
-    const auto t0 = std::chrono::steady_clock::now();
-    aoti_cuda::runtime::prefetch_pages(blob);
-    auto lock = std::make_unique<aoti_cuda::runtime::PageLock>(blob, 0);
-    *lock_s = seconds_since(t0);
-    *locked = lock->locked();
-    if (!lock->locked()) std::printf("page-locking refused: %s\n", lock->reason().c_str());
-    *copy_s = upload(map, kBytes, dev);
-    lock.reset();
-    return seconds_since(t0);
-  };
-  double lock_s = 0, copy_s = 0;
-  bool locked = false;
-  const double t_locked = locked_upload(&lock_s, &copy_s, &locked);
-  // For comparison: page-locking the (warm) range from 4 threads, a quarter each.
-  const auto t_par = std::chrono::steady_clock::now();
-  {
-    std::vector<std::unique_ptr<aoti_cuda::runtime::PageLock>> quarters(4);
-    std::vector<std::thread> pool;
-    for (std::size_t q = 0; q < 4; ++q) {
-      pool.emplace_back([&, q] {
-        quarters[q] = std::make_unique<aoti_cuda::runtime::PageLock>(
-            aoti_cuda::ByteView{map + q * (kBytes / 4), kBytes / 4}, 0);
-      });
-    }
-    for (auto& th : pool) th.join();
-    std::printf("  page-locking 1 GiB from 4 threads: %.1f ms (%s)\n", seconds_since(t_par) * 1e3,
-                quarters[0]->locked() ? "locked" : quarters[0]->reason().c_str());
-  }
+  const double t_mapped_pageable = upload(map, kBytes, dev);  // the default path, page cache warm
   const long rss_before = rss_kib();
   aoti_cuda::runtime::release_pages(blob);
   const long rss_after = rss_kib();
-  // Cold: drop the file's page cache (works on disk file systems, not tmpfs).
-  ::fdatasync(fd);
-  const int dropped = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  double cold_lock_s = 0, cold_copy_s = 0;
-  bool cold_locked = false;
-  const double t_cold = locked_upload(&cold_lock_s, &cold_copy_s, &cold_locked);
-  aoti_cuda::runtime::release_pages(blob);
+  const double gb = double(kBytes) / 1e9;
+  std::printf("upload of 1 GiB in 32 MiB cudaMemcpy pieces: pinned %.1f GB/s, pageable heap %.1f GB/s, mapped file "
+              "pageable (page cache warm, the default path) %.1f GB/s = %.0f%% of pinned; RSS %ld -> %ld MiB after "
+              "releasing the pages\n",
+              gb / t_pinned, gb / t_pageable, gb / t_mapped_pageable, 100.0 * t_pinned / t_mapped_pageable,
+              rss_before / 1024, rss_after / 1024);
+  CHECK(rss_after < rss_before - 512 * 1024);  // the weights left the RSS
+
+  // Page-locking the mapping in place (cudaHostRegister) is opt-in: on the H200 machine it
+  // did not return within 400 s. Run this part alone, under a timeout, to see whether it does.
+  if (!aoti_cuda::env_flag("AOTI_CUDA_PAGE_LOCK_WEIGHTS")) {
+    MESSAGE("SKIPPED page-locked variants: set AOTI_CUDA_PAGE_LOCK_WEIGHTS=1 (and run under a timeout)");
+  } else {
+    auto locked_upload = [&](double* lock_s, double* copy_s, bool* locked) {
+      const auto t0 = std::chrono::steady_clock::now();
+      aoti_cuda::runtime::prefetch_pages(blob);
+      std::printf("  page-locking 1 GiB of a mapped file...\n");
+      std::fflush(stdout);
+      auto lock = std::make_unique<aoti_cuda::runtime::PageLock>(blob, 0);
+      *lock_s = seconds_since(t0);
+      *locked = lock->locked();
+      if (!lock->locked()) std::printf("page-locking refused: %s\n", lock->reason().c_str());
+      *copy_s = upload(map, kBytes, dev);
+      lock.reset();
+      return seconds_since(t0);
+    };
+    double lock_s = 0, copy_s = 0, cold_lock_s = 0, cold_copy_s = 0;
+    bool locked = false, cold_locked = false;
+    const double t_locked = locked_upload(&lock_s, &copy_s, &locked);
+    aoti_cuda::runtime::release_pages(blob);
+    ::fdatasync(fd);  // cold: drop the file's page cache (disk file systems, not tmpfs)
+    const int dropped = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    const double t_cold = locked_upload(&cold_lock_s, &cold_copy_s, &cold_locked);
+    aoti_cuda::runtime::release_pages(blob);
+    std::printf("  mapped file page-locked in place (warm): %.1f GB/s overall = %.0f%% of pinned (lock %.1f ms, copies "
+                "%.1f ms = %.1f GB/s, unlock %.1f ms)\n",
+                gb / t_locked, 100.0 * t_pinned / t_locked, lock_s * 1e3, copy_s * 1e3, gb / copy_s,
+                (t_locked - lock_s - copy_s) * 1e3);
+    std::printf("  cold page cache (posix_fadvise DONTNEED %s): %.1f GB/s overall (lock incl. disk read %.1f ms = %.1f "
+                "GB/s, copies %.1f ms)\n",
+                dropped == 0 ? "ok" : "failed", gb / t_cold, cold_lock_s * 1e3, gb / cold_lock_s, cold_copy_s * 1e3);
+    CHECK(locked);
+    CHECK(cold_locked);
+  }
   ::munmap(map, kBytes);
   ::close(fd);
   REQUIRE(cudaFree(dev) == cudaSuccess);
-
-  const double gb = double(kBytes) / 1e9;
-  std::printf("upload of 1 GiB in 32 MiB cudaMemcpy pieces: pinned %.1f GB/s, pageable heap %.1f GB/s, mapped file "
-              "pageable (page cache warm) %.1f GB/s\n",
-              gb / t_pinned, gb / t_pageable, gb / t_mapped_pageable);
-  std::printf("  mapped file page-locked in place (warm): %.1f GB/s overall = %.0f%% of pinned (lock %.1f ms, copies "
-              "%.1f ms = %.1f GB/s, unlock %.1f ms); RSS %ld -> %ld MiB after releasing the pages\n",
-              gb / t_locked, 100.0 * t_pinned / t_locked, lock_s * 1e3, copy_s * 1e3, gb / copy_s,
-              (t_locked - lock_s - copy_s) * 1e3, rss_before / 1024, rss_after / 1024);
-  std::printf("  cold page cache (posix_fadvise DONTNEED %s): %.1f GB/s overall (lock incl. disk read %.1f ms = %.1f "
-              "GB/s, copies %.1f ms)\n",
-              dropped == 0 ? "ok" : "failed", gb / t_cold, cold_lock_s * 1e3, gb / cold_lock_s, cold_copy_s * 1e3);
-  CHECK(locked);
-  CHECK(rss_after < rss_before - 512 * 1024);  // the weights left the RSS
 }
 
 TEST_CASE("gpu weights: load stats of the fixtures" * AOTI_CUDA_GPU_CASE) {

@@ -161,7 +161,21 @@ TEST_CASE("state(fake): equal FQN, dtype and size but different bytes: each meth
   CHECK(affine_w(m, "second") == std::vector<float>{3, 4, 5, 6, 3, 4, 5, 6});
 }
 
-TEST_CASE("state(fake): constants of unknown type are never merged, even with identical bytes") {
+TEST_CASE("state(fake): constants the library reports as Unknown are read-only: identical bytes are merged") {
+  PteBuilder b;
+  add_affine(b, "first", kW, AOTI_CUDA_FAKE_MODEL_AFFINE_UNKNOWN);
+  add_affine(b, "second", kW, AOTI_CUDA_FAKE_MODEL_AFFINE_UNKNOWN);
+  add_affine(b, "third", {3, 4, 5, 6}, AOTI_CUDA_FAKE_MODEL_AFFINE_UNKNOWN);  // same FQN, other bytes
+  Module m = load(b.build());
+  CHECK(m.load_stats().deduplicated_bytes == 16);
+  CHECK(m.load_stats().deduplicated_constants == 1);
+  CHECK(m.load_stats().weight_bytes == 32);  // first and third uploaded
+  CHECK(affine_w(m, "second") == affine_w(m, "first"));
+  CHECK(affine_w(m, "third") == std::vector<float>{3, 4, 5, 6, 3, 4, 5, 6});
+  CHECK(m.state_bytes() == 0);  // not state: sessions do not copy them
+}
+
+TEST_CASE("state(fake): constants whose type the library does not report are never merged, even with identical bytes") {
   PteBuilder b;
   add_affine(b, "first", kW, AOTI_CUDA_FAKE_MODEL_AFFINE_UNTYPED);
   add_affine(b, "second", kW, AOTI_CUDA_FAKE_MODEL_AFFINE_UNTYPED);
@@ -169,7 +183,7 @@ TEST_CASE("state(fake): constants of unknown type are never merged, even with id
   CHECK(m.load_stats().deduplicated_bytes == 0);
   CHECK(m.load_stats().weight_bytes == 32);
   CHECK(affine_w(m, "second") == affine_w(m, "first"));
-  CHECK(m.state_bytes() == 128);  // unknown type counts as state: two 16-byte constants in 64-byte chunks
+  CHECK(m.state_bytes() == 128);  // an unreported type counts as state: two 16-byte constants in 64-byte chunks
 }
 
 TEST_CASE("state(fake): buffers are not shared by default, even with identical initial bytes") {
