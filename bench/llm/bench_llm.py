@@ -438,6 +438,7 @@ def main(argv=None) -> int:
     results = {"machine": machine_info(), "config": {"name": a.config, "layers": a.layers, "parts": sorted(a.parts)},
                "params": vars(a).copy(), "exports": {}, "runs": {}, "calls": {}}
     results["params"]["parts"] = sorted(a.parts)
+    results["params"]["peers"] = sorted(a.peers)
     try:
         if a.stage in ("all", "prepare"):
             phase1(s, a, cfg_flags)

@@ -31,8 +31,9 @@ int main(int argc, char** argv) {
     }
     if (argc == 3) {  // one input file for the first input
       std::ifstream f(argv[2], std::ios::binary);
+      // (istreambuf_iterator reads the buffer directly: the stream's eof bit tells nothing here)
       const std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      if (!f.eof() || inputs.empty() || bytes.size() != inputs[0].nbytes()) {
+      if (!f.is_open() || inputs.empty() || bytes.size() != inputs[0].nbytes()) {
         std::fprintf(stderr, "%s: cannot read %zu bytes for input 0\n", argv[2], inputs.empty() ? 0 : inputs[0].nbytes());
         return 2;
       }

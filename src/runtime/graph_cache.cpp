@@ -71,20 +71,126 @@ std::unique_ptr<GraphEntry> capture(RunState& call, const std::vector<Tensor>& i
     const cudaError_t inst = cudaGraphInstantiate(&e->exec, graph, 0);
     if (inst != cudaSuccess) failure = "cudaGraphInstantiate: " + cuda_text(inst);
   }
-  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  e->plan = graph;  // destroyed with the entry
   (void)cudaGetLastError();  // capture errors are not sticky; do not leave them for the model
   if (!failure.empty()) throw Error(ErrorCode::kCuda, failure);
   check_cuda(cudaGraphUpload(e->exec, cs), "cudaGraphUpload");
   return e;
 }
 
+// A replay on another stream than the last one waits until that one's outputs were copied out.
+void order_after_previous(RunState& run, GraphEntry& e) {
+  if (e.done_stream != nullptr && e.done_stream != run.stream) {
+    check_cuda(cudaStreamWaitEvent(static_cast<cudaStream_t>(run.stream), e.done, 0),
+               "cudaStreamWaitEvent (graph buffers)");
+  }
+  e.done_stream = nullptr;
+}
+
+// Device inputs in the layout of the static buffers can be copied by graph nodes.
+bool inputs_fusable(const GraphEntry& e, const std::vector<Tensor>& inputs, int device) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& src = inputs[i];
+    if (!src.device().is_cuda() || src.device().index != device || src.nbytes() == 0 ||
+        !same_layout(src.shape(), src.strides(), e.inputs[i].strides())) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Bound device outputs the graph's outputs can be copied into by graph nodes.
+bool outputs_fusable(const GraphEntry& e, const std::vector<Tensor>* bound, int device) {
+  if (bound == nullptr || bound->size() != e.outputs.size()) return false;
+  for (std::size_t i = 0; i < bound->size(); ++i) {
+    const Tensor& src = e.outputs[i].tensor;
+    const Tensor& dst = (*bound)[i];
+    if (!src.defined() || !src.is_contiguous() || !dst.device().is_cuda() || dst.device().index != device ||
+        src.shape() != dst.shape() || src.nbytes() == 0 || src.data() == dst.data()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void destroy(GraphEntry::Fused& f) noexcept {
+  if (f.exec != nullptr) (void)cudaGraphExecDestroy(f.exec);
+  if (f.graph != nullptr) (void)cudaGraphDestroy(f.graph);
+  f.exec = nullptr;
+  f.graph = nullptr;
+}
+
+// Builds copy nodes -> the plan as a child graph -> copy nodes. False (and
+// nothing kept) when CUDA refuses, e.g. a plan a child graph cannot hold.
+bool build_fused(GraphEntry& e, GraphEntry::Fused& f, const std::vector<Tensor>& inputs,
+                 const std::vector<Tensor>* bound, cudaStream_t stream) {
+  auto ok = [](cudaError_t err) { return err == cudaSuccess; };
+  bool built = ok(cudaGraphCreate(&f.graph, 0));
+  for (std::size_t i = 0; built && i < inputs.size(); ++i) {
+    cudaGraphNode_t n = nullptr;
+    built = ok(cudaGraphAddMemcpyNode1D(&n, f.graph, nullptr, 0, e.inputs[i].data(), inputs[i].data(),
+                                        inputs[i].nbytes(), cudaMemcpyDeviceToDevice));
+    f.in_nodes.push_back(n);
+    f.in_src.push_back(inputs[i].data());
+  }
+  cudaGraphNode_t child = nullptr;
+  built = built && ok(cudaGraphAddChildGraphNode(&child, f.graph, f.in_nodes.data(), f.in_nodes.size(), e.plan));
+  for (std::size_t i = 0; built && bound != nullptr && i < bound->size(); ++i) {
+    cudaGraphNode_t n = nullptr;
+    const Tensor& src = e.outputs[i].tensor;
+    built = ok(cudaGraphAddMemcpyNode1D(&n, f.graph, &child, 1, (*bound)[i].data(), src.data(), src.nbytes(),
+                                        cudaMemcpyDeviceToDevice));
+    f.out_nodes.push_back(n);
+    f.out_dst.push_back((*bound)[i].data());
+  }
+  built = built && ok(cudaGraphInstantiate(&f.exec, f.graph, 0)) && ok(cudaGraphUpload(f.exec, stream));
+  if (!built) {
+    destroy(f);
+    f.in_nodes.clear();
+    f.out_nodes.clear();
+    f.in_src.clear();
+    f.out_dst.clear();
+    f.failed = true;
+    (void)cudaGetLastError();
+  }
+  return built;
+}
+
+// The one-launch path: re-points the copy nodes whose addresses changed, then
+// launches. 0: not taken (inputs on the host or in another layout, or the
+// variant could not be built); 1: inputs copied in the graph, outputs still to
+// deliver; 2: bound outputs written too.
+int launch_fused(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs, const std::vector<Tensor>* bound) {
+  const int device = run.device().index;
+  if (e.plan == nullptr || !inputs_fusable(e, inputs, device)) return 0;
+  const bool with_outputs = outputs_fusable(e, bound, device);
+  GraphEntry::Fused& f = with_outputs ? e.fused_in_out : e.fused_in;
+  auto stream = static_cast<cudaStream_t>(run.stream);
+  if (f.failed || (f.exec == nullptr && !build_fused(e, f, inputs, with_outputs ? bound : nullptr, stream))) return 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (f.in_src[i] == inputs[i].data()) continue;
+    check_cuda(cudaGraphExecMemcpyNodeSetParams1D(f.exec, f.in_nodes[i], e.inputs[i].data(), inputs[i].data(),
+                                                  inputs[i].nbytes(), cudaMemcpyDeviceToDevice),
+               "cudaGraphExecMemcpyNodeSetParams1D (graph input)");
+    f.in_src[i] = inputs[i].data();
+  }
+  for (std::size_t i = 0; with_outputs && i < bound->size(); ++i) {
+    if (f.out_dst[i] == (*bound)[i].data()) continue;
+    const Tensor& src = e.outputs[i].tensor;
+    check_cuda(cudaGraphExecMemcpyNodeSetParams1D(f.exec, f.out_nodes[i], (*bound)[i].data(), src.data(),
+                                                  src.nbytes(), cudaMemcpyDeviceToDevice),
+               "cudaGraphExecMemcpyNodeSetParams1D (bound output)");
+    f.out_dst[i] = (*bound)[i].data();
+  }
+  order_after_previous(run, e);
+  check_cuda(cudaGraphLaunch(f.exec, stream), "cudaGraphLaunch");
+  return with_outputs ? 2 : 1;
+}
+
 // Copies the call's inputs into the graph's static buffers and launches it on the run stream.
 void replay(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs) {
   auto stream = static_cast<cudaStream_t>(run.stream);
-  if (e.done_stream != nullptr && e.done_stream != run.stream) {
-    check_cuda(cudaStreamWaitEvent(stream, e.done, 0), "cudaStreamWaitEvent (graph buffers)");
-  }
-  e.done_stream = nullptr;
+  order_after_previous(run, e);
   std::size_t staging_bytes = 0;
   for (const Tensor& t : inputs) {
     if (t.device().is_cpu()) staging_bytes += (t.nbytes() + 255) / 256 * 256;
@@ -136,7 +242,10 @@ GraphEntry::~GraphEntry() {
     if (done_stream != nullptr) (void)cudaEventSynchronize(done);
     (void)cudaEventDestroy(done);
   }
+  destroy(fused_in);
+  destroy(fused_in_out);
   if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+  if (plan != nullptr) (void)cudaGraphDestroy(plan);
   outputs.clear();  // handles of arena memory: released before the arena frees it
   (void)cudaGetLastError();
 }
@@ -209,10 +318,14 @@ bool run_with_graph(RunState& run, const std::vector<Tensor>& inputs, bool want_
     }
     mg.captures.fetch_add(1);
   }
-  replay(run, *e, inputs);
+  const int fused = launch_fused(run, *e, inputs, bound);
+  if (fused == 0) replay(run, *e, inputs);
   const ProducedOutputs produced{&e->outputs, nullptr};
-  if (bound != nullptr) write_bound_outputs(run, produced, *bound);
-  else result = deliver_outputs(run, produced, want_device, /*copy_device=*/true);
+  if (bound != nullptr) {
+    if (fused != 2) write_bound_outputs(run, produced, *bound);
+  } else {
+    result = deliver_outputs(run, produced, want_device, /*copy_device=*/true);
+  }
   if (run.stream != static_cast<void*>(run.slot.stream)) {
     check_cuda(cudaEventRecord(e->done, static_cast<cudaStream_t>(run.stream)), "cudaEventRecord (graph)");
     e->done_stream = run.stream;

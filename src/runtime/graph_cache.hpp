@@ -6,7 +6,7 @@
 // entry owns everything the graph touches that is not the model's: the
 // static input buffers, the output handles the captured Run returned, and the
 // capture arena holding every allocation made while capturing (allocator.hpp).
-// Destruction order: graph exec, outputs, arena.
+// Destruction order: graph execs and graphs, outputs, arena.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -52,7 +52,22 @@ struct GraphEntry {
   shim::CaptureArena arena;                  ///< static inputs and everything allocated while capturing
   std::vector<Tensor> inputs;                ///< static input buffers (in the arena), in the compiled layout
   std::vector<Value> outputs;                ///< the method's outputs as the captured run left them
-  cudaGraphExec_t exec = nullptr;
+  cudaGraph_t plan = nullptr;                ///< the captured plan (kept to build the fused variants)
+  cudaGraphExec_t exec = nullptr;            ///< the plan alone: inputs copied in before the launch
+  /// The plan wrapped with in-graph copies: caller device inputs -> static
+  /// inputs (and, in `with_outputs`, outputs -> the caller's bound device
+  /// tensors), so a call is one graph launch. Built on first use; the copy
+  /// nodes are re-pointed (cudaGraphExecMemcpyNodeSetParams1D) only when the
+  /// caller's addresses change.
+  struct Fused {
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    std::vector<cudaGraphNode_t> in_nodes, out_nodes;
+    std::vector<const void*> in_src;
+    std::vector<void*> out_dst;
+    bool failed = false;  ///< could not be built: the call takes the copies-then-launch path
+  };
+  Fused fused_in, fused_in_out;
   /// Recorded after a replay's outputs were copied out on a caller's stream;
   /// the next replay on another stream waits for it (the buffers are shared).
   cudaEvent_t done = nullptr;
