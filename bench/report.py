@@ -130,7 +130,8 @@ def llm_markdown(res, rows, lens, targets, date):
     lines = [f"# LLM benchmark ({date})", "",
              f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')} (CUDA {m.get('cuda', '?')}). Model: Llama-style "
              f"decoder, {model}, bf16, random weights from a fixed seed, greedy decoding. Same weights, prompts and "
-             "protocol for every contender (`bench/llm/run_on_device.sh`).", ""]
+             "protocol for every contender (`bench/llm/run_on_device.sh`)"
+             + (", in the jobs listed below." if res.get("jobs") else ".") , ""]
     head = ["contender", "load (ms)", "GPU memory (MiB)"] + [f"TTFT {n} (ms)" for n in lens] + \
            [f"decode tok/s ({n})" for n in lens]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -171,7 +172,19 @@ def llm_markdown(res, rows, lens, targets, date):
     if phases and phases.get("expect_count"):
         lines.append(f"- Check: the first {int(phases['expect_match'])} of {int(phases['expect_count'])} tokens aoti_cuda "
                      "generated equal eager PyTorch's (bf16 rounding differs between kernels, so long greedy runs may part).")
+    jobs = res.get("jobs") or {}
+    if jobs:
+        for name in sorted(jobs):
+            who = ", ".join(r["label"] for r in rows if (res["runs"].get(r["key"]) or {}).get("job") == name)
+            lines.append(f"- Job {name} (finished {jobs[name].get('finished', '?')}): {who}. {jobs[name].get('note', '')}")
+    int4 = (res.get("exports") or {}).get("int4") or {}
+    q = next((r for r in rows if r["key"] == "aoti_cuda_int4"), None)
+    if q and q.get("expect_count"):
+        lines.append(f"- int4: the first {int(q['expect_match'])} of {int(q['expect_count'])} tokens equal eager int4's "
+                     "(torchao's kernel and aoti_cuda's accumulate in another order; greedy paths part after a near tie).")
     et = exp.get("export_times")
+    if et and int4.get("export_times"):
+        lines.append(f"- int4 export: {fmt(int4['export_times'].get('total_s'))} s (run beside the bf16 export).")
     if et:
         lines.append(f"- Export (ExecuTorch 1.2 CUDA backend, max_autotune): {fmt(et.get('total_s'))} s in all, of which "
                      f"lowering (AOTInductor + Triton autotuning) {fmt(et.get('lower_s'))} s.")
