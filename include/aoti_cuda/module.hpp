@@ -269,8 +269,9 @@ struct LoadStats {
   std::size_t shared_state_constants = 0;    ///< buffers bound to another method's copy (LoadOptions::share_state)
   double upload_ms = 0;                      ///< time of the uploads (page locking and unlocking included)
   double upload_gb_per_s = 0;                ///< weight_bytes / upload_ms (decimal GB)
-  std::size_t page_locked_bytes = 0;         ///< of weight_bytes, uploaded from page-locked (cudaHostRegister'ed) memory
-  std::string upload_note;                   ///< why some bytes were uploaded from pageable memory ("" when none were)
+  std::size_t page_locked_bytes = 0;         ///< of weight_bytes, uploaded from the blob page-locked in place (opt-in)
+  std::size_t staged_bytes = 0;              ///< of weight_bytes, uploaded through the SDK's pinned staging pipeline
+  std::string upload_note;                   ///< why some bytes took neither pinned path ("" when all did or were small)
   double compare_ms = 0;                     ///< comparing weights blob ranges for deduplication
 };
 

@@ -1,9 +1,13 @@
-// Pass-through cudart event functions made safe for graph capture. See capture_hooks.hpp.
+// Pass-through cudart functions: the event functions made safe for graph
+// capture (capture_hooks.hpp) and cudaMemcpy for weights uploads (weight_upload.hpp).
 #include "runtime/capture_hooks.hpp"
 
 #include <dlfcn.h>
 
+#include <cstddef>
+
 #include "aoti_cuda/export.h"
+#include "runtime/weight_upload.hpp"
 
 // cudart types, declared here so that this file does not include
 // cuda_runtime_api.h (which declares these functions itself).
@@ -85,6 +89,18 @@ AOTI_CUDA_SHIM_API cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   static const Fn fn = aoti_cuda::runtime::real<Fn>("cudaEventSynchronize");
   if (fn == nullptr) return aoti_cuda::runtime::kErrorInitialization;
   return aoti_cuda::runtime::relaxed_if_capturing([&] { return fn(event); });
+}
+
+// Weights uploads (runtime/weight_upload.hpp): inside a WeightUploadScope,
+// host-to-device copies from the blob are recorded for the pinned pipeline;
+// any other copy first lets the recorded ones happen.
+AOTI_CUDA_SHIM_API cudaError_t cudaMemcpy(void* dst, const void* src, std::size_t count, int kind) {
+  using Fn = cudaError_t (*)(void*, const void*, std::size_t, int);
+  static const Fn fn = aoti_cuda::runtime::real<Fn>("cudaMemcpy");
+  using aoti_cuda::runtime::WeightUploadScope;
+  if (WeightUploadScope::offer(dst, src, count, kind)) return 0;
+  if (const int err = WeightUploadScope::flush_before_other_copy(); err != 0) return err;
+  return fn != nullptr ? fn(dst, src, count, kind) : aoti_cuda::runtime::kErrorInitialization;
 }
 
 }  // extern "C"

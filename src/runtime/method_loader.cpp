@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
 #include "common/text.hpp"
+#include "runtime/weight_upload.hpp"
 #include "runtime/weights_io.hpp"
 #include "shim/handle_capture.hpp"
 
@@ -254,22 +256,25 @@ void MethodLoader::upload_weights(Delegate& d) {
   }
   const auto t0 = Clock::now();
   // The library copies constant by constant (synchronous cudaMemcpy from the
-  // blob): from page-locked memory those copies run at full PCIe/C2C speed,
-  // from the pageable mapping at the driver's staging speed. Page-locking the
-  // mapped file in place (cudaHostRegister) is opt-in: on the H200 machine a
-  // 1 GiB registration never returned (known elsewhere too: registering
-  // file-backed mappings can stall), and a load must never hang.
-  constexpr std::size_t kLockFrom = std::size_t{4} << 20;
+  // blob). From the pageable file mapping those copies would run at the
+  // driver's staging speed, so by default they are recorded and carried out
+  // by the SDK's pinned pipeline once the library returns
+  // (runtime/weight_upload.hpp). Page-locking the mapped file in place
+  // (cudaHostRegister) instead is opt-in: on the H200 machine a 1 GiB
+  // registration never returned (registering file-backed mappings can stall
+  // elsewhere too), and a load must never hang.
   std::unique_ptr<PageLock> lock;
-  if (target_.device.is_cuda() && ds.weights.size >= kLockFrom) {
+  const bool large = target_.device.is_cuda() && ds.weights.size >= upload_thresholds().stage_from;
+  if (large) {
     prefetch_pages(ds.weights);  // readahead for a cold page cache
     if (env_flag("AOTI_CUDA_PAGE_LOCK_WEIGHTS")) {
       lock = std::make_unique<PageLock>(ds.weights, target_.ordinal());
       if (!lock->locked() && stats_.upload_note.empty()) stats_.upload_note = d.label + ": " + lock->reason();
-    } else if (stats_.upload_note.empty()) {
-      stats_.upload_note = "copied from pageable memory (AOTI_CUDA_PAGE_LOCK_WEIGHTS=1 page-locks the mapped file)";
     }
   }
+  std::optional<WeightUploadScope> staging;
+  if (large && !(lock && lock->locked())) staging.emplace(ds.weights, target_.ordinal());
+  StagedUploadResult staged;
   aoti_cuda_shim_clear_error();
   {
     DeviceGuard guard(target_.ordinal());
@@ -280,19 +285,40 @@ void MethodLoader::upload_weights(Delegate& d) {
                                          ds.weights_file + ") with AOTInductorModelUpdateConstantsFromBlob failed: " +
                                          model_failure_detail(api));
     }
+    if (staging) {
+      try {
+        staged = staging->flush();
+      } catch (const Error& e) {
+        throw Error(e.code(), d.label + ": installing the weights ('" + ds.weights_key + "' from " + ds.weights_file +
+                                  "): " + e.what());
+      }
+      staging.reset();
+    }
+  }
+  if (staged.threads == 0 && !staged.fallback.empty() && stats_.upload_note.empty()) {
+    stats_.upload_note = d.label + ": " + staged.fallback;
   }
   const bool locked = lock && lock->locked();
-  const std::string why = !lock ? "not page-locked" : lock->locked() ? "" : lock->reason();
+  const std::string why = locked                ? ""
+                          : staged.threads > 0  ? ""
+                          : !staged.fallback.empty() ? staged.fallback
+                          : lock                ? lock->reason()
+                                                : "small blob: copied by the model library";
   lock.reset();  // unlocked before the time is taken: it is part of the cost
   const double ms = ms_since(t0);
   stats_.weight_bytes += ds.weights.size;
   stats_.page_locked_bytes += locked ? ds.weights.size : 0;
+  stats_.staged_bytes += staged.threads > 0 ? staged.bytes : 0;
   stats_.upload_ms += ms;
   if (trace_weights()) {
     char rate[64];
     std::snprintf(rate, sizeof rate, "%.2f ms (%.2f GB/s)", ms, static_cast<double>(ds.weights.size) / (ms * 1e6));
     log(LogLevel::kDebug, d.label + ": " + std::to_string(ds.weights.size) + " weight bytes uploaded in " + rate +
-                              " from " + (locked ? "page-locked" : "pageable") + " memory" +
+                              " from " +
+                              (locked ? std::string("page-locked memory")
+                               : staged.threads > 0
+                                   ? "pinned staging (" + std::to_string(staged.threads) + " copy threads)"
+                                   : std::string("pageable memory")) +
                               (why.empty() ? std::string() : " (" + why + ")"));
   }
 }

@@ -69,9 +69,10 @@ TEST_CASE("exports: libaoti_cuda.so exports only aoti_torch_*, aoti_cuda_* and a
   const std::set<std::string> linker_symbols = {"_init", "_fini", "__bss_start", "_edata", "_end"};
   // Runtime (module area): driver pass-throughs that track the kernel modules a
   // model loads so Module can unload them (src/runtime/driver_modules.hpp).
-  // And cudart event pass-throughs made safe for graph capture (src/runtime/capture_hooks.hpp).
+  // And cudart event pass-throughs made safe for graph capture (src/runtime/capture_hooks.hpp),
+  // and cudaMemcpy for weights uploads (src/runtime/weight_upload.hpp).
   const std::set<std::string> driver_passthrough = {"cuModuleLoadData", "cuModuleLoad", "cudaEventRecord",
-                                                    "cudaEventQuery", "cudaEventSynchronize"};
+                                                    "cudaEventQuery", "cudaEventSynchronize", "cudaMemcpy"};
   std::size_t shim_count = 0;
   for (std::size_t i = 0; i < raw.size(); ++i) {
     const std::string name = symbol_name(raw[i]);

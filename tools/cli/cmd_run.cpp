@@ -99,12 +99,14 @@ int run_method(const RunArgs& a) {
   const aoti_cuda::LoadStats ls = module.load_stats();
   doc["weights"] = {{"uploaded_bytes", ls.weight_bytes},        {"upload_ms", ls.upload_ms},
                     {"upload_gb_per_s", ls.upload_gb_per_s},    {"page_locked_bytes", ls.page_locked_bytes},
+                    {"staged_bytes", ls.staged_bytes},
                     {"deduplicated_bytes", ls.deduplicated_bytes}, {"deduplicated_constants", ls.deduplicated_constants},
                     {"shared_state_constants", ls.shared_state_constants}, {"upload_note", ls.upload_note}};
   if (!a.json) {
-    std::printf("  weights: %zu bytes uploaded in %.1f ms (%.2f GB/s, %zu page-locked); %zu identical constant(s) "
-                "deduplicated (%zu blob bytes not uploaded)%s%s\n",
-                ls.weight_bytes, ls.upload_ms, ls.upload_gb_per_s, ls.page_locked_bytes, ls.deduplicated_constants,
+    std::printf("  weights: %zu bytes uploaded in %.1f ms (%.2f GB/s, %zu through pinned staging, %zu page-locked); %zu "
+                "identical constant(s) deduplicated (%zu blob bytes not uploaded)%s%s\n",
+                ls.weight_bytes, ls.upload_ms, ls.upload_gb_per_s, ls.staged_bytes, ls.page_locked_bytes,
+                ls.deduplicated_constants,
                 ls.deduplicated_bytes, ls.upload_note.empty() ? "" : "; ", ls.upload_note.c_str());
   }
   for (std::size_t i = 0; i < outs.size(); ++i) {

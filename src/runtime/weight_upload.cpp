@@ -1,0 +1,255 @@
+// Weights upload through pinned staging slots. See weight_upload.hpp.
+#include "runtime/weight_upload.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/cuda.hpp"
+
+namespace aoti_cuda::runtime {
+namespace {
+
+constexpr int kMemcpyHostToDevice = 1;  // cudaMemcpyHostToDevice
+constexpr int kMemcpyDefault = 4;       // cudaMemcpyDefault
+// Below 8 MiB of recorded bytes, threads and pinned slots cost more than they save.
+std::atomic<std::size_t> g_stage_from{std::size_t{4} << 20};
+std::atomic<std::size_t> g_pipeline_from{std::size_t{8} << 20};
+// A slot of 2 MiB keeps each DMA transfer long enough for full speed while the
+// pinned memory (2 slots per thread) stays small and quick to allocate.
+constexpr std::size_t kSlotBytes = std::size_t{2} << 20;
+constexpr int kMaxThreads = 8;
+
+thread_local WeightUploadScope* t_scope = nullptr;
+
+// The first failure of the pipeline, kept by whichever thread saw it.
+struct FirstError {
+  std::mutex mutex;
+  cudaError_t code = cudaSuccess;
+  std::string what;
+  std::atomic<bool> failed{false};
+  void set(cudaError_t err, const char* call) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (code != cudaSuccess) return;
+    code = err;
+    what = call;
+    failed.store(true);
+  }
+};
+
+// Plain synchronous copies of the given chunks, as the model library would
+// have made them: the fallback when no staging memory can be had.
+cudaError_t copy_directly(const std::vector<RecordedCopy>& copies, const std::vector<std::vector<ChunkPiece>>& chunks,
+                          std::size_t first_chunk) {
+  for (std::size_t c = first_chunk; c < chunks.size(); ++c) {
+    for (const ChunkPiece& p : chunks[c]) {
+      const RecordedCopy& r = copies[p.copy];
+      const cudaError_t err = cudaMemcpy(static_cast<std::uint8_t*>(r.dst) + p.offset, r.src + p.offset, p.bytes,
+                                         cudaMemcpyHostToDevice);
+      if (err != cudaSuccess) return err;
+    }
+  }
+  return cudaSuccess;
+}
+
+// One copy thread: its own stream, two pinned slots used in turn; takes chunks
+// from the shared counter until none are left or a thread failed. A thread
+// that cannot set itself up takes no chunk (the others, or the fallback, do them).
+void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std::vector<ChunkPiece>>& chunks,
+                 std::atomic<std::size_t>& next, int device, std::size_t slot_bytes, FirstError& error,
+                 std::atomic<int>& running) {
+  if (cudaSetDevice(device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  cudaStream_t stream = nullptr;
+  cudaEvent_t done[2] = {nullptr, nullptr};
+  void* pinned = nullptr;
+  bool ready = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
+               cudaEventCreateWithFlags(&done[0], cudaEventDisableTiming) == cudaSuccess &&
+               cudaEventCreateWithFlags(&done[1], cudaEventDisableTiming) == cudaSuccess &&
+               cudaHostAlloc(&pinned, 2 * slot_bytes, cudaHostAllocDefault) == cudaSuccess;
+  if (!ready) (void)cudaGetLastError();
+  if (ready) {
+    running.fetch_add(1);
+    for (std::size_t round = 0; !error.failed.load(std::memory_order_relaxed); ++round) {
+      const std::size_t c = next.fetch_add(1);
+      if (c >= chunks.size()) break;
+      const int k = static_cast<int>(round & 1);
+      // The slot's previous transfer must have left it before it is refilled.
+      if (round >= 2) {
+        const cudaError_t err = cudaEventSynchronize(done[k]);
+        if (err != cudaSuccess) {
+          error.set(err, "cudaEventSynchronize");
+          break;
+        }
+      }
+      std::uint8_t* slot = static_cast<std::uint8_t*>(pinned) + k * slot_bytes;
+      std::size_t at = 0;
+      for (const ChunkPiece& p : chunks[c]) {
+        std::memcpy(slot + at, copies[p.copy].src + p.offset, p.bytes);
+        at += p.bytes;
+      }
+      at = 0;
+      cudaError_t err = cudaSuccess;
+      for (const ChunkPiece& p : chunks[c]) {
+        err = cudaMemcpyAsync(static_cast<std::uint8_t*>(copies[p.copy].dst) + p.offset, slot + at, p.bytes,
+                              cudaMemcpyHostToDevice, stream);
+        if (err != cudaSuccess) break;
+        at += p.bytes;
+      }
+      if (err == cudaSuccess) err = cudaEventRecord(done[k], stream);
+      if (err != cudaSuccess) {
+        error.set(err, "cudaMemcpyAsync");
+        break;
+      }
+    }
+    const cudaError_t err = cudaStreamSynchronize(stream);
+    if (err != cudaSuccess) error.set(err, "cudaStreamSynchronize");
+  }
+  if (pinned != nullptr) (void)cudaFreeHost(pinned);
+  for (cudaEvent_t e : done) {
+    if (e != nullptr) (void)cudaEventDestroy(e);
+  }
+  if (stream != nullptr) (void)cudaStreamDestroy(stream);
+}
+
+// The pipeline; returns the first CUDA failure and names its call in *what.
+cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, int threads, StagedUploadResult* result,
+                       std::string* what) {
+  std::size_t total = 0;
+  for (const RecordedCopy& r : copies) total += r.bytes;
+  result->bytes = total;
+  if (total == 0) return cudaSuccess;
+  if (threads <= 0) {
+    const int cores = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
+    threads = std::min(kMaxThreads, cores / 2);
+  }
+  const std::vector<std::vector<ChunkPiece>> chunks = plan_chunks(copies, kSlotBytes);
+  threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads), chunks.size()));
+  if (total < g_pipeline_from.load() || threads < 1) {
+    result->fallback = "too few weight bytes for the pinned pipeline: copied directly";
+    *what = "cudaMemcpy";
+    return copy_directly(copies, chunks, 0);
+  }
+  std::atomic<std::size_t> next{0};
+  std::atomic<int> running{0};
+  FirstError error;
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));
+  try {
+    for (int i = 0; i < threads; ++i) {
+      pool.emplace_back(copy_worker, std::cref(copies), std::cref(chunks), std::ref(next), device, kSlotBytes,
+                        std::ref(error), std::ref(running));
+    }
+  } catch (const std::system_error&) {
+    // Fewer threads than asked for (or none): those started do the work, the fallback the rest.
+  }
+  for (std::thread& t : pool) t.join();
+  result->threads = running.load();
+  if (error.code != cudaSuccess) {
+    *what = error.what;
+    return error.code;
+  }
+  const std::size_t done = std::min(next.load(), chunks.size());
+  if (done < chunks.size()) {
+    // Only when no thread could set itself up: some chunks were never taken.
+    result->fallback = "no pinned staging memory or copy stream could be had: copied directly";
+    *what = "cudaMemcpy";
+    return copy_directly(copies, chunks, done);
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
+
+UploadThresholds upload_thresholds() noexcept { return {g_stage_from.load(), g_pipeline_from.load()}; }
+
+void set_upload_thresholds(UploadThresholds t) noexcept {
+  g_stage_from.store(t.stage_from);
+  g_pipeline_from.store(t.pipeline_from);
+}
+
+std::vector<std::vector<ChunkPiece>> plan_chunks(const std::vector<RecordedCopy>& copies, std::size_t chunk_bytes) {
+  std::vector<std::vector<ChunkPiece>> chunks;
+  std::size_t room = 0;  // bytes left in the last chunk
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    for (std::size_t offset = 0; offset < copies[i].bytes;) {
+      if (room == 0) {
+        chunks.emplace_back();
+        room = chunk_bytes;
+      }
+      const std::size_t n = std::min(room, copies[i].bytes - offset);
+      chunks.back().push_back(ChunkPiece{i, offset, n});
+      offset += n;
+      room -= n;
+    }
+  }
+  return chunks;
+}
+
+StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device, int threads) {
+  StagedUploadResult result;
+  std::string what;
+  const cudaError_t err = run_upload(copies, device, threads, &result, &what);
+  if (err != cudaSuccess) {
+    throw common::cuda_error(err, "uploading " + std::to_string(result.bytes) + " weight bytes (" + what + ")");
+  }
+  return result;
+}
+
+WeightUploadScope::WeightUploadScope(ByteView blob, int device) : blob_(blob), device_(device), previous_(t_scope) {
+  t_scope = this;
+}
+
+WeightUploadScope::~WeightUploadScope() { t_scope = previous_; }
+
+const std::vector<RecordedCopy>& WeightUploadScope::recorded() const noexcept { return copies_; }
+
+StagedUploadResult WeightUploadScope::flush() {
+  // Stop recording first: the copies below (and anything else this thread
+  // does from now on) must reach libcudart.
+  if (t_scope == this) t_scope = previous_;
+  std::vector<RecordedCopy> copies;
+  copies.swap(copies_);
+  return upload_staged(copies, device_);
+}
+
+bool WeightUploadScope::offer(void* dst, const void* src, std::size_t bytes, int kind) noexcept {
+  WeightUploadScope* s = t_scope;
+  if (s == nullptr || (kind != kMemcpyHostToDevice && kind != kMemcpyDefault) || bytes == 0) return false;
+  const auto* p = static_cast<const std::uint8_t*>(src);
+  const std::uint8_t* begin = s->blob_.data;
+  // Inside the blob, without overflow: p >= begin and bytes <= what is left after p.
+  if (begin == nullptr || p < begin || static_cast<std::size_t>(p - begin) > s->blob_.size ||
+      bytes > s->blob_.size - static_cast<std::size_t>(p - begin)) {
+    return false;
+  }
+  try {
+    s->copies_.push_back(RecordedCopy{dst, p, bytes});
+  } catch (...) {
+    return false;  // out of host memory for the record: let the copy run now
+  }
+  return true;
+}
+
+int WeightUploadScope::flush_before_other_copy() noexcept {
+  WeightUploadScope* s = t_scope;
+  if (s == nullptr || s->copies_.empty()) return 0;
+  StagedUploadResult result;
+  std::string what;
+  std::vector<RecordedCopy> copies;
+  copies.swap(s->copies_);
+  // Still recording afterwards: the scope stays active for the library's later copies.
+  t_scope = nullptr;
+  const cudaError_t err = run_upload(copies, s->device_, 0, &result, &what);
+  t_scope = s;
+  return static_cast<int>(err);
+}
+
+}  // namespace aoti_cuda::runtime

@@ -1,0 +1,112 @@
+// Private runtime: uploading a weights blob at the speed of pinned memory
+// without page-locking the blob itself.
+//
+// AOTInductorModelUpdateConstantsFromBlob copies the blob to the device one
+// constant at a time with a synchronous cudaMemcpy from the blob pointer. From
+// a pageable file mapping the driver stages those copies through its own small
+// pinned buffer, one at a time: about 9 GB/s on the H200 machine, against
+// 55 GB/s from pinned memory. Page-locking the mapping in place
+// (cudaHostRegister) would fix the rate, but registering a large file mapping
+// stalled there (weights_io.hpp), so it stays opt-in.
+//
+// Instead, while a WeightUploadScope is active on the calling thread,
+// libaoti_cuda's exported cudaMemcpy (which the model libraries bind to from
+// the global scope, like the event functions of capture_hooks.hpp) does not
+// copy host-to-device ranges that lie inside the blob: it records them
+// (destination, source, size) and reports success. Any other cudaMemcpy
+// first carries out what was recorded, then runs (so a copy that could read a
+// recorded destination sees the bytes). When the library returns, the scope's
+// flush() copies every recorded range with upload_staged(): several threads,
+// each with its own stream and two pinned staging slots, copy slot-sized
+// chunks of the blob from the mapping into a slot (host memcpy, in parallel)
+// and queue the slot's device copy while filling the other slot. Host memory
+// used: the slots (2 per thread, a few MiB each), never a second copy of the
+// weights.
+//
+// If the staging memory cannot be had, the recorded copies run as the
+// library would have run them (synchronous cudaMemcpy from the blob).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/program.hpp"
+
+namespace aoti_cuda::runtime {
+
+/// One host-to-device copy the model library asked for.
+struct RecordedCopy {
+  void* dst = nullptr;
+  const std::uint8_t* src = nullptr;
+  std::size_t bytes = 0;
+};
+
+/// A piece of a staging chunk: `bytes` of copy `copy` starting at `offset`.
+struct ChunkPiece {
+  std::size_t copy = 0;
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
+
+/// Splits the copies, in order, into chunks of at most `chunk_bytes` bytes
+/// each (a large copy spans several chunks; small ones share one). Pure; the
+/// pieces of all chunks cover every byte of every copy exactly once.
+/// chunk_bytes must be > 0.
+std::vector<std::vector<ChunkPiece>> plan_chunks(const std::vector<RecordedCopy>& copies, std::size_t chunk_bytes);
+
+/// How upload_staged ran.
+struct StagedUploadResult {
+  std::size_t bytes = 0;  ///< bytes copied
+  int threads = 0;        ///< copy threads used (0: fell back to synchronous cudaMemcpy)
+  std::string fallback;   ///< why the pinned pipeline was not used ("" when it was)
+};
+
+/// Copies `copies` to device `device` through pinned staging slots (see
+/// above); returns when every byte is on the device. `threads` <= 0 picks a
+/// count from the machine's cores. Throws Error(kCuda/kOutOfMemory/kNoDevice)
+/// when a copy fails.
+StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device, int threads = 0);
+
+/// The sizes from which a load records a blob's copies (`stage_from`, the
+/// blob's size) and from which upload_staged uses threads and pinned slots
+/// rather than direct copies (`pipeline_from`, the recorded bytes). Defaults:
+/// 4 MiB and 8 MiB. Tests lower them so that the small bundled programs take
+/// the path of multi-GiB models. Process-wide.
+struct UploadThresholds {
+  std::size_t stage_from;
+  std::size_t pipeline_from;
+};
+UploadThresholds upload_thresholds() noexcept;
+void set_upload_thresholds(UploadThresholds t) noexcept;
+
+/// Records the calling thread's host-to-device cudaMemcpy calls from `blob`
+/// while alive (see above). Not nestable; the destructor drops what was not
+/// flushed (the load that owns the scope has failed by then).
+class WeightUploadScope {
+ public:
+  WeightUploadScope(ByteView blob, int device);
+  ~WeightUploadScope();
+  WeightUploadScope(const WeightUploadScope&) = delete;
+  WeightUploadScope& operator=(const WeightUploadScope&) = delete;
+
+  /// Copies what was recorded and stops recording. Throws like upload_staged.
+  StagedUploadResult flush();
+  /// Copies recorded so far (not yet flushed).
+  const std::vector<RecordedCopy>& recorded() const noexcept;
+
+  /// For the cudaMemcpy hook: whether the copy was taken (recorded).
+  static bool offer(void* dst, const void* src, std::size_t bytes, int kind) noexcept;
+  /// For the cudaMemcpy hook: carries out the recorded copies before another
+  /// copy runs. Returns a cudart error code (0 on success).
+  static int flush_before_other_copy() noexcept;
+
+ private:
+  ByteView blob_;
+  int device_;
+  std::vector<RecordedCopy> copies_;
+  WeightUploadScope* previous_;
+};
+
+}  // namespace aoti_cuda::runtime
