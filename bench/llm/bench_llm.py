@@ -151,6 +151,9 @@ def reset_if_config_changed(a):
 def start_exports(s: Steps, a, cfg_flags):
     w = a.work
     for quant in (["bf16"] if "llm" in a.parts else []) + (["int4"] if "int4" in a.parts else []):
+        if a.exports is not None and quant not in a.exports:
+            s.status["export_" + quant] = {"status": "not asked for (--exports)"}
+            continue
         if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}):
             s.status["export_" + quant] = {"status": "reused"}
             continue
@@ -425,11 +428,14 @@ def main(argv=None) -> int:
                     help="phase 1: the ExecuTorch exports first, alone (their autotuning sees no other GPU work)")
     ap.add_argument("--peers", default="libtorch,eager",
                     help="comma list of peers besides torch.compile (part 'compile'): libtorch, eager")
+    ap.add_argument("--exports", help="comma list of the ExecuTorch exports to make (bf16,int4; default: those the "
+                                      "parts need); e.g. int4 alone when the bf16 numbers come from another job")
     ap.add_argument("--stage", choices=["all", "prepare", "measure"], default="all",
                     help="prepare: only phase 1 (exports, packages, builds); measure: only phase 2, reusing WORK")
     a = ap.parse_args(argv)
     a.parts = set(a.parts.split(","))
     a.peers = set(p for p in a.peers.split(",") if p)
+    a.exports = None if a.exports is None else set(x for x in a.exports.split(",") if x)
     a.build = os.path.abspath(a.build)
     os.makedirs(a.out, exist_ok=True)
     os.makedirs(a.work, exist_ok=True)

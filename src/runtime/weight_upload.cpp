@@ -2,8 +2,12 @@
 #include "runtime/weight_upload.hpp"
 
 #include <cuda_runtime_api.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -20,10 +24,7 @@ constexpr int kMemcpyDefault = 4;       // cudaMemcpyDefault
 // Below 8 MiB of recorded bytes, threads and pinned slots cost more than they save.
 std::atomic<std::size_t> g_stage_from{std::size_t{4} << 20};
 std::atomic<std::size_t> g_pipeline_from{std::size_t{8} << 20};
-// A slot of 2 MiB keeps each DMA transfer long enough for full speed while the
-// pinned memory (2 slots per thread) stays small and quick to allocate.
-constexpr std::size_t kSlotBytes = std::size_t{2} << 20;
-constexpr int kMaxThreads = 8;
+constexpr int kMaxThreads = 16;
 
 thread_local WeightUploadScope* t_scope = nullptr;
 
@@ -41,6 +42,31 @@ struct FirstError {
     failed.store(true);
   }
 };
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22  // Linux 5.14; older kernels answer EINVAL
+#endif
+
+// Maps the pages of [p, p+n) into the process in one call; best effort (a
+// fault during the copy does the same, page by page).
+void populate_source(const std::uint8_t* p, std::size_t n, std::atomic<bool>& unsupported) {
+  if (unsupported.load(std::memory_order_relaxed) || n == 0) return;
+  static const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(p) / page * page;
+  const std::uintptr_t end = reinterpret_cast<std::uintptr_t>(p) + n;
+  if (::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) != 0 && errno == EINVAL) {
+    unsupported.store(true, std::memory_order_relaxed);
+  }
+}
+
+int default_threads() {
+  if (const char* v = std::getenv("AOTI_CUDA_UPLOAD_THREADS"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (end != v && *end == '\0' && n >= 1 && n <= 256) return static_cast<int>(n);
+  }
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxThreads)));
+}
 
 // Plain synchronous copies of the given chunks, as the model library would
 // have made them: the fallback when no staging memory can be had.
@@ -61,8 +87,9 @@ cudaError_t copy_directly(const std::vector<RecordedCopy>& copies, const std::ve
 // from the shared counter until none are left or a thread failed. A thread
 // that cannot set itself up takes no chunk (the others, or the fallback, do them).
 void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std::vector<ChunkPiece>>& chunks,
-                 std::atomic<std::size_t>& next, int device, std::size_t slot_bytes, FirstError& error,
-                 std::atomic<int>& running) {
+                 std::atomic<std::size_t>& next, int device, const StagedUploadOptions& options, FirstError& error,
+                 std::atomic<int>& running, std::atomic<bool>& no_populate) {
+  const std::size_t slot_bytes = options.slot_bytes;
   if (cudaSetDevice(device) != cudaSuccess) {
     (void)cudaGetLastError();
     return;
@@ -92,6 +119,7 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
       std::uint8_t* slot = static_cast<std::uint8_t*>(pinned) + k * slot_bytes;
       std::size_t at = 0;
       for (const ChunkPiece& p : chunks[c]) {
+        if (options.populate) populate_source(copies[p.copy].src + p.offset, p.bytes, no_populate);
         std::memcpy(slot + at, copies[p.copy].src + p.offset, p.bytes);
         at += p.bytes;
       }
@@ -120,17 +148,14 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
 }
 
 // The pipeline; returns the first CUDA failure and names its call in *what.
-cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, int threads, StagedUploadResult* result,
-                       std::string* what) {
+cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, const StagedUploadOptions& options,
+                       StagedUploadResult* result, std::string* what) {
   std::size_t total = 0;
   for (const RecordedCopy& r : copies) total += r.bytes;
   result->bytes = total;
   if (total == 0) return cudaSuccess;
-  if (threads <= 0) {
-    const int cores = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
-    threads = std::min(kMaxThreads, cores / 2);
-  }
-  const std::vector<std::vector<ChunkPiece>> chunks = plan_chunks(copies, kSlotBytes);
+  int threads = options.threads > 0 ? options.threads : default_threads();
+  const std::vector<std::vector<ChunkPiece>> chunks = plan_chunks(copies, std::max<std::size_t>(options.slot_bytes, 1));
   threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads), chunks.size()));
   if (total < g_pipeline_from.load() || threads < 1) {
     result->fallback = "too few weight bytes for the pinned pipeline: copied directly";
@@ -139,13 +164,14 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, int 
   }
   std::atomic<std::size_t> next{0};
   std::atomic<int> running{0};
+  std::atomic<bool> no_populate{false};
   FirstError error;
   std::vector<std::thread> pool;
   pool.reserve(static_cast<std::size_t>(threads));
   try {
     for (int i = 0; i < threads; ++i) {
-      pool.emplace_back(copy_worker, std::cref(copies), std::cref(chunks), std::ref(next), device, kSlotBytes,
-                        std::ref(error), std::ref(running));
+      pool.emplace_back(copy_worker, std::cref(copies), std::cref(chunks), std::ref(next), device, std::cref(options),
+                        std::ref(error), std::ref(running), std::ref(no_populate));
     }
   } catch (const std::system_error&) {
     // Fewer threads than asked for (or none): those started do the work, the fallback the rest.
@@ -193,10 +219,11 @@ std::vector<std::vector<ChunkPiece>> plan_chunks(const std::vector<RecordedCopy>
   return chunks;
 }
 
-StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device, int threads) {
+StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device,
+                                 const StagedUploadOptions& options) {
   StagedUploadResult result;
   std::string what;
-  const cudaError_t err = run_upload(copies, device, threads, &result, &what);
+  const cudaError_t err = run_upload(copies, device, options, &result, &what);
   if (err != cudaSuccess) {
     throw common::cuda_error(err, "uploading " + std::to_string(result.bytes) + " weight bytes (" + what + ")");
   }
@@ -247,7 +274,7 @@ int WeightUploadScope::flush_before_other_copy() noexcept {
   copies.swap(s->copies_);
   // Still recording afterwards: the scope stays active for the library's later copies.
   t_scope = nullptr;
-  const cudaError_t err = run_upload(copies, s->device_, 0, &result, &what);
+  const cudaError_t err = run_upload(copies, s->device_, StagedUploadOptions{}, &result, &what);
   t_scope = s;
   return static_cast<int>(err);
 }

@@ -63,11 +63,25 @@ struct StagedUploadResult {
   std::string fallback;   ///< why the pinned pipeline was not used ("" when it was)
 };
 
+/// How upload_staged copies. The defaults are what loads use.
+struct StagedUploadOptions {
+  /// Copy threads; <= 0: AOTI_CUDA_UPLOAD_THREADS when set, else one per
+  /// core up to 16 (the host-side copies out of the file mapping are what
+  /// limits the rate, and a load is a short burst).
+  int threads = 0;
+  /// Bytes per pinned slot (two per thread).
+  std::size_t slot_bytes = std::size_t{2} << 20;
+  /// Each thread asks the kernel to map a chunk's source pages in one call
+  /// (MADV_POPULATE_READ, Linux 5.14+) before copying it, instead of taking
+  /// a page fault every few pages; ignored where unsupported.
+  bool populate = true;
+};
+
 /// Copies `copies` to device `device` through pinned staging slots (see
-/// above); returns when every byte is on the device. `threads` <= 0 picks a
-/// count from the machine's cores. Throws Error(kCuda/kOutOfMemory/kNoDevice)
-/// when a copy fails.
-StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device, int threads = 0);
+/// above); returns when every byte is on the device. Throws
+/// Error(kCuda/kOutOfMemory/kNoDevice) when a copy fails.
+StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device,
+                                 const StagedUploadOptions& options = {});
 
 /// The sizes from which a load records a blob's copies (`stage_from`, the
 /// blob's size) and from which upload_staged uses threads and pinned slots
