@@ -445,6 +445,7 @@ def main(argv=None) -> int:
                "params": vars(a).copy(), "exports": {}, "runs": {}, "calls": {}}
     results["params"]["parts"] = sorted(a.parts)
     results["params"]["peers"] = sorted(a.peers)
+    results["params"]["exports"] = None if a.exports is None else sorted(a.exports)
     try:
         if a.stage in ("all", "prepare"):
             phase1(s, a, cfg_flags)

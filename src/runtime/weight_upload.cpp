@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <atomic>
+#include <future>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -24,7 +25,7 @@ constexpr int kMemcpyDefault = 4;       // cudaMemcpyDefault
 // Below 8 MiB of recorded bytes, threads and pinned slots cost more than they save.
 std::atomic<std::size_t> g_stage_from{std::size_t{4} << 20};
 std::atomic<std::size_t> g_pipeline_from{std::size_t{8} << 20};
-constexpr int kMaxThreads = 16;
+constexpr int kMaxThreads = 8;
 
 thread_local WeightUploadScope* t_scope = nullptr;
 
@@ -68,6 +69,31 @@ int default_threads() {
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxThreads)));
 }
 
+}  // namespace
+
+StagingBlock StagingBlock::allocate(int device, std::size_t bytes, bool write_combined) noexcept {
+  StagingBlock b;
+  common::DeviceGuard guard(device, common::DeviceGuard::OnFailure::kIgnore);
+  // Write-combined: the host only writes these pages and the GPU only reads
+  // them, so the CPU's stores need not read the lines first nor the DMA snoop caches.
+  const unsigned flags = write_combined ? cudaHostAllocWriteCombined : cudaHostAllocDefault;
+  if (cudaHostAlloc(&b.ptr, bytes, flags) == cudaSuccess) {
+    b.bytes = bytes;
+  } else {
+    b.ptr = nullptr;
+    (void)cudaGetLastError();
+  }
+  return b;
+}
+
+void StagingBlock::release() noexcept {
+  if (ptr != nullptr) (void)cudaFreeHost(ptr);
+  ptr = nullptr;
+  bytes = 0;
+}
+
+namespace {
+
 // Plain synchronous copies of the given chunks, as the model library would
 // have made them: the fallback when no staging memory can be had.
 cudaError_t copy_directly(const std::vector<RecordedCopy>& copies, const std::vector<std::vector<ChunkPiece>>& chunks,
@@ -87,8 +113,8 @@ cudaError_t copy_directly(const std::vector<RecordedCopy>& copies, const std::ve
 // from the shared counter until none are left or a thread failed. A thread
 // that cannot set itself up takes no chunk (the others, or the fallback, do them).
 void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std::vector<ChunkPiece>>& chunks,
-                 std::atomic<std::size_t>& next, int device, const StagedUploadOptions& options, FirstError& error,
-                 std::atomic<int>& running, std::atomic<bool>& no_populate) {
+                 std::atomic<std::size_t>& next, int device, const StagedUploadOptions& options, std::uint8_t* pinned,
+                 FirstError& error, std::atomic<int>& running, std::atomic<bool>& no_populate) {
   const std::size_t slot_bytes = options.slot_bytes;
   if (cudaSetDevice(device) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -96,11 +122,9 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
   }
   cudaStream_t stream = nullptr;
   cudaEvent_t done[2] = {nullptr, nullptr};
-  void* pinned = nullptr;
   bool ready = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess &&
                cudaEventCreateWithFlags(&done[0], cudaEventDisableTiming) == cudaSuccess &&
-               cudaEventCreateWithFlags(&done[1], cudaEventDisableTiming) == cudaSuccess &&
-               cudaHostAlloc(&pinned, 2 * slot_bytes, cudaHostAllocDefault) == cudaSuccess;
+               cudaEventCreateWithFlags(&done[1], cudaEventDisableTiming) == cudaSuccess;
   if (!ready) (void)cudaGetLastError();
   if (ready) {
     running.fetch_add(1);
@@ -116,7 +140,7 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
           break;
         }
       }
-      std::uint8_t* slot = static_cast<std::uint8_t*>(pinned) + k * slot_bytes;
+      std::uint8_t* slot = pinned + k * slot_bytes;
       std::size_t at = 0;
       for (const ChunkPiece& p : chunks[c]) {
         if (options.populate) populate_source(copies[p.copy].src + p.offset, p.bytes, no_populate);
@@ -140,7 +164,6 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
     const cudaError_t err = cudaStreamSynchronize(stream);
     if (err != cudaSuccess) error.set(err, "cudaStreamSynchronize");
   }
-  if (pinned != nullptr) (void)cudaFreeHost(pinned);
   for (cudaEvent_t e : done) {
     if (e != nullptr) (void)cudaEventDestroy(e);
   }
@@ -148,8 +171,10 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
 }
 
 // The pipeline; returns the first CUDA failure and names its call in *what.
+// Runs the pipeline with `staging` (2 * slot_bytes per thread) or, when it is
+// too small, with a block allocated here.
 cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, const StagedUploadOptions& options,
-                       StagedUploadResult* result, std::string* what) {
+                       StagingBlock staging, StagedUploadResult* result, std::string* what) {
   std::size_t total = 0;
   for (const RecordedCopy& r : copies) total += r.bytes;
   result->bytes = total;
@@ -162,6 +187,21 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, cons
     *what = "cudaMemcpy";
     return copy_directly(copies, chunks, 0);
   }
+  const std::size_t need = static_cast<std::size_t>(threads) * 2 * options.slot_bytes;
+  StagingBlock own;
+  if (staging.bytes < need) {
+    own = StagingBlock::allocate(device, need, options.write_combined);
+    staging = own;
+  }
+  struct FreeOwn {
+    StagingBlock& b;
+    ~FreeOwn() { b.release(); }
+  } free_own{own};
+  if (staging.ptr == nullptr) {
+    result->fallback = "no pinned staging memory could be had: copied directly";
+    *what = "cudaMemcpy";
+    return copy_directly(copies, chunks, 0);
+  }
   std::atomic<std::size_t> next{0};
   std::atomic<int> running{0};
   std::atomic<bool> no_populate{false};
@@ -170,8 +210,9 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, cons
   pool.reserve(static_cast<std::size_t>(threads));
   try {
     for (int i = 0; i < threads; ++i) {
+      std::uint8_t* slots = static_cast<std::uint8_t*>(staging.ptr) + static_cast<std::size_t>(i) * 2 * options.slot_bytes;
       pool.emplace_back(copy_worker, std::cref(copies), std::cref(chunks), std::ref(next), device, std::cref(options),
-                        std::ref(error), std::ref(running), std::ref(no_populate));
+                        slots, std::ref(error), std::ref(running), std::ref(no_populate));
     }
   } catch (const std::system_error&) {
     // Fewer threads than asked for (or none): those started do the work, the fallback the rest.
@@ -185,7 +226,7 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, cons
   const std::size_t done = std::min(next.load(), chunks.size());
   if (done < chunks.size()) {
     // Only when no thread could set itself up: some chunks were never taken.
-    result->fallback = "no pinned staging memory or copy stream could be had: copied directly";
+    result->fallback = "no copy stream could be had: copied directly";
     *what = "cudaMemcpy";
     return copy_directly(copies, chunks, done);
   }
@@ -223,7 +264,7 @@ StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int de
                                  const StagedUploadOptions& options) {
   StagedUploadResult result;
   std::string what;
-  const cudaError_t err = run_upload(copies, device, options, &result, &what);
+  const cudaError_t err = run_upload(copies, device, options, StagingBlock{}, &result, &what);
   if (err != cudaSuccess) {
     throw common::cuda_error(err, "uploading " + std::to_string(result.bytes) + " weight bytes (" + what + ")");
   }
@@ -232,9 +273,30 @@ StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int de
 
 WeightUploadScope::WeightUploadScope(ByteView blob, int device) : blob_(blob), device_(device), previous_(t_scope) {
   t_scope = this;
+  // The pinned slots are allocated while the model library works (it
+  // allocates the device copy of the blob first), not after it.
+  const StagedUploadOptions defaults;
+  const std::size_t need = static_cast<std::size_t>(default_threads()) * 2 * defaults.slot_bytes;
+  if (device >= 0 && blob.size >= g_pipeline_from.load()) {
+    try {
+      staging_ = std::async(std::launch::async, [device, need, wc = defaults.write_combined] {
+        return StagingBlock::allocate(device, need, wc);
+      });
+    } catch (const std::system_error&) {
+      // No thread for it: flush() allocates instead.
+    }
+  }
 }
 
-WeightUploadScope::~WeightUploadScope() { t_scope = previous_; }
+WeightUploadScope::~WeightUploadScope() {
+  if (t_scope == this) t_scope = previous_;
+  staging().release();
+}
+
+StagingBlock& WeightUploadScope::staging() {
+  if (staging_.valid()) ready_staging_ = staging_.get();
+  return ready_staging_;
+}
 
 const std::vector<RecordedCopy>& WeightUploadScope::recorded() const noexcept { return copies_; }
 
@@ -244,7 +306,14 @@ StagedUploadResult WeightUploadScope::flush() {
   if (t_scope == this) t_scope = previous_;
   std::vector<RecordedCopy> copies;
   copies.swap(copies_);
-  return upload_staged(copies, device_);
+  StagedUploadResult result;
+  std::string what;
+  const cudaError_t err = run_upload(copies, device_, StagedUploadOptions{}, staging(), &result, &what);
+  staging().release();
+  if (err != cudaSuccess) {
+    throw common::cuda_error(err, "uploading " + std::to_string(result.bytes) + " weight bytes (" + what + ")");
+  }
+  return result;
 }
 
 bool WeightUploadScope::offer(void* dst, const void* src, std::size_t bytes, int kind) noexcept {
@@ -274,7 +343,7 @@ int WeightUploadScope::flush_before_other_copy() noexcept {
   copies.swap(s->copies_);
   // Still recording afterwards: the scope stays active for the library's later copies.
   t_scope = nullptr;
-  const cudaError_t err = run_upload(copies, s->device_, StagedUploadOptions{}, &result, &what);
+  const cudaError_t err = run_upload(copies, s->device_, StagedUploadOptions{}, s->staging(), &result, &what);
   t_scope = s;
   return static_cast<int>(err);
 }
