@@ -188,8 +188,9 @@ void ConstantSharing::check_requests(const std::vector<const Delegate*>& all) co
       std::vector<std::string> buffers;
       for (const Delegate* d : all) {
         for (const ConstantEntry& e : d->constants) {
-          if (e.type == ConstantType::kBuffer && std::find(buffers.begin(), buffers.end(), e.fqn) == buffers.end()) {
-            buffers.push_back("'" + e.fqn + "'");
+          const std::string quoted = "'" + e.fqn + "'";  // each FQN once, however many methods hold it
+          if (e.type == ConstantType::kBuffer && std::find(buffers.begin(), buffers.end(), quoted) == buffers.end()) {
+            buffers.push_back(quoted);
           }
         }
       }

@@ -232,6 +232,8 @@ TEST_CASE("state(fake): share_state errors name the FQN") {
   CHECK(e.code() == ErrorCode::kNotFound);
   CHECK(std::string(e.what()).find("'kv.nope'") != std::string::npos);
   CHECK(std::string(e.what()).find("'kv.cache'") != std::string::npos);  // what there is
+  const std::string listed = e.what();  // both methods hold 'kv.cache': named once
+  CHECK(listed.find("'kv.cache'") == listed.rfind("'kv.cache'"));
   o.share_state.fqns = {"kv.cache"};
   e = expect_error([&] { load(built, o); });
   CHECK(e.code() == ErrorCode::kInvalidArgument);
