@@ -272,8 +272,9 @@ void MethodLoader::upload_weights(Delegate& d) {
       if (!lock->locked() && stats_.upload_note.empty()) stats_.upload_note = d.label + ": " + lock->reason();
     }
   }
+  const bool locked_in_place = lock && lock->locked();
   std::optional<WeightUploadScope> staging;
-  if (large && !(lock && lock->locked())) staging.emplace(ds.weights, target_.ordinal());
+  if (large && !locked_in_place) staging.emplace(ds.weights, target_.ordinal());
   StagedUploadResult staged;
   aoti_cuda_shim_clear_error();
   {
@@ -295,10 +296,15 @@ void MethodLoader::upload_weights(Delegate& d) {
       staging.reset();
     }
   }
+  if (large && !locked_in_place && staged.bytes == 0 && stats_.upload_note.empty()) {
+    // Nothing was recorded: the library's cudaMemcpy is libcudart's, not ours.
+    staged.fallback = "the model library copied from pageable memory itself (its cudaMemcpy is bound to libcudart, "
+                      "loaded before libaoti_cuda)";
+  }
   if (staged.threads == 0 && !staged.fallback.empty() && stats_.upload_note.empty()) {
     stats_.upload_note = d.label + ": " + staged.fallback;
   }
-  const bool locked = lock && lock->locked();
+  const bool locked = locked_in_place;
   const std::string why = locked                ? ""
                           : staged.threads > 0  ? ""
                           : !staged.fallback.empty() ? staged.fallback
