@@ -170,8 +170,17 @@ def llm_markdown(res, rows, lens, targets, date):
         lines.append("- aoti_cuda's decode ran " + ("as a CUDA graph (LoadOptions::cuda_graph_methods)." if phases["graphs"]
                                                  else "as plain calls (this SDK build had no CUDA graphs)."))
     if phases and phases.get("expect_count"):
-        lines.append(f"- Check: the first {int(phases['expect_match'])} of {int(phases['expect_count'])} tokens aoti_cuda "
-                     "generated equal eager PyTorch's (bf16 rounding differs between kernels, so long greedy runs may part).")
+        agree = []
+        for key in ("torch_compile", "libtorch_aoti"):  # compiled peers, same weights and prompt
+            peer = next((r for r in rows if r["key"] == key), None)
+            mine, theirs = phases.get(f"tokens_{lens[0]}") or [], (peer or {}).get(f"tokens_{lens[0]}") or []
+            if mine and theirs:
+                same = next((i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y), min(len(mine), len(theirs)))
+                agree.append(f"the first {same} of {min(len(mine), len(theirs))} equal {peer['label']}'s")
+        lines.append(f"- Check ({lens[0]}-token prompt): the first {int(phases['expect_match'])} of "
+                     f"{int(phases['expect_count'])} tokens aoti_cuda generated equal eager PyTorch's"
+                     + ("; " + "; ".join(agree) if agree else "")
+                     + " (bf16 rounding differs between kernels and random weights make near ties, so greedy runs part).")
     jobs = res.get("jobs") or {}
     if jobs:
         for name in sorted(jobs):
