@@ -245,6 +245,21 @@ void MethodLoader::check_blob(const Delegate& d) const {
   }
 }
 
+namespace {
+
+// For AOTI_CUDA_TRACE_WEIGHTS: where a blob's bytes came from, and why not
+// from pinned memory when they did not.
+std::string upload_path(bool locked, const StagedUploadResult& staged, const PageLock* lock) {
+  if (locked) return "page-locked memory";
+  if (staged.threads > 0) return "pinned staging (" + std::to_string(staged.threads) + " copy threads)";
+  const std::string why = !staged.fallback.empty() ? staged.fallback
+                          : lock != nullptr       ? lock->reason()
+                                                  : "small blob: copied by the model library";
+  return "pageable memory (" + why + ")";
+}
+
+}  // namespace
+
 void MethodLoader::upload_weights(Delegate& d) {
   const DelegateSpec& ds = *d.spec;
   const ContainerApi& api = d.library->api();
@@ -296,7 +311,7 @@ void MethodLoader::upload_weights(Delegate& d) {
       staging.reset();
     }
   }
-  if (large && !locked_in_place && staged.bytes == 0 && stats_.upload_note.empty()) {
+  if (large && !locked_in_place && staged.bytes == 0) {
     // Nothing was recorded: the library's cudaMemcpy is libcudart's, not ours.
     staged.fallback = "the model library copied from pageable memory itself (its cudaMemcpy is bound to libcudart, "
                       "loaded before libaoti_cuda)";
@@ -304,28 +319,18 @@ void MethodLoader::upload_weights(Delegate& d) {
   if (staged.threads == 0 && !staged.fallback.empty() && stats_.upload_note.empty()) {
     stats_.upload_note = d.label + ": " + staged.fallback;
   }
-  const bool locked = locked_in_place;
-  const std::string why = locked                ? ""
-                          : staged.threads > 0  ? ""
-                          : !staged.fallback.empty() ? staged.fallback
-                          : lock                ? lock->reason()
-                                                : "small blob: copied by the model library";
+  const std::string path = trace_weights() ? upload_path(locked_in_place, staged, lock.get()) : std::string();
   lock.reset();  // unlocked before the time is taken: it is part of the cost
   const double ms = ms_since(t0);
   stats_.weight_bytes += ds.weights.size;
-  stats_.page_locked_bytes += locked ? ds.weights.size : 0;
+  stats_.page_locked_bytes += locked_in_place ? ds.weights.size : 0;
   stats_.staged_bytes += staged.threads > 0 ? staged.bytes : 0;
   stats_.upload_ms += ms;
   if (trace_weights()) {
     char rate[64];
     std::snprintf(rate, sizeof rate, "%.2f ms (%.2f GB/s)", ms, static_cast<double>(ds.weights.size) / (ms * 1e6));
     log(LogLevel::kDebug, d.label + ": " + std::to_string(ds.weights.size) + " weight bytes uploaded in " + rate +
-                              " from " +
-                              (locked ? std::string("page-locked memory")
-                               : staged.threads > 0
-                                   ? "pinned staging (" + std::to_string(staged.threads) + " copy threads)"
-                                   : std::string("pageable memory")) +
-                              (why.empty() ? std::string() : " (" + why + ")"));
+                              " from " + path);
   }
 }
 

@@ -6,11 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
-#include <atomic>
-#include <future>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,7 +22,8 @@ namespace {
 
 constexpr int kMemcpyHostToDevice = 1;  // cudaMemcpyHostToDevice
 constexpr int kMemcpyDefault = 4;       // cudaMemcpyDefault
-// Below 8 MiB of recorded bytes, threads and pinned slots cost more than they save.
+// upload_thresholds(): below 8 MiB of recorded bytes, threads and pinned
+// slots cost more than they save.
 std::atomic<std::size_t> g_stage_from{std::size_t{4} << 20};
 std::atomic<std::size_t> g_pipeline_from{std::size_t{8} << 20};
 constexpr int kMaxThreads = 8;
@@ -170,9 +171,9 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
   if (stream != nullptr) (void)cudaStreamDestroy(stream);
 }
 
-// The pipeline; returns the first CUDA failure and names its call in *what.
-// Runs the pipeline with `staging` (2 * slot_bytes per thread) or, when it is
-// too small, with a block allocated here.
+// The pipeline, with `staging` (2 * slot_bytes per thread) or, when it is too
+// small, with a block allocated here. Returns the first CUDA failure and names
+// its call in *what.
 cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, const StagedUploadOptions& options,
                        StagingBlock staging, StagedUploadResult* result, std::string* what) {
   std::size_t total = 0;
@@ -233,6 +234,12 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, cons
   return cudaSuccess;
 }
 
+void throw_on_failure(cudaError_t err, const StagedUploadResult& result, const std::string& what) {
+  if (err != cudaSuccess) {
+    throw common::cuda_error(err, "uploading " + std::to_string(result.bytes) + " weight bytes (" + what + ")");
+  }
+}
+
 }  // namespace
 
 UploadThresholds upload_thresholds() noexcept { return {g_stage_from.load(), g_pipeline_from.load()}; }
@@ -264,10 +271,7 @@ StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int de
                                  const StagedUploadOptions& options) {
   StagedUploadResult result;
   std::string what;
-  const cudaError_t err = run_upload(copies, device, options, StagingBlock{}, &result, &what);
-  if (err != cudaSuccess) {
-    throw common::cuda_error(err, "uploading " + std::to_string(result.bytes) + " weight bytes (" + what + ")");
-  }
+  throw_on_failure(run_upload(copies, device, options, StagingBlock{}, &result, &what), result, what);
   return result;
 }
 
@@ -310,9 +314,7 @@ StagedUploadResult WeightUploadScope::flush() {
   std::string what;
   const cudaError_t err = run_upload(copies, device_, StagedUploadOptions{}, staging(), &result, &what);
   staging().release();
-  if (err != cudaSuccess) {
-    throw common::cuda_error(err, "uploading " + std::to_string(result.bytes) + " weight bytes (" + what + ")");
-  }
+  throw_on_failure(err, result, what);
   return result;
 }
 

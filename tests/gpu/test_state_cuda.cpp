@@ -307,6 +307,71 @@ double upload(const std::uint8_t* src, std::size_t n, void* dev) {
   return seconds_since(t0);
 }
 
+// The staged upload's knobs, each from pages not yet mapped in the process
+// (best of 2); prints one line per variant.
+void print_staged_sweep(const std::vector<aoti_cuda::runtime::RecordedCopy>& copies, aoti_cuda::ByteView blob,
+                        double t_pinned) {
+  const double gb = double(blob.size) / 1e9;
+  struct Variant {
+    int threads;
+    std::size_t slot_kib;
+    bool write_combined, populate;
+  };
+  for (const Variant v : {Variant{4, 1024, false, true}, Variant{4, 1024, true, true}, Variant{8, 1024, false, true},
+                          Variant{8, 1024, true, true}, Variant{8, 1024, true, false}, Variant{8, 512, true, true},
+                          Variant{8, 2048, true, true}, Variant{12, 1024, true, true}, Variant{16, 512, true, true}}) {
+    aoti_cuda::runtime::StagedUploadOptions o;
+    o.threads = v.threads;
+    o.slot_bytes = v.slot_kib << 10;
+    o.write_combined = v.write_combined;
+    o.populate = v.populate;
+    double best = 1e9, best_setup = 0;
+    for (int rep = 0; rep < 2; ++rep) {
+      aoti_cuda::runtime::release_pages(blob);
+      const auto t = std::chrono::steady_clock::now();
+      // The staging block apart, to see what page-locking it costs.
+      auto block = aoti_cuda::runtime::StagingBlock::allocate(0, std::size_t(v.threads) * 2 * o.slot_bytes,
+                                                              v.write_combined);
+      const double setup = seconds_since(t);
+      block.release();
+      const auto t2 = std::chrono::steady_clock::now();
+      (void)aoti_cuda::runtime::upload_staged(copies, 0, o);
+      if (seconds_since(t2) < best) {
+        best = seconds_since(t2);
+        best_setup = setup;
+      }
+    }
+    std::printf("  staged sweep: %2d threads, %4zu KiB slots, write-combined %-3s, populate %-3s: %.1f GB/s = %.0f%% of "
+                "pinned (page-locking the slots alone: %.2f ms)\n",
+                v.threads, v.slot_kib, v.write_combined ? "on" : "off", v.populate ? "on" : "off", gb / best,
+                100.0 * t_pinned / best, best_setup * 1e3);
+  }
+}
+
+// From a dropped page cache: the staged upload (*t_staged) and reading the
+// file alone (*t_disk), in seconds. False when the cache could not be dropped.
+bool staged_cold_rates(int fd, aoti_cuda::ByteView blob, const std::vector<aoti_cuda::runtime::RecordedCopy>& copies,
+                       double* t_staged, double* t_disk) {
+  aoti_cuda::runtime::release_pages(blob);
+  // Drop the file's cached pages (disk file systems; tmpfs keeps them).
+  ::fdatasync(fd);
+  const int dropped = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  auto t0 = std::chrono::steady_clock::now();
+  aoti_cuda::runtime::prefetch_pages(blob);
+  const auto staged_cold = aoti_cuda::runtime::upload_staged(copies, 0);
+  *t_staged = seconds_since(t0);
+  CHECK(staged_cold.bytes == blob.size);
+  aoti_cuda::runtime::release_pages(blob);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  t0 = std::chrono::steady_clock::now();
+  std::vector<std::uint8_t> sink(std::size_t{8} << 20);
+  for (std::size_t off = 0; off < blob.size; off += sink.size()) {
+    REQUIRE(::pread(fd, sink.data(), sink.size(), static_cast<off_t>(off)) == static_cast<ssize_t>(sink.size()));
+  }
+  *t_disk = seconds_since(t0);
+  return dropped == 0;
+}
+
 }  // namespace
 
 TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs pinned vs pageable" * AOTI_CUDA_GPU_CASE) {
@@ -361,44 +426,10 @@ TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs 
   for (std::size_t off = 0; off < kBytes; off += std::size_t{32} << 20) {
     copies.push_back({static_cast<char*>(dev) + off, map + off, std::min(kBytes - off, std::size_t{32} << 20)});
   }
-  // The knobs, each from pages not yet mapped in the process (best of 2).
-  struct Variant {
-    int threads;
-    std::size_t slot_kib;
-    bool write_combined, populate;
-  };
-  for (const Variant v : {Variant{4, 1024, false, true}, Variant{4, 1024, true, true}, Variant{8, 1024, false, true},
-                          Variant{8, 1024, true, true}, Variant{8, 1024, true, false}, Variant{8, 512, true, true},
-                          Variant{8, 2048, true, true}, Variant{12, 1024, true, true}, Variant{16, 512, true, true}}) {
-    aoti_cuda::runtime::StagedUploadOptions o;
-    o.threads = v.threads;
-    o.slot_bytes = v.slot_kib << 10;
-    o.write_combined = v.write_combined;
-    o.populate = v.populate;
-    double best = 1e9, best_setup = 0;
-    for (int rep = 0; rep < 2; ++rep) {
-      aoti_cuda::runtime::release_pages(blob);
-      const auto t = std::chrono::steady_clock::now();
-      // The staging block apart, to see what page-locking it costs.
-      auto block = aoti_cuda::runtime::StagingBlock::allocate(0, std::size_t(v.threads) * 2 * o.slot_bytes,
-                                                              v.write_combined);
-      const double setup = seconds_since(t);
-      block.release();
-      const auto t2 = std::chrono::steady_clock::now();
-      (void)aoti_cuda::runtime::upload_staged(copies, 0, o);
-      if (seconds_since(t2) < best) {
-        best = seconds_since(t2);
-        best_setup = setup;
-      }
-    }
-    std::printf("  staged sweep: %2d threads, %4zu KiB slots, write-combined %-3s, populate %-3s: %.1f GB/s = %.0f%% of "
-                "pinned (page-locking the slots alone: %.2f ms)\n",
-                v.threads, v.slot_kib, v.write_combined ? "on" : "off", v.populate ? "on" : "off", gb / best,
-                100.0 * t_pinned / best, best_setup * 1e3);
-  }
+  print_staged_sweep(copies, blob, t_pinned);
   aoti_cuda::runtime::release_pages(blob);
   REQUIRE(cudaMemset(dev, 0, kBytes) == cudaSuccess);
-  auto t_staged0 = std::chrono::steady_clock::now();
+  const auto t_staged0 = std::chrono::steady_clock::now();
   const auto staged = aoti_cuda::runtime::upload_staged(copies, 0);
   const double t_staged = seconds_since(t_staged0);
   REQUIRE(staged.bytes == kBytes);
@@ -409,29 +440,11 @@ TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs 
     REQUIRE(cudaMemcpy(back.data(), dev, kBytes, cudaMemcpyDeviceToHost) == cudaSuccess);
     CHECK(std::memcmp(back.data(), map, kBytes) == 0);
   }
-  aoti_cuda::runtime::release_pages(blob);
-  // Cold page cache: drop the file's cached pages (disk file systems; tmpfs keeps them).
-  ::fdatasync(fd);
-  const int dropped = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  t_staged0 = std::chrono::steady_clock::now();
-  aoti_cuda::runtime::prefetch_pages(blob);
-  const auto staged_cold = aoti_cuda::runtime::upload_staged(copies, 0);
-  const double t_staged_cold = seconds_since(t_staged0);
-  CHECK(staged_cold.bytes == kBytes);
-  aoti_cuda::runtime::release_pages(blob);
-  // The disk read alone, from a cold cache again, for comparison.
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  t_staged0 = std::chrono::steady_clock::now();
-  {
-    std::vector<std::uint8_t> sink(std::size_t{8} << 20);
-    for (std::size_t off = 0; off < kBytes; off += sink.size()) {
-      REQUIRE(::pread(fd, sink.data(), sink.size(), static_cast<off_t>(off)) == static_cast<ssize_t>(sink.size()));
-    }
-  }
-  const double t_disk = seconds_since(t_staged0);
+  double t_staged_cold = 0, t_disk = 0;
+  const bool dropped = staged_cold_rates(fd, blob, copies, &t_staged_cold, &t_disk);
   std::printf("staged upload (the default load path, %d copy threads): page cache warm %.1f GB/s = %.0f%% of pinned; "
               "page cache dropped (%s) %.1f GB/s, reading the file alone from a dropped cache %.1f GB/s\n",
-              staged.threads, gb / t_staged, 100.0 * t_pinned / t_staged, dropped == 0 ? "fadvise ok" : "fadvise failed",
+              staged.threads, gb / t_staged, 100.0 * t_pinned / t_staged, dropped ? "fadvise ok" : "fadvise failed",
               gb / t_staged_cold, gb / t_disk);
 
   // Page-locking the mapping in place (cudaHostRegister) is opt-in: on the H200 machine it
