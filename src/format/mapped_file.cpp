@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "aoti_cuda/error.hpp"
 
@@ -21,7 +24,45 @@ struct FdCloser {
     if (fd >= 0) ::close(fd);
   }
 };
+// The live mappings, for reopen_file_of: few (one per open .pte/.ptd), so a
+// vector under a mutex. Never destroyed: a static Module may outlive any
+// other static object.
+struct LiveFiles {
+  std::mutex mutex;
+  std::vector<const MappedFile*> files;
+};
+LiveFiles& live_files() {
+  static LiveFiles* live = new LiveFiles;
+  return *live;
+}
+
 }  // namespace
+
+int MappedFile::reopen_if_contains(const std::uint8_t* p, std::size_t n, std::uint64_t* offset) const {
+  if (p < data_ || static_cast<std::size_t>(p - data_) > size_ || n > size_ - static_cast<std::size_t>(p - data_)) {
+    return -1;
+  }
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_dev) != device_ ||
+      static_cast<std::uint64_t>(st.st_ino) != inode_) {
+    ::close(fd);  // the path names another file now
+    return -1;
+  }
+  *offset = static_cast<std::uint64_t>(p - data_);
+  return fd;
+}
+
+int reopen_file_of(const void* p, std::size_t n, std::uint64_t* offset) {
+  const auto* q = static_cast<const std::uint8_t*>(p);
+  LiveFiles& live = live_files();
+  std::lock_guard<std::mutex> lock(live.mutex);
+  for (const MappedFile* f : live.files) {
+    if (f->data() <= q && q < f->data() + f->size()) return f->reopen_if_contains(q, n, offset);
+  }
+  return -1;
+}
 
 MappedFile::MappedFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -46,10 +87,28 @@ MappedFile::MappedFile(const std::string& path) {
   }
   mapping_ = p;
   data_ = static_cast<const std::uint8_t*>(p);
+  path_ = path;
+  device_ = static_cast<std::uint64_t>(st.st_dev);
+  inode_ = static_cast<std::uint64_t>(st.st_ino);
+  try {
+    LiveFiles& live = live_files();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.files.push_back(this);
+  } catch (...) {
+    ::munmap(mapping_, size_);
+    throw;
+  }
 }
 
 MappedFile::~MappedFile() {
-  if (mapping_ != nullptr) ::munmap(mapping_, size_);
+  if (mapping_ == nullptr) return;
+  {
+    LiveFiles& live = live_files();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    const auto it = std::find(live.files.begin(), live.files.end(), this);
+    if (it != live.files.end()) live.files.erase(it);
+  }
+  ::munmap(mapping_, size_);
 }
 
 }  // namespace format

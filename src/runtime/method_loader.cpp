@@ -251,7 +251,10 @@ namespace {
 // from pinned memory when they did not.
 std::string upload_path(bool locked, const StagedUploadResult& staged, const PageLock* lock) {
   if (locked) return "page-locked memory";
-  if (staged.threads > 0) return "pinned staging (" + std::to_string(staged.threads) + " copy threads)";
+  if (staged.threads > 0) {
+    return "pinned staging (" + std::to_string(staged.threads) + " copy threads, " +
+           (staged.read_file ? "read from the file" : "copied from the mapping") + ")";
+  }
   const std::string why = !staged.fallback.empty() ? staged.fallback
                           : lock != nullptr       ? lock->reason()
                                                   : "small blob: copied by the model library";

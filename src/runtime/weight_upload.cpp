@@ -15,7 +15,9 @@
 #include <string>
 #include <thread>
 
+#include "aoti_cuda/error.hpp"
 #include "common/cuda.hpp"
+#include "format/mapped_file.hpp"
 
 namespace aoti_cuda::runtime {
 namespace {
@@ -30,20 +32,44 @@ constexpr int kMaxThreads = 8;
 
 thread_local WeightUploadScope* t_scope = nullptr;
 
-// The first failure of the pipeline, kept by whichever thread saw it.
+// The first failure of the pipeline, kept by whichever thread saw it: a CUDA
+// error (code) or a file read error (io, with code cudaSuccess).
 struct FirstError {
   std::mutex mutex;
   cudaError_t code = cudaSuccess;
   std::string what;
+  std::string io;
   std::atomic<bool> failed{false};
   void set(cudaError_t err, const char* call) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (code != cudaSuccess) return;
+    if (failed.load()) return;
     code = err;
     what = call;
     failed.store(true);
   }
+  void set_io(std::string message) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (failed.load()) return;
+    io = std::move(message);
+    failed.store(true);
+  }
 };
+
+// Reads n bytes at `offset` of fd into dst; "" on success, else why not.
+std::string read_exactly(int fd, std::uint8_t* dst, std::size_t n, std::uint64_t offset) {
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd, dst + got, n - got, static_cast<off_t>(offset + got));
+    if (r > 0) {
+      got += static_cast<std::size_t>(r);
+    } else if (r == 0) {
+      return "the file ended at byte " + std::to_string(offset + got) + " (was it truncated while loaded?)";
+    } else if (errno != EINTR) {
+      return std::string("pread at byte ") + std::to_string(offset + got) + " failed: " + std::strerror(errno);
+    }
+  }
+  return {};
+}
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14; older kernels answer EINVAL
@@ -114,8 +140,8 @@ cudaError_t copy_directly(const std::vector<RecordedCopy>& copies, const std::ve
 // from the shared counter until none are left or a thread failed. A thread
 // that cannot set itself up takes no chunk (the others, or the fallback, do them).
 void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std::vector<ChunkPiece>>& chunks,
-                 std::atomic<std::size_t>& next, int device, const StagedUploadOptions& options, std::uint8_t* pinned,
-                 FirstError& error, std::atomic<int>& running, std::atomic<bool>& no_populate) {
+                 std::atomic<std::size_t>& next, int device, const StagedUploadOptions& options, const FileSource* file,
+                 std::uint8_t* pinned, FirstError& error, std::atomic<int>& running, std::atomic<bool>& no_populate) {
   const std::size_t slot_bytes = options.slot_bytes;
   if (cudaSetDevice(device) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -144,10 +170,20 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
       std::uint8_t* slot = pinned + k * slot_bytes;
       std::size_t at = 0;
       for (const ChunkPiece& p : chunks[c]) {
-        if (options.populate) populate_source(copies[p.copy].src + p.offset, p.bytes, no_populate);
-        std::memcpy(slot + at, copies[p.copy].src + p.offset, p.bytes);
+        const std::uint8_t* src = copies[p.copy].src + p.offset;
+        if (file != nullptr) {
+          std::string why = read_exactly(file->fd, slot + at, p.bytes, file->offset + (src - file->base));
+          if (!why.empty()) {
+            error.set_io(std::move(why));
+            break;
+          }
+        } else {
+          if (options.populate) populate_source(src, p.bytes, no_populate);
+          std::memcpy(slot + at, src, p.bytes);
+        }
         at += p.bytes;
       }
+      if (error.failed.load(std::memory_order_relaxed)) break;
       at = 0;
       cudaError_t err = cudaSuccess;
       for (const ChunkPiece& p : chunks[c]) {
@@ -175,7 +211,8 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
 // small, with a block allocated here. Returns the first CUDA failure and names
 // its call in *what.
 cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, const StagedUploadOptions& options,
-                       StagingBlock staging, StagedUploadResult* result, std::string* what) {
+                       const FileSource& file, StagingBlock staging, StagedUploadResult* result, std::string* what,
+                       std::string* io_error) {
   std::size_t total = 0;
   for (const RecordedCopy& r : copies) total += r.bytes;
   result->bytes = total;
@@ -207,19 +244,25 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, cons
   std::atomic<int> running{0};
   std::atomic<bool> no_populate{false};
   FirstError error;
+  const FileSource* source = options.read_file && file.fd >= 0 && file.base != nullptr ? &file : nullptr;
+  result->read_file = source != nullptr;
   std::vector<std::thread> pool;
   pool.reserve(static_cast<std::size_t>(threads));
   try {
     for (int i = 0; i < threads; ++i) {
       std::uint8_t* slots = static_cast<std::uint8_t*>(staging.ptr) + static_cast<std::size_t>(i) * 2 * options.slot_bytes;
       pool.emplace_back(copy_worker, std::cref(copies), std::cref(chunks), std::ref(next), device, std::cref(options),
-                        slots, std::ref(error), std::ref(running), std::ref(no_populate));
+                        source, slots, std::ref(error), std::ref(running), std::ref(no_populate));
     }
   } catch (const std::system_error&) {
     // Fewer threads than asked for (or none): those started do the work, the fallback the rest.
   }
   for (std::thread& t : pool) t.join();
   result->threads = running.load();
+  if (!error.io.empty()) {
+    *io_error = error.io;
+    return cudaSuccess;
+  }
   if (error.code != cudaSuccess) {
     *what = error.what;
     return error.code;
@@ -234,7 +277,11 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, cons
   return cudaSuccess;
 }
 
-void throw_on_failure(cudaError_t err, const StagedUploadResult& result, const std::string& what) {
+void throw_on_failure(cudaError_t err, const StagedUploadResult& result, const std::string& what,
+                      const std::string& io_error) {
+  if (!io_error.empty()) {
+    throw Error(ErrorCode::kIo, "reading " + std::to_string(result.bytes) + " weight bytes from the file: " + io_error);
+  }
   if (err != cudaSuccess) {
     throw common::cuda_error(err, "uploading " + std::to_string(result.bytes) + " weight bytes (" + what + ")");
   }
@@ -268,15 +315,18 @@ std::vector<std::vector<ChunkPiece>> plan_chunks(const std::vector<RecordedCopy>
 }
 
 StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device,
-                                 const StagedUploadOptions& options) {
+                                 const StagedUploadOptions& options, const FileSource& file) {
   StagedUploadResult result;
-  std::string what;
-  throw_on_failure(run_upload(copies, device, options, StagingBlock{}, &result, &what), result, what);
+  std::string what, io_error;
+  const cudaError_t err = run_upload(copies, device, options, file, StagingBlock{}, &result, &what, &io_error);
+  throw_on_failure(err, result, what, io_error);
   return result;
 }
 
 WeightUploadScope::WeightUploadScope(ByteView blob, int device) : blob_(blob), device_(device), previous_(t_scope) {
   t_scope = this;
+  file_.fd = format::reopen_file_of(blob.data, blob.size, &file_.offset);
+  file_.base = blob.data;
   // The pinned slots are allocated while the model library works (it
   // allocates the device copy of the blob first), not after it.
   const StagedUploadOptions defaults;
@@ -295,6 +345,7 @@ WeightUploadScope::WeightUploadScope(ByteView blob, int device) : blob_(blob), d
 WeightUploadScope::~WeightUploadScope() {
   if (t_scope == this) t_scope = previous_;
   staging().release();
+  if (file_.fd >= 0) ::close(file_.fd);
 }
 
 StagingBlock& WeightUploadScope::staging() {
@@ -311,10 +362,11 @@ StagedUploadResult WeightUploadScope::flush() {
   std::vector<RecordedCopy> copies;
   copies.swap(copies_);
   StagedUploadResult result;
-  std::string what;
-  const cudaError_t err = run_upload(copies, device_, StagedUploadOptions{}, staging(), &result, &what);
+  std::string what, io_error;
+  const cudaError_t err =
+      run_upload(copies, device_, StagedUploadOptions{}, file_, staging(), &result, &what, &io_error);
   staging().release();
-  throw_on_failure(err, result, what);
+  throw_on_failure(err, result, what, io_error);
   return result;
 }
 
@@ -340,13 +392,20 @@ int WeightUploadScope::flush_before_other_copy() noexcept {
   WeightUploadScope* s = t_scope;
   if (s == nullptr || s->copies_.empty()) return 0;
   StagedUploadResult result;
-  std::string what;
+  std::string what, io_error;
   std::vector<RecordedCopy> copies;
   copies.swap(s->copies_);
   // Still recording afterwards: the scope stays active for the library's later copies.
   t_scope = nullptr;
-  const cudaError_t err = run_upload(copies, s->device_, StagedUploadOptions{}, s->staging(), &result, &what);
+  cudaError_t err;
+  try {
+    err = run_upload(copies, s->device_, StagedUploadOptions{}, s->file_, s->staging(), &result, &what, &io_error);
+  } catch (...) {
+    err = cudaErrorMemoryAllocation;  // out of host memory planning the chunks
+  }
   t_scope = s;
+  // A file read error has no cudart code: the library sees an invalid value.
+  if (err == cudaSuccess && !io_error.empty()) err = cudaErrorInvalidValue;
   return static_cast<int>(err);
 }
 

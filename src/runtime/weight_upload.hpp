@@ -7,7 +7,8 @@
 // pinned buffer, one at a time: 7-9 GB/s on the H200 machine, against 55 GB/s
 // from pinned memory. Page-locking the mapping in place (cudaHostRegister)
 // would fix the rate, but registering a large file mapping stalled there
-// (weights_io.hpp), so it stays opt-in.
+// (weights_io.hpp), and registering it 16-64 MiB at a time ran at 17-22 GB/s,
+// so it stays opt-in.
 //
 // Instead, while a WeightUploadScope is active on the calling thread,
 // libaoti_cuda's exported cudaMemcpy (which the model libraries bind to from
@@ -17,16 +18,22 @@
 // first carries out what was recorded, then runs (so a copy that could read a
 // recorded destination sees the bytes). When the library returns, the scope's
 // flush() copies every recorded range with the pipeline of upload_staged():
-// several threads, each with its own stream and two slots of one pinned,
-// write-combined block, copy slot-sized chunks of the blob from the mapping
-// into a slot (host memcpy, in parallel) and queue the slot's device copy
-// while filling the other slot. The block is allocated on a background thread
-// from the scope's construction on, so page-locking it (about 0.35 ms per MiB
-// on the H200 machine) overlaps the library's own work. Host memory used: the
-// block (2 slots per thread, 16 MiB by default), never a second copy of the
-// weights. Measured on the H200: 28-35 GB/s for 1 GiB, 31.6 GB/s for a
-// 2.2 GB LLM blob; the host-side copies out of the mapping limit it (4 to 16
-// threads copied at the same rate).
+// several threads, each with its own stream and two slots of one pinned
+// block, fill a slot with a slot-sized chunk of the blob and queue the slot's
+// device copy while filling the other slot. A slot is filled with pread()
+// from the blob's file when the blob is a mapped file (format::MappedFile),
+// else with memcpy from the blob. The block is allocated on a background
+// thread from the scope's construction on, so page-locking it (about 0.35 ms
+// per MiB on the H200 machine) overlaps the library's own work. Host memory
+// used: the block (2 slots per thread), never a second copy of the weights;
+// with pread the mapping's pages never enter the process either.
+//
+// What decided the design (bench/upload_probe.cpp, 1 GiB, H200 machine, page
+// cache warm): pinned copies 54.4 GB/s; device copies alone from 256 KiB /
+// 1 MiB / 4 MiB slots 34 / 48 / 53 GB/s (each copy has a fixed cost, so slots
+// are 4 MiB); 8 threads fill slots at 55-59 GB/s with pread and 63-72 GB/s
+// with memcpy from mapped pages, far less from pages not yet mapped (page
+// faults); the whole pipeline with 8 threads and 4 MiB slots: 50.7 GB/s (93%).
 //
 // If the staging memory cannot be had, the recorded copies run as the
 // library would have run them (synchronous cudaMemcpy from the blob).
@@ -69,22 +76,35 @@ std::vector<std::vector<ChunkPiece>> plan_chunks(const std::vector<RecordedCopy>
 struct StagedUploadResult {
   std::size_t bytes = 0;  ///< bytes copied
   int threads = 0;        ///< copy threads used (0: fell back to synchronous cudaMemcpy)
+  bool read_file = false; ///< slots were filled with pread from the FileSource
   std::string fallback;   ///< why the pinned pipeline was not used ("" when it was)
+};
+
+/// Where the copies' source bytes can also be read: the file whose bytes at
+/// `offset` are those at `base` (a RecordedCopy's src maps to offset +
+/// (src - base)). fd < 0: no file; slots are filled with memcpy.
+struct FileSource {
+  int fd = -1;
+  std::uint64_t offset = 0;
+  const std::uint8_t* base = nullptr;
 };
 
 /// How upload_staged copies. The defaults are what loads use.
 struct StagedUploadOptions {
   /// Copy threads; <= 0: AOTI_CUDA_UPLOAD_THREADS when set, else one per
-  /// core up to 8 (beyond 4 the rate on the H200 machine did not grow).
+  /// core up to 8 (8 and 16 ran at the same rate on the H200 machine).
   int threads = 0;
-  /// Bytes per pinned slot (two per thread). Page-locking costs about
-  /// 0.3 ms per MiB on the H200 machine, paid by every load: slots stay small.
-  std::size_t slot_bytes = std::size_t{1} << 20;
+  /// Bytes per pinned slot (two per thread). Device copies of 4 MiB run at
+  /// 98% of the pinned rate, of 1 MiB at 88%; page-locking the block
+  /// (64 MiB with 8 threads) overlaps the model library's work.
+  std::size_t slot_bytes = std::size_t{4} << 20;
+  /// Fill slots with pread from the FileSource when there is one.
+  bool read_file = true;
   /// Write-combined pinned memory (cudaHostAllocWriteCombined).
   bool write_combined = true;
-  /// Each thread asks the kernel to map a chunk's source pages in one call
-  /// (MADV_POPULATE_READ, Linux 5.14+) before copying it, instead of taking
-  /// a page fault every few pages; ignored where unsupported.
+  /// memcpy only: each thread asks the kernel to map a chunk's source pages
+  /// in one call (MADV_POPULATE_READ, Linux 5.14+) before copying it,
+  /// instead of taking a page fault every few pages; ignored where unsupported.
   bool populate = true;
 };
 
@@ -98,10 +118,11 @@ struct StagingBlock {
 };
 
 /// Copies `copies` to device `device` through pinned staging slots (see
-/// above); returns when every byte is on the device. Throws
-/// Error(kCuda/kOutOfMemory/kNoDevice) when a copy fails.
+/// above), reading the sources from `file` when given; returns when every
+/// byte is on the device. Throws Error(kCuda/kOutOfMemory/kNoDevice) when a
+/// copy fails, Error(kIo) when the file cannot be read.
 StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device,
-                                 const StagedUploadOptions& options = {});
+                                 const StagedUploadOptions& options = {}, const FileSource& file = {});
 
 /// The sizes from which a load records a blob's copies (`stage_from`, the
 /// blob's size) and from which upload_staged uses threads and pinned slots
@@ -117,7 +138,8 @@ void set_upload_thresholds(UploadThresholds t) noexcept;
 
 /// Records the calling thread's host-to-device cudaMemcpy calls from `blob`
 /// while alive (see above). Not nestable; the destructor drops what was not
-/// flushed (the load that owns the scope has failed by then).
+/// flushed (the load that owns the scope has failed by then). When the blob
+/// lies in a format::MappedFile, flush() reads it from that file.
 class WeightUploadScope {
  public:
   WeightUploadScope(ByteView blob, int device);
@@ -140,6 +162,7 @@ class WeightUploadScope {
   ByteView blob_;
   int device_;
   std::vector<RecordedCopy> copies_;
+  FileSource file_;  // the blob's file, reopened for the scope (it closes it); fd -1 when none
   WeightUploadScope* previous_;
   std::future<StagingBlock> staging_;  // allocated in the background from construction on
   StagingBlock ready_staging_;

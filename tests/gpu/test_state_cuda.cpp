@@ -310,21 +310,21 @@ double upload(const std::uint8_t* src, std::size_t n, void* dev) {
 // The staged upload's knobs, each from pages not yet mapped in the process
 // (best of 2); prints one line per variant.
 void print_staged_sweep(const std::vector<aoti_cuda::runtime::RecordedCopy>& copies, aoti_cuda::ByteView blob,
-                        double t_pinned) {
+                        const aoti_cuda::runtime::FileSource& file, double t_pinned) {
   const double gb = double(blob.size) / 1e9;
   struct Variant {
     int threads;
     std::size_t slot_kib;
-    bool write_combined, populate;
+    bool write_combined, read_file;
   };
-  for (const Variant v : {Variant{4, 1024, false, true}, Variant{4, 1024, true, true}, Variant{8, 1024, false, true},
-                          Variant{8, 1024, true, true}, Variant{8, 1024, true, false}, Variant{8, 512, true, true},
-                          Variant{8, 2048, true, true}, Variant{12, 1024, true, true}, Variant{16, 512, true, true}}) {
+  for (const Variant v : {Variant{8, 1024, true, false}, Variant{8, 4096, true, false}, Variant{8, 1024, true, true},
+                          Variant{4, 4096, true, true}, Variant{8, 2048, true, true}, Variant{8, 4096, true, true},
+                          Variant{8, 4096, false, true}, Variant{16, 4096, true, true}}) {
     aoti_cuda::runtime::StagedUploadOptions o;
     o.threads = v.threads;
     o.slot_bytes = v.slot_kib << 10;
     o.write_combined = v.write_combined;
-    o.populate = v.populate;
+    o.read_file = v.read_file;
     double best = 1e9, best_setup = 0;
     for (int rep = 0; rep < 2; ++rep) {
       aoti_cuda::runtime::release_pages(blob);
@@ -335,15 +335,16 @@ void print_staged_sweep(const std::vector<aoti_cuda::runtime::RecordedCopy>& cop
       const double setup = seconds_since(t);
       block.release();
       const auto t2 = std::chrono::steady_clock::now();
-      (void)aoti_cuda::runtime::upload_staged(copies, 0, o);
+      const auto r = aoti_cuda::runtime::upload_staged(copies, 0, o, file);
+      CHECK(r.read_file == v.read_file);
       if (seconds_since(t2) < best) {
         best = seconds_since(t2);
         best_setup = setup;
       }
     }
-    std::printf("  staged sweep: %2d threads, %4zu KiB slots, write-combined %-3s, populate %-3s: %.1f GB/s = %.0f%% of "
+    std::printf("  staged sweep: %2d threads, %4zu KiB slots, write-combined %-3s, filled by %-6s: %.1f GB/s = %.0f%% of "
                 "pinned (page-locking the slots alone: %.2f ms)\n",
-                v.threads, v.slot_kib, v.write_combined ? "on" : "off", v.populate ? "on" : "off", gb / best,
+                v.threads, v.slot_kib, v.write_combined ? "on" : "off", v.read_file ? "pread" : "memcpy", gb / best,
                 100.0 * t_pinned / best, best_setup * 1e3);
   }
 }
@@ -351,14 +352,14 @@ void print_staged_sweep(const std::vector<aoti_cuda::runtime::RecordedCopy>& cop
 // From a dropped page cache: the staged upload (*t_staged) and reading the
 // file alone (*t_disk), in seconds. False when the cache could not be dropped.
 bool staged_cold_rates(int fd, aoti_cuda::ByteView blob, const std::vector<aoti_cuda::runtime::RecordedCopy>& copies,
-                       double* t_staged, double* t_disk) {
+                       const aoti_cuda::runtime::FileSource& file, double* t_staged, double* t_disk) {
   aoti_cuda::runtime::release_pages(blob);
   // Drop the file's cached pages (disk file systems; tmpfs keeps them).
   ::fdatasync(fd);
   const int dropped = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   auto t0 = std::chrono::steady_clock::now();
   aoti_cuda::runtime::prefetch_pages(blob);
-  const auto staged_cold = aoti_cuda::runtime::upload_staged(copies, 0);
+  const auto staged_cold = aoti_cuda::runtime::upload_staged(copies, 0, {}, file);
   *t_staged = seconds_since(t0);
   CHECK(staged_cold.bytes == blob.size);
   aoti_cuda::runtime::release_pages(blob);
@@ -426,22 +427,40 @@ TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs 
   for (std::size_t off = 0; off < kBytes; off += std::size_t{32} << 20) {
     copies.push_back({static_cast<char*>(dev) + off, map + off, std::min(kBytes - off, std::size_t{32} << 20)});
   }
-  print_staged_sweep(copies, blob, t_pinned);
+  // What a load has: the file under the mapping (format::MappedFile keeps it open).
+  const aoti_cuda::runtime::FileSource file{fd, 0, map};
+  print_staged_sweep(copies, blob, file, t_pinned);
   aoti_cuda::runtime::release_pages(blob);
   REQUIRE(cudaMemset(dev, 0, kBytes) == cudaSuccess);
+  const long rss_staged_before = rss_kib();
   const auto t_staged0 = std::chrono::steady_clock::now();
-  const auto staged = aoti_cuda::runtime::upload_staged(copies, 0);
+  const auto staged = aoti_cuda::runtime::upload_staged(copies, 0, {}, file);
   const double t_staged = seconds_since(t_staged0);
   REQUIRE(staged.bytes == kBytes);
   CHECK(staged.threads > 0);
   CHECK(staged.fallback.empty());
+  CHECK(staged.read_file);
+  // Read with pread, the weights never entered the process (the staging block did).
+  CHECK(rss_kib() < rss_staged_before + 256 * 1024);
   {  // every byte arrived
     std::vector<std::uint8_t> back(kBytes);
     REQUIRE(cudaMemcpy(back.data(), dev, kBytes, cudaMemcpyDeviceToHost) == cudaSuccess);
     CHECK(std::memcmp(back.data(), map, kBytes) == 0);
   }
+  {  // A file that ends before the mapping's bytes (truncated while loaded): an I/O error naming the byte.
+    const aoti_cuda::runtime::FileSource short_file{fd, kBytes / 2, map};
+    bool threw = false;
+    try {
+      (void)aoti_cuda::runtime::upload_staged(copies, 0, {}, short_file);
+    } catch (const aoti_cuda::Error& e) {
+      threw = true;
+      CHECK(e.code() == aoti_cuda::ErrorCode::kIo);
+      CHECK(std::string(e.what()).find("the file ended at byte") != std::string::npos);
+    }
+    CHECK(threw);
+  }
   double t_staged_cold = 0, t_disk = 0;
-  const bool dropped = staged_cold_rates(fd, blob, copies, &t_staged_cold, &t_disk);
+  const bool dropped = staged_cold_rates(fd, blob, copies, file, &t_staged_cold, &t_disk);
   std::printf("staged upload (the default load path, %d copy threads): page cache warm %.1f GB/s = %.0f%% of pinned; "
               "page cache dropped (%s) %.1f GB/s, reading the file alone from a dropped cache %.1f GB/s\n",
               staged.threads, gb / t_staged, 100.0 * t_pinned / t_staged, dropped ? "fadvise ok" : "fadvise failed",

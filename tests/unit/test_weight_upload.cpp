@@ -3,11 +3,17 @@
 // while a WeightUploadScope is active (src/runtime/weight_upload.hpp).
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
+#include "format/mapped_file.hpp"
 #include "runtime/weight_upload.hpp"
 
 using aoti_cuda::ByteView;
@@ -17,6 +23,22 @@ using aoti_cuda::runtime::RecordedCopy;
 using aoti_cuda::runtime::WeightUploadScope;
 
 namespace {
+
+int open_fd_count() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (::readdir(d) != nullptr) ++n;
+    ::closedir(d);
+  }
+  return n;
+}
+
+// True when fd was a descriptor (and closes it).
+bool close_if_open(int fd) {
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
 
 // Every byte of every copy appears exactly once, in order, and no chunk is over the limit.
 void check_plan(const std::vector<RecordedCopy>& copies, std::size_t chunk_bytes) {
@@ -128,4 +150,41 @@ TEST_CASE("weight upload: flushing a scope with nothing recorded touches no devi
   CHECK(result.threads == 0);
   // flush() ended the recording.
   CHECK_FALSE(WeightUploadScope::offer(blob.data(), blob.data(), 8, cudaMemcpyHostToDevice));
+}
+
+TEST_CASE("weight upload: a blob inside a mapped file can be read back through the file's descriptor") {
+  // The staged upload reads a blob with pread when format::reopen_file_of finds its file.
+  char name[] = "/tmp/aoti_cuda_dup_file_XXXXXX";
+  const int fd = ::mkstemp(name);
+  REQUIRE(fd >= 0);
+  std::vector<std::uint8_t> bytes(3 * 4096 + 17);
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 31 + 7);
+  REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  ::close(fd);
+  const int fds_before = open_fd_count();
+  {
+    const aoti_cuda::format::MappedFile file(name);
+    std::uint64_t offset = 0;
+    const int dup = aoti_cuda::format::reopen_file_of(file.data() + 5000, 100, &offset);
+    REQUIRE(dup >= 0);
+    CHECK(offset == 5000);
+    std::vector<std::uint8_t> back(100);
+    CHECK(::pread(dup, back.data(), back.size(), static_cast<off_t>(offset)) == 100);
+    CHECK(std::equal(back.begin(), back.end(), bytes.begin() + 5000));
+    ::close(dup);
+    // The whole file is inside; one byte past its end is not; nor is memory elsewhere.
+    CHECK(close_if_open(aoti_cuda::format::reopen_file_of(file.data(), file.size(), &offset)));
+    CHECK_FALSE(close_if_open(aoti_cuda::format::reopen_file_of(file.data() + 1, file.size(), &offset)));
+    CHECK_FALSE(close_if_open(aoti_cuda::format::reopen_file_of(bytes.data(), 16, &offset)));
+    CHECK(open_fd_count() == fds_before);  // a mapping holds no descriptor
+    // Another file under the same path: not the mapped bytes, so not found.
+    REQUIRE(::unlink(name) == 0);
+    const int other = ::open(name, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+    REQUIRE(other >= 0);
+    REQUIRE(::write(other, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+    ::close(other);
+    CHECK_FALSE(close_if_open(aoti_cuda::format::reopen_file_of(file.data(), 16, &offset)));
+  }
+  CHECK(open_fd_count() == fds_before);
+  ::unlink(name);
 }
