@@ -1,4 +1,5 @@
-# CUDA kernels of the operator shims (src/shim/ops/*.cu): the only units compiled by nvcc;
+# CUDA kernels of the operator shims (src/shim/ops/*.cu) and the small-copy kernel
+# (src/common/small_copy.cu): the only units compiled by nvcc;
 # everything else stays plain C++ against the CUDA runtime headers.
 # SASS for sm_80 (A100) and sm_90 (H100/H200), plus sm_90 PTX that newer GPUs JIT-compile.
 # Building needs nvcc, not a GPU.
@@ -13,7 +14,8 @@ endif()
 # Every target (tests, tools) that links these objects must use the process's shared cudart.
 set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
 enable_language(CUDA)
-file(GLOB AOTI_CUDA_KERNEL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/shim/ops/*.cu)
+file(GLOB AOTI_CUDA_KERNEL_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/shim/ops/*.cu
+     ${CMAKE_CURRENT_SOURCE_DIR}/src/common/*.cu)
 target_sources(aoti_cuda_core PRIVATE ${AOTI_CUDA_KERNEL_SOURCES})
 set_target_properties(aoti_cuda_core PROPERTIES
   CUDA_ARCHITECTURES "${AOTI_CUDA_KERNEL_ARCHITECTURES}"

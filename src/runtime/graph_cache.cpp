@@ -2,9 +2,11 @@
 #include "runtime/graph_cache.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
+#include "common/small_copy.hpp"
 #include "runtime/capture_hooks.hpp"
 #include "runtime/outputs.hpp"
 #include "runtime/run_state.hpp"
@@ -87,104 +89,250 @@ void order_after_previous(RunState& run, GraphEntry& e) {
   e.done_stream = nullptr;
 }
 
-// Device inputs in the layout of the static buffers can be copied by graph nodes.
-bool inputs_fusable(const GraphEntry& e, const std::vector<Tensor>& inputs, int device) {
+// How a fused launch moves one input in or one output out.
+enum FusedIo : std::uint8_t {
+  kIoDevice,      // a device pointer of the caller's (re-pointed when it changes)
+  kIoPinnedHost,  // the caller's page-locked host memory (outputs only)
+  kIoStagedHost,  // the variant's pinned buffer, copied from/to the caller's host memory on the host
+};
+constexpr std::size_t kMaxFusedVariants = 4;
+
+std::size_t aligned(std::size_t n) { return (n + 255) / 256 * 256; }
+
+bool is_pinned_host(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  // Mapped at the same address (cudaMallocHost/cudaHostAlloc memory under
+  // unified addressing): a node can write it directly, kernel or memcpy.
+  return a.type == cudaMemoryTypeHost && a.devicePointer == p;
+}
+
+// One fused call: the variant's kinds and, per input and output, the
+// caller's memory (host or device) it reads or writes.
+struct FusedCall {
+  std::vector<std::uint8_t> kinds;
+  std::vector<const void*> in;   // per input: device pointer, or host source to stage
+  std::vector<void*> out;        // per output (when in the graph): device / pinned pointer, or host destination
+  bool with_outputs = false;
+};
+
+// Inputs: device tensors in the static buffers' layout are read in place;
+// dense host tensors are staged. False when an input fits neither.
+bool plan_inputs(const GraphEntry& e, const std::vector<Tensor>& inputs, int device, FusedCall& c) {
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& src = inputs[i];
-    if (!src.device().is_cuda() || src.device().index != device || src.nbytes() == 0 ||
-        !same_layout(src.shape(), src.strides(), e.inputs[i].strides())) {
+    const Tensor& dst = e.inputs[i];
+    if (src.nbytes() == 0) return false;
+    if (src.device().is_cuda() && src.device().index == device &&
+        same_layout(src.shape(), src.strides(), dst.strides())) {
+      c.kinds.push_back(kIoDevice);
+    } else if (src.device().is_cpu() && src.is_contiguous() &&
+               same_layout(dst.shape(), dst.strides(), contiguous_strides(dst.shape()))) {
+      c.kinds.push_back(kIoStagedHost);
+    } else {
       return false;
     }
+    c.in.push_back(src.data());
   }
   return true;
 }
 
-// Bound device outputs the graph's outputs can be copied into by graph nodes.
-bool outputs_fusable(const GraphEntry& e, const std::vector<Tensor>* bound, int device) {
-  if (bound == nullptr || bound->size() != e.outputs.size()) return false;
-  for (std::size_t i = 0; i < bound->size(); ++i) {
+// Outputs: where each of the graph's outputs goes. `targets` are the bound
+// tensors, or tensors made here for the call's result. False (outputs left
+// out of the graph) when an output cannot be copied by a node.
+bool plan_outputs(RunState& run, const GraphEntry& e, const std::vector<Tensor>& targets, bool made_here,
+                  FusedCall& c) {
+  if (targets.size() != e.outputs.size()) return false;
+  const int device = run.device().index;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
     const Tensor& src = e.outputs[i].tensor;
-    const Tensor& dst = (*bound)[i];
-    if (!src.defined() || !src.is_contiguous() || !dst.device().is_cuda() || dst.device().index != device ||
-        src.shape() != dst.shape() || src.nbytes() == 0 || src.data() == dst.data()) {
+    const Tensor& dst = targets[i];
+    if (!src.defined() || !src.device().is_cuda() || !src.is_contiguous() || src.nbytes() == 0 ||
+        src.shape() != dst.shape() || src.data() == dst.data() || !dst.is_contiguous()) {
       return false;
     }
+    if (dst.device().is_cuda()) {
+      if (dst.device().index != device) return false;
+      c.kinds.push_back(kIoDevice);
+    } else {
+      // Host tensors made for the result are pageable: no need to ask.
+      c.kinds.push_back(!made_here && is_pinned_host(dst.data()) ? kIoPinnedHost : kIoStagedHost);
+    }
+    c.out.push_back(dst.data());
   }
+  c.with_outputs = true;
   return true;
 }
 
-void destroy(GraphEntry::Fused& f) noexcept {
-  if (f.exec != nullptr) (void)cudaGraphExecDestroy(f.exec);
-  if (f.graph != nullptr) (void)cudaGraphDestroy(f.graph);
-  f.exec = nullptr;
-  f.graph = nullptr;
+// Small copies as kernel nodes (common/small_copy.hpp), others as memcpy nodes.
+bool by_kernel(std::size_t bytes) { return bytes <= common::kSmallCopyMax && common::small_copies_by_kernel(); }
+
+cudaError_t add_copy_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t n_deps,
+                          void* dst, const void* src, std::size_t bytes, bool kernel) {
+  if (kernel) {
+    return static_cast<cudaError_t>(common::add_copy_kernel_node(node, graph, deps, n_deps, dst, src, bytes));
+  }
+  return cudaGraphAddMemcpyNode1D(node, graph, deps, n_deps, dst, src, bytes, cudaMemcpyDefault);
 }
 
-// Builds copy nodes -> the plan as a child graph -> copy nodes. False (and
-// nothing kept) when CUDA refuses, e.g. a plan a child graph cannot hold.
-bool build_fused(GraphEntry& e, GraphEntry::Fused& f, const std::vector<Tensor>& inputs,
-                 const std::vector<Tensor>* bound, cudaStream_t stream) {
+// Builds copy nodes -> the plan as a child graph -> copy nodes, and the pinned
+// buffers of staged host inputs/outputs. False (f.failed) when CUDA refuses,
+// e.g. a plan a child graph cannot hold.
+bool build_fused(GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c, cudaStream_t stream) {
   auto ok = [](cudaError_t err) { return err == cudaSuccess; };
-  bool built = ok(cudaGraphCreate(&f.graph, 0));
-  for (std::size_t i = 0; built && i < inputs.size(); ++i) {
+  const std::size_t n_in = c.in.size();
+  std::size_t in_bytes = 0, out_bytes = 0;
+  for (std::size_t i = 0; i < n_in; ++i) {
+    f.in_offset.push_back(in_bytes);
+    if (c.kinds[i] == kIoStagedHost) in_bytes += aligned(e.inputs[i].nbytes());
+  }
+  for (std::size_t i = 0; i < c.out.size(); ++i) {
+    f.out_offset.push_back(out_bytes);
+    if (c.kinds[n_in + i] == kIoStagedHost) out_bytes += aligned(e.outputs[i].tensor.nbytes());
+  }
+  bool built = (in_bytes == 0 || ok(cudaMallocHost(&f.host_in, in_bytes))) &&
+               (out_bytes == 0 || ok(cudaMallocHost(&f.host_out, out_bytes))) &&
+               (in_bytes == 0 || ok(cudaEventCreateWithFlags(&f.host_in_read, cudaEventDisableTiming))) &&
+               ok(cudaGraphCreate(&f.graph, 0));
+  for (std::size_t i = 0; built && i < n_in; ++i) {
+    const void* src = c.kinds[i] == kIoStagedHost ? static_cast<char*>(f.host_in) + f.in_offset[i] : c.in[i];
     cudaGraphNode_t n = nullptr;
-    built = ok(cudaGraphAddMemcpyNode1D(&n, f.graph, nullptr, 0, e.inputs[i].data(), inputs[i].data(),
-                                        inputs[i].nbytes(), cudaMemcpyDeviceToDevice));
+    const bool kernel = by_kernel(e.inputs[i].nbytes());
+    built = ok(add_copy_node(&n, f.graph, nullptr, 0, e.inputs[i].data(), src, e.inputs[i].nbytes(), kernel));
     f.in_nodes.push_back(n);
-    f.in_src.push_back(inputs[i].data());
+    f.in_kernel.push_back(kernel);
+    f.in_src.push_back(src);
   }
   cudaGraphNode_t child = nullptr;
   built = built && ok(cudaGraphAddChildGraphNode(&child, f.graph, f.in_nodes.data(), f.in_nodes.size(), e.plan));
-  for (std::size_t i = 0; built && bound != nullptr && i < bound->size(); ++i) {
-    cudaGraphNode_t n = nullptr;
+  for (std::size_t i = 0; built && i < c.out.size(); ++i) {
+    void* dst = c.kinds[n_in + i] == kIoStagedHost ? static_cast<char*>(f.host_out) + f.out_offset[i] : c.out[i];
     const Tensor& src = e.outputs[i].tensor;
-    built = ok(cudaGraphAddMemcpyNode1D(&n, f.graph, &child, 1, (*bound)[i].data(), src.data(), src.nbytes(),
-                                        cudaMemcpyDeviceToDevice));
+    cudaGraphNode_t n = nullptr;
+    const bool kernel = by_kernel(src.nbytes());
+    built = ok(add_copy_node(&n, f.graph, &child, 1, dst, src.data(), src.nbytes(), kernel));
     f.out_nodes.push_back(n);
-    f.out_dst.push_back((*bound)[i].data());
+    f.out_kernel.push_back(kernel);
+    f.out_dst.push_back(dst);
   }
   built = built && ok(cudaGraphInstantiate(&f.exec, f.graph, 0)) && ok(cudaGraphUpload(f.exec, stream));
   if (!built) {
-    destroy(f);
-    f.in_nodes.clear();
-    f.out_nodes.clear();
-    f.in_src.clear();
-    f.out_dst.clear();
     f.failed = true;
     (void)cudaGetLastError();
   }
   return built;
 }
 
-// The one-launch path: re-points the copy nodes whose addresses changed, then
-// launches. 0: not taken (inputs on the host or in another layout, or the
-// variant could not be built); 1: inputs copied in the graph, outputs still to
-// deliver; 2: bound outputs written too.
-int launch_fused(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs, const std::vector<Tensor>* bound) {
-  const int device = run.device().index;
-  if (e.plan == nullptr || !inputs_fusable(e, inputs, device)) return 0;
-  const bool with_outputs = outputs_fusable(e, bound, device);
-  GraphEntry::Fused& f = with_outputs ? e.fused_in_out : e.fused_in;
-  auto stream = static_cast<cudaStream_t>(run.stream);
-  if (f.failed || (f.exec == nullptr && !build_fused(e, f, inputs, with_outputs ? bound : nullptr, stream))) return 0;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (f.in_src[i] == inputs[i].data()) continue;
-    check_cuda(cudaGraphExecMemcpyNodeSetParams1D(f.exec, f.in_nodes[i], e.inputs[i].data(), inputs[i].data(),
-                                                  inputs[i].nbytes(), cudaMemcpyDeviceToDevice),
-               "cudaGraphExecMemcpyNodeSetParams1D (graph input)");
-    f.in_src[i] = inputs[i].data();
+GraphEntry::Fused* fused_variant(GraphEntry& e, const FusedCall& c, cudaStream_t stream) {
+  for (auto& f : e.fused) {
+    if (f->kinds == c.kinds) return f->failed ? nullptr : f.get();
   }
-  for (std::size_t i = 0; with_outputs && i < bound->size(); ++i) {
-    if (f.out_dst[i] == (*bound)[i].data()) continue;
+  if (e.fused.size() >= kMaxFusedVariants) return nullptr;
+  auto f = std::make_unique<GraphEntry::Fused>();
+  f->kinds = c.kinds;
+  GraphEntry::Fused* raw = f.get();
+  e.fused.push_back(std::move(f));
+  return build_fused(e, *raw, c, stream) ? raw : nullptr;
+}
+
+// Re-points a copy node; false when CUDA refuses (the call then copies outside the graph).
+bool repoint(GraphEntry::Fused& f, cudaGraphNode_t node, bool kernel, void* dst, const void* src, std::size_t n) {
+  const cudaError_t err = kernel ? static_cast<cudaError_t>(common::set_copy_kernel_node(f.exec, node, dst, src, n))
+                                 : cudaGraphExecMemcpyNodeSetParams1D(f.exec, node, dst, src, n, cudaMemcpyDefault);
+  if (err == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
+}
+
+// The one-launch path. 0: not taken (an input neither on this device in the
+// static layout nor dense on the host, too many variants, or the variant
+// could not be built); 1: inputs copied in the graph, outputs still to
+// deliver; 2: outputs delivered too (into `bound`, or into *made, the call's
+// result: fresh device tensors, or host tensors when !want_device).
+int launch_fused(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs, const std::vector<Tensor>* bound,
+                 bool want_device, std::vector<Tensor>* made) {
+  const int device = run.device().index;
+  auto stream = static_cast<cudaStream_t>(run.stream);
+  if (e.plan == nullptr) return 0;
+  FusedCall c;
+  if (!plan_inputs(e, inputs, device, c)) return 0;
+  // The outputs' targets: the bound tensors, or new tensors for the result.
+  std::vector<Tensor> fresh;
+  const std::vector<Tensor>* targets = bound;
+  if (bound == nullptr) {
+    bool plain = true;  // every output contiguous on the device: the graph can copy it
+    for (const Value& v : e.outputs) {
+      plain = plain && v.tensor.defined() && v.tensor.device().is_cuda() && v.tensor.is_contiguous() &&
+              v.tensor.nbytes() > 0;
+    }
+    if (plain) {
+      fresh.reserve(e.outputs.size());
+      for (std::size_t i = 0; i < e.outputs.size(); ++i) {
+        const Tensor& t = e.outputs[i].tensor;
+        fresh.push_back(want_device ? fresh_device_output(run, t, i) : Tensor::empty(t.shape(), t.dtype(), Device::cpu()));
+      }
+      targets = &fresh;
+    }
+  }
+  const std::size_t n_in = c.kinds.size();
+  if (targets == nullptr || !plan_outputs(run, e, *targets, bound == nullptr, c)) {
+    c.kinds.resize(n_in);  // outputs delivered after the launch
+    c.out.clear();
+    c.with_outputs = false;
+  }
+  GraphEntry::Fused* f = fused_variant(e, c, stream);
+  if (f == nullptr) return 0;
+  // Host inputs into the staging buffer, once the last launch has read it.
+  if (f->host_in != nullptr) {
+    if (f->host_in_pending) {
+      check_cuda(cudaEventSynchronize(f->host_in_read), "cudaEventSynchronize (graph input staging)");
+      f->host_in_pending = false;
+    }
+    for (std::size_t i = 0; i < n_in; ++i) {
+      if (c.kinds[i] == kIoStagedHost) {
+        std::memcpy(static_cast<char*>(f->host_in) + f->in_offset[i], c.in[i], inputs[i].nbytes());
+      }
+    }
+  }
+  for (std::size_t i = 0; i < n_in; ++i) {
+    if (c.kinds[i] != kIoDevice || f->in_src[i] == c.in[i]) continue;
+    if (!repoint(*f, f->in_nodes[i], f->in_kernel[i], e.inputs[i].data(), c.in[i], inputs[i].nbytes())) return 0;
+    f->in_src[i] = c.in[i];
+  }
+  bool staged_out = false;
+  for (std::size_t i = 0; i < c.out.size(); ++i) {
+    if (c.kinds[n_in + i] == kIoStagedHost) {
+      staged_out = true;
+      continue;
+    }
+    if (f->out_dst[i] == c.out[i]) continue;
     const Tensor& src = e.outputs[i].tensor;
-    check_cuda(cudaGraphExecMemcpyNodeSetParams1D(f.exec, f.out_nodes[i], (*bound)[i].data(), src.data(),
-                                                  src.nbytes(), cudaMemcpyDeviceToDevice),
-               "cudaGraphExecMemcpyNodeSetParams1D (bound output)");
-    f.out_dst[i] = (*bound)[i].data();
+    if (!repoint(*f, f->out_nodes[i], f->out_kernel[i], c.out[i], src.data(), src.nbytes())) return 0;
+    f->out_dst[i] = c.out[i];
   }
   order_after_previous(run, e);
-  check_cuda(cudaGraphLaunch(f.exec, stream), "cudaGraphLaunch");
-  return with_outputs ? 2 : 1;
+  check_cuda(cudaGraphLaunch(f->exec, stream), "cudaGraphLaunch");
+  if (f->host_in != nullptr) {
+    check_cuda(cudaEventRecord(f->host_in_read, stream), "cudaEventRecord (graph input staging)");
+    f->host_in_pending = true;
+  }
+  if (!c.with_outputs) return 1;
+  // Host outputs are complete when the call returns (as on the copying path).
+  bool host_out = staged_out;
+  for (std::size_t i = 0; i < c.out.size(); ++i) host_out = host_out || c.kinds[n_in + i] == kIoPinnedHost;
+  if (host_out) {
+    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (graph outputs)");
+    f->host_in_pending = false;
+  }
+  for (std::size_t i = 0; staged_out && i < c.out.size(); ++i) {
+    if (c.kinds[n_in + i] != kIoStagedHost) continue;
+    std::memcpy(c.out[i], static_cast<const char*>(f->host_out) + f->out_offset[i], e.outputs[i].tensor.nbytes());
+  }
+  if (bound == nullptr) *made = std::move(fresh);
+  return 2;
 }
 
 // Copies the call's inputs into the graph's static buffers and launches it on the run stream.
@@ -237,13 +385,24 @@ std::string MethodGraphs::reason() const {
   return reason_;
 }
 
+GraphEntry::Fused::~Fused() {
+  if (host_in_read != nullptr) {
+    if (host_in_pending) (void)cudaEventSynchronize(host_in_read);
+    (void)cudaEventDestroy(host_in_read);
+  }
+  if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  if (host_in != nullptr) (void)cudaFreeHost(host_in);
+  if (host_out != nullptr) (void)cudaFreeHost(host_out);
+  (void)cudaGetLastError();
+}
+
 GraphEntry::~GraphEntry() {
   if (done != nullptr) {
     if (done_stream != nullptr) (void)cudaEventSynchronize(done);
     (void)cudaEventDestroy(done);
   }
-  destroy(fused_in);
-  destroy(fused_in_out);
+  fused.clear();
   if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
   if (plan != nullptr) (void)cudaGraphDestroy(plan);
   outputs.clear();  // handles of arena memory: released before the arena frees it
@@ -318,11 +477,14 @@ bool run_with_graph(RunState& run, const std::vector<Tensor>& inputs, bool want_
     }
     mg.captures.fetch_add(1);
   }
-  const int fused = launch_fused(run, *e, inputs, bound);
+  std::vector<Tensor> made;
+  const int fused = launch_fused(run, *e, inputs, bound, want_device, &made);
   if (fused == 0) replay(run, *e, inputs);
   const ProducedOutputs produced{&e->outputs, nullptr};
-  if (bound != nullptr) {
-    if (fused != 2) write_bound_outputs(run, produced, *bound);
+  if (fused == 2) {
+    if (bound == nullptr) result = std::move(made);
+  } else if (bound != nullptr) {
+    write_bound_outputs(run, produced, *bound);
   } else {
     result = deliver_outputs(run, produced, want_device, /*copy_device=*/true);
   }

@@ -54,20 +54,32 @@ struct GraphEntry {
   std::vector<Value> outputs;                ///< the method's outputs as the captured run left them
   cudaGraph_t plan = nullptr;                ///< the captured plan (kept to build the fused variants)
   cudaGraphExec_t exec = nullptr;            ///< the plan alone: inputs copied in before the launch
-  /// The plan wrapped with in-graph copies: caller device inputs -> static
-  /// inputs (and, in `with_outputs`, outputs -> the caller's bound device
-  /// tensors), so a call is one graph launch. Built on first use; the copy
-  /// nodes are re-pointed (cudaGraphExecMemcpyNodeSetParams1D) only when the
-  /// caller's addresses change.
+  /// The plan wrapped with in-graph copies, so that a call is one graph
+  /// launch: the caller's inputs -> the static inputs, and (when the call's
+  /// outputs allow it) the outputs -> where the call wants them. One variant
+  /// per way of moving each input and output (`kinds`, see FusedIo), built on
+  /// first use; copy nodes are re-pointed (cudaGraphExecMemcpyNodeSetParams1D)
+  /// only when the caller's addresses change. Host inputs and host outputs
+  /// that are not page-locked go through the variant's own pinned buffers at
+  /// fixed addresses (host_in, host_out). Copies up to kSmallCopyMax are
+  /// kernel nodes (common/small_copy.hpp), larger ones memcpy nodes.
   struct Fused {
+    std::vector<std::uint8_t> kinds;  ///< FusedIo per input, then per output (none: outputs not in the graph)
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     std::vector<cudaGraphNode_t> in_nodes, out_nodes;
+    std::vector<std::uint8_t> in_kernel, out_kernel;  ///< the node is a copy kernel (small_copy.hpp), not a memcpy
     std::vector<const void*> in_src;
     std::vector<void*> out_dst;
-    bool failed = false;  ///< could not be built: the call takes the copies-then-launch path
+    std::vector<std::size_t> in_offset, out_offset;  ///< into host_in / host_out
+    void* host_in = nullptr;
+    void* host_out = nullptr;
+    cudaEvent_t host_in_read = nullptr;  ///< recorded after a launch that reads host_in
+    bool host_in_pending = false;
+    bool failed = false;  ///< could not be built: calls of these kinds take the copies-then-launch path
+    ~Fused();
   };
-  Fused fused_in, fused_in_out;
+  std::vector<std::unique_ptr<Fused>> fused;  ///< at most a few variants
   /// Recorded after a replay's outputs were copied out on a caller's stream;
   /// the next replay on another stream waits for it (the buffers are shared).
   cudaEvent_t done = nullptr;

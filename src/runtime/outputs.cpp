@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "common/cuda.hpp"
+#include "common/small_copy.hpp"
 #include "runtime/tensor_util.hpp"
 
 namespace aoti_cuda::runtime {
@@ -43,8 +44,12 @@ class Downloads {
     for (std::size_t i = 0; i < n_; ++i) {
       const Item& it = at(i);
       if (it.n == 0) continue;
-      check_cuda(cudaMemcpyAsync(pinned + it.offset, it.src, it.n, cudaMemcpyDeviceToHost, stream),
-                 "cudaMemcpyAsync (output download)");
+      // Small ones by a kernel writing the (mapped) pinned buffer: see common/small_copy.hpp.
+      const cudaError_t err =
+          it.n <= common::kSmallCopyMax && common::small_copies_by_kernel()
+              ? static_cast<cudaError_t>(common::copy_with_kernel(pinned + it.offset, it.src, it.n, stream))
+              : cudaMemcpyAsync(pinned + it.offset, it.src, it.n, cudaMemcpyDeviceToHost, stream);
+      check_cuda(err, "copying an output to the host");
     }
     check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (output download)");
     for (std::size_t i = 0; i < n_; ++i) {
@@ -67,18 +72,33 @@ class Downloads {
   std::size_t n_ = 0;
 };
 
-// A new model-owned device tensor with t's shape, strides and dtype, filled
-// from t on the run stream by one copy of the memory span t covers (graph
-// outputs may be strided views; the copy keeps their layout). The shim
-// allocates it on the current stream.
-Value fresh_device_copy(RunState& run, const Tensor& t, std::size_t index) {
+// A new model-owned device tensor with t's shape, strides and dtype (the shim
+// allocates it on the current stream).
+Value new_device_output(RunState& run, const Tensor& t, std::size_t index) {
   AtenTensorHandle h = nullptr;
   if (aoti_torch_empty_strided(t.dim(), t.shape().data(), t.strides().data(), static_cast<int32_t>(t.dtype()),
                                aoti_torch_device_type_cuda(), run.device().index, &h) != AOTI_TORCH_SUCCESS) {
     throw Error(ErrorCode::kOutOfMemory, output_name(*run.method.spec, index) + ": allocating the result failed: " +
                                              aoti_cuda_shim_last_error());
   }
-  Value v = wrap_output(h, "method '" + run.method.spec->name + "'", index);
+  return wrap_output(h, "method '" + run.method.spec->name + "'", index);
+}
+
+// Keeps a result's Value at its output's value index (finish_on_own_stream
+// moves the frees of those off the slot's stream).
+Tensor keep_output(RunState& run, Value v, std::size_t index) {
+  const MethodSpec& ms = *run.method.spec;
+  if (run.values.size() < ms.values.size()) run.values.resize(ms.values.size());
+  Tensor t = v.tensor;
+  run.values[static_cast<std::size_t>(ms.outputs[index].value_index)] = std::move(v);
+  return t;
+}
+
+// new_device_output, filled from t on the run stream by one copy of the
+// memory span t covers (graph outputs may be strided views; the copy keeps
+// their layout).
+Tensor fresh_device_copy(RunState& run, const Tensor& t, std::size_t index) {
+  Value v = new_device_output(run, t, index);
   if (t.numel() > 0) {
     int64_t last = 0;  // offset of the last element, in elements (strides of model outputs are >= 0)
     for (std::size_t d = 0; d < t.shape().size(); ++d) last += (t.shape()[d] - 1) * t.strides()[d];
@@ -87,10 +107,14 @@ Value fresh_device_copy(RunState& run, const Tensor& t, std::size_t index) {
                                static_cast<cudaStream_t>(run.stream)),
                "cudaMemcpyAsync (graph output)");
   }
-  return v;
+  return keep_output(run, std::move(v), index);
 }
 
 }  // namespace
+
+Tensor fresh_device_output(RunState& run, const Tensor& like, std::size_t index) {
+  return keep_output(run, new_device_output(run, like, index), index);
+}
 
 Value wrap_output(AtenTensorHandle h, const std::string& owner, std::size_t index) {
   auto holder = own_handle(h);  // from here on the handle is released whatever happens
@@ -165,10 +189,7 @@ std::vector<Tensor> deliver_outputs(RunState& run, const ProducedOutputs& produc
     if (!cuda || (t.device().is_cuda() && want_device && !copy_device) || (t.device().is_cpu() && !want_device)) {
       result.push_back(t);
     } else if (t.device().is_cuda() && want_device) {
-      if (run.values.size() < ms.values.size()) run.values.resize(ms.values.size());
-      Value v = fresh_device_copy(run, t, i);
-      result.push_back(v.tensor);
-      run.values[static_cast<std::size_t>(ms.outputs[i].value_index)] = std::move(v);
+      result.push_back(fresh_device_copy(run, t, i));
     } else if (t.device().is_cuda() && t.is_contiguous()) {
       result.push_back(Tensor::empty(t.shape(), t.dtype(), Device::cpu()));
       downloads.add(t, result.back().data());

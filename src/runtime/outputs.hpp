@@ -24,6 +24,11 @@ void validate_bound_outputs(const MethodSpec& ms, const TargetDevice& target, co
 /// value indexes. Host results are complete on return.
 std::vector<Tensor> deliver_outputs(RunState& run, const ProducedOutputs& produced, bool want_device, bool copy_device);
 
+/// A new model-owned device tensor shaped like `like` for output `index`,
+/// kept in run.values at the output's value index (like deliver_outputs'
+/// copies); its contents are for the caller to write.
+Tensor fresh_device_output(RunState& run, const Tensor& like, std::size_t index);
+
 /// Copies the produced outputs into `bound` (validated before the run; the
 /// shapes are checked here), queued on the run stream; host ones complete on return.
 void write_bound_outputs(RunState& run, const ProducedOutputs& produced, const std::vector<Tensor>& bound);

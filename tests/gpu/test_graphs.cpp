@@ -149,18 +149,19 @@ TEST_CASE("graphs: every fixture, call by call bit-identical to the plain path" 
     // The same sequence on both: state kept by the program (KV caches) advances alike.
     for (const MethodCase& c : f.methods) {
       const std::vector<Tensor> din = on_device(c.inputs);
-      for (int call = 0; call < 4; ++call) {
+      // Calls 0-2 device I/O; then every other mix of host and device inputs
+      // and outputs, each replayed by its own one-launch variant.
+      for (int call = 0; call < 6; ++call) {
         CAPTURE(c.method);
         CAPTURE(call);
-        const bool host_io = call == 3;  // the last call with host inputs and outputs
-        const RunOptions ro = host_io ? RunOptions{} : device_io();
-        const std::vector<Tensor>& in = host_io ? c.inputs : din;
+        const bool host_in = call == 3 || call == 4, host_out = call == 3 || call == 5;
+        RunOptions ro;
+        ro.outputs = host_out ? OutputLocation::kHost : OutputLocation::kDevice;
+        const std::vector<Tensor>& in = host_in ? c.inputs : din;
         auto want = plain.execute(c.method, in, ro);
         auto got = graphs.execute(c.method, in, ro);
         check_same(got, want, f.name + "." + c.method);
-        if (host_io) {
-          for (const Tensor& t : got) CHECK(t.device().is_cpu());
-        }
+        for (const Tensor& t : got) CHECK(t.device().is_cpu() == host_out);
       }
       const GraphStatus st = graphs.graph_status(c.method);
       MESSAGE(f.name << "." << c.method << ": captures " << st.captures << ", replays " << st.replays
@@ -168,7 +169,7 @@ TEST_CASE("graphs: every fixture, call by call bit-identical to the plain path" 
       CHECK(st.requested);
       if (st.available) {
         CHECK(st.captures == 1);
-        CHECK(st.replays == 3);  // call 0 warms up, call 1 captures and replays, 2 and 3 replay
+        CHECK(st.replays == 5);  // call 0 warms up, call 1 captures and replays, the others replay
       }
     }
   }
@@ -277,20 +278,28 @@ TEST_CASE("graphs: bound outputs, device and pinned host, with and without graph
       CAPTURE(name);
       CAPTURE(use_graphs);
       Module m(f.pte, use_graphs ? graph_options() : LoadOptions{});
-      std::vector<Tensor> dev_out, host_out;
+      std::vector<Tensor> dev_out, host_out, pageable_out;
       for (const Tensor& w : want) {
         dev_out.push_back(Tensor::empty(w.shape(), w.dtype(), Device::cuda(0)));
         host_out.push_back(Tensor::empty(w.shape(), w.dtype(), Device::cpu(), /*pinned=*/true));
+        pageable_out.push_back(Tensor::empty(w.shape(), w.dtype(), Device::cpu()));
       }
       const auto din = on_device(c.inputs);
       for (int i = 0; i < 4; ++i) {
         for (Tensor& t : host_out) std::memset(t.data(), 0, t.nbytes());
+        for (Tensor& t : pageable_out) std::memset(t.data(), 0, t.nbytes());
+        for (Tensor& t : dev_out) REQUIRE(cudaMemset(t.data(), 0, t.nbytes()) == cudaSuccess);
         m.execute_into(c.method, din, dev_out);
+        check_same(dev_out, want, "device bound, device inputs");
         m.execute_into(c.method, c.inputs, host_out);
-        check_same(dev_out, want, "device bound");
-        check_same(host_out, want, "host bound");
+        check_same(host_out, want, "pinned host bound, host inputs");
+        m.execute_into(c.method, din, pageable_out);
+        check_same(pageable_out, want, "pageable host bound, device inputs");
+        for (Tensor& t : dev_out) REQUIRE(cudaMemset(t.data(), 0, t.nbytes()) == cudaSuccess);
+        m.execute_into(c.method, c.inputs, dev_out);
+        check_same(dev_out, want, "device bound, host inputs");
       }
-      if (use_graphs) CHECK(m.graph_status(c.method).replays == 7);  // all but the first call
+      if (use_graphs) CHECK(m.graph_status(c.method).replays == 15);  // all but the first call
       // A mismatching bound output names the output.
       std::vector<Tensor> wrong = dev_out;
       wrong[0] = Tensor::empty({1}, wrong[0].dtype(), Device::cuda(0));
@@ -374,5 +383,19 @@ TEST_CASE("graphs: one-launch replays follow the caller's input and output addre
       check_same(m.execute(c.method, din[k], device_io()), want[k % 2], "returned outputs");
     }
     CHECK(m.graph_status(c.method).replays >= 20);
+    // Host inputs on a caller's stream, not synchronized between calls: each
+    // call's inputs are staged for its own launch (the next call waits until
+    // the previous launch has read the staging buffer), so every result is
+    // that of its own inputs.
+    cudaStream_t s = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    RunOptions on_stream = device_io();
+    on_stream.stream = s;
+    std::vector<std::vector<Tensor>> results;
+    for (int i = 0; i < 8; ++i) results.push_back(m.execute(c.method, host_inputs[i % 2], on_stream));
+    REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+    for (int i = 0; i < 8; ++i) check_same(results[static_cast<std::size_t>(i)], want[i % 2], "host inputs, caller stream");
+    results.clear();
+    cudaStreamDestroy(s);
   }
 }
