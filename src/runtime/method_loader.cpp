@@ -73,8 +73,23 @@ TargetDevice open_device(Device device, const std::string& label, LoadTimings& t
 
 std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const MethodSpec*>& selected,
                                                         ConstantSharing& sharing) {
-  std::size_t total = 0;
-  for (const MethodSpec* ms : selected) total += ms->delegates.size();
+  std::size_t total = 0, largest_blob = 0;
+  for (const MethodSpec* ms : selected) {
+    total += ms->delegates.size();
+    for (const DelegateSpec& ds : ms->delegates) largest_blob = std::max(largest_blob, ds.weights.size);
+  }
+  // The pinned staging of the weights upload is page-locked (about 0.35 ms
+  // per MiB) while the model libraries load, not after (weight_upload.hpp).
+  if (target_.device.is_cuda() && largest_blob >= upload_thresholds().pipeline_from &&
+      !env_flag("AOTI_CUDA_PAGE_LOCK_WEIGHTS")) {
+    const int threads = default_upload_threads();
+    try {
+      staging_ = std::make_unique<StagingBlocks>(target_.ordinal(), threads, staging_slot_bytes(largest_blob, threads),
+                                                 StagedUploadOptions{}.write_combined);
+    } catch (const std::exception&) {
+      // No memory for the bookkeeping: each upload allocates its own.
+    }
+  }
   std::size_t done = 0;
   std::vector<std::unique_ptr<Method>> methods;
   for (const MethodSpec* ms : selected) methods.push_back(load_method(*ms, done, total));
@@ -97,6 +112,7 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
     install_weights(*pending[i].first, sharing);
     progress_("weights", pending[i].second->name, i + 1, pending.size());
   }
+  staging_.reset();
   // Comparisons may have touched blobs installed earlier again.
   for (const auto& p : pending) release_blob_pages(p.first->spec->weights);
   stats_.deduplicated_bytes = sharing.deduplicated_bytes();
@@ -292,7 +308,7 @@ void MethodLoader::upload_weights(Delegate& d) {
   }
   const bool locked_in_place = lock && lock->locked();
   std::optional<WeightUploadScope> staging;
-  if (large && !locked_in_place) staging.emplace(ds.weights, target_.ordinal());
+  if (large && !locked_in_place) staging.emplace(ds.weights, target_.ordinal(), staging_.get());
   StagedUploadResult staged;
   aoti_cuda_shim_clear_error();
   {

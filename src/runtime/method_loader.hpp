@@ -24,6 +24,7 @@
 #include "aoti_cuda/module.hpp"
 #include "runtime/constant_sharing.hpp"
 #include "runtime/method.hpp"
+#include "runtime/weight_upload.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -61,6 +62,7 @@ class MethodLoader {
   LoadTimings& timings_;
   LoadStats& stats_;
   Progress progress_;
+  std::unique_ptr<StagingBlocks> staging_;  // pinned staging of the weights upload, allocated from load()'s start
 };
 
 }  // namespace aoti_cuda::runtime

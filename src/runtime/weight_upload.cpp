@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -87,7 +86,9 @@ void populate_source(const std::uint8_t* p, std::size_t n, std::atomic<bool>& un
   }
 }
 
-int default_threads() {
+}  // namespace
+
+int default_upload_threads() noexcept {
   if (const char* v = std::getenv("AOTI_CUDA_UPLOAD_THREADS"); v != nullptr && *v != '\0') {
     char* end = nullptr;
     const long n = std::strtol(v, &end, 10);
@@ -96,7 +97,58 @@ int default_threads() {
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxThreads)));
 }
 
-}  // namespace
+std::size_t staging_slot_bytes(std::size_t total, int threads) noexcept {
+  constexpr std::size_t kMin = std::size_t{1} << 20, kMax = std::size_t{4} << 20;
+  const std::size_t want = total / (32 * static_cast<std::size_t>(std::max(threads, 1)));
+  std::size_t slot = kMin;
+  while (slot * 2 <= want && slot < kMax) slot *= 2;
+  return slot;
+}
+
+StagingBlocks::StagingBlocks(int device, int threads, std::size_t slot_bytes, bool write_combined)
+    : threads_(std::max(threads, 1)), slot_bytes_(std::max<std::size_t>(slot_bytes, 1)) {
+  blocks_.resize(static_cast<std::size_t>(threads_));
+  try {
+    thread_ = std::thread(&StagingBlocks::allocate_all, this, device, write_combined);
+  } catch (const std::system_error&) {
+    allocate_all(device, write_combined);  // no thread for it: allocate now
+  }
+}
+
+void StagingBlocks::allocate_all(int device, bool write_combined) {
+  for (int i = 0; i < threads_; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stop_) break;
+    }
+    StagingBlock b = StagingBlock::allocate(device, 2 * slot_bytes_, write_combined);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      blocks_[static_cast<std::size_t>(i)] = b;
+      decided_ = i + 1;
+    }
+    ready_cv_.notify_all();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  decided_ = threads_;  // stopped early: the rest stay empty
+  ready_cv_.notify_all();
+}
+
+std::uint8_t* StagingBlocks::wait(int i) {
+  if (i < 0 || i >= threads_) return nullptr;
+  std::unique_lock<std::mutex> lock(mutex_);
+  ready_cv_.wait(lock, [&] { return decided_ > i; });
+  return static_cast<std::uint8_t*>(blocks_[static_cast<std::size_t>(i)].ptr);
+}
+
+StagingBlocks::~StagingBlocks() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  for (StagingBlock& b : blocks_) b.release();
+}
 
 StagingBlock StagingBlock::allocate(int device, std::size_t bytes, bool write_combined) noexcept {
   StagingBlock b;
@@ -141,8 +193,11 @@ cudaError_t copy_directly(const std::vector<RecordedCopy>& copies, const std::ve
 // that cannot set itself up takes no chunk (the others, or the fallback, do them).
 void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std::vector<ChunkPiece>>& chunks,
                  std::atomic<std::size_t>& next, int device, const StagedUploadOptions& options, const FileSource* file,
-                 std::uint8_t* pinned, FirstError& error, std::atomic<int>& running, std::atomic<bool>& no_populate) {
-  const std::size_t slot_bytes = options.slot_bytes;
+                 StagingBlocks& staging, int index, FirstError& error, std::atomic<int>& running,
+                 std::atomic<bool>& no_populate) {
+  const std::size_t slot_bytes = staging.slot_bytes();
+  std::uint8_t* const pinned = staging.wait(index);
+  if (pinned == nullptr) return;  // no block for this thread: the others (or the fallback) copy
   if (cudaSetDevice(device) != cudaSuccess) {
     (void)cudaGetLastError();
     return;
@@ -207,38 +262,37 @@ void copy_worker(const std::vector<RecordedCopy>& copies, const std::vector<std:
   if (stream != nullptr) (void)cudaStreamDestroy(stream);
 }
 
-// The pipeline, with `staging` (2 * slot_bytes per thread) or, when it is too
-// small, with a block allocated here. Returns the first CUDA failure and names
-// its call in *what.
+// The pipeline, with `staging` or, when none is given, with blocks allocated
+// here. Returns the first CUDA failure and names its call in *what; a file
+// read failure in *io_error.
 cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, const StagedUploadOptions& options,
-                       const FileSource& file, StagingBlock staging, StagedUploadResult* result, std::string* what,
+                       const FileSource& file, StagingBlocks* staging, StagedUploadResult* result, std::string* what,
                        std::string* io_error) {
   std::size_t total = 0;
   for (const RecordedCopy& r : copies) total += r.bytes;
   result->bytes = total;
   if (total == 0) return cudaSuccess;
-  int threads = options.threads > 0 ? options.threads : default_threads();
-  const std::vector<std::vector<ChunkPiece>> chunks = plan_chunks(copies, std::max<std::size_t>(options.slot_bytes, 1));
-  threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads), chunks.size()));
+  int threads = staging != nullptr ? staging->threads() : options.threads > 0 ? options.threads : default_upload_threads();
+  const std::size_t slot = staging != nullptr ? staging->slot_bytes()
+                           : options.slot_bytes > 0 ? options.slot_bytes
+                                                    : staging_slot_bytes(total, threads);
+  const std::vector<std::vector<ChunkPiece>> chunks = plan_chunks(copies, slot);
   if (total < g_pipeline_from.load() || threads < 1) {
     result->fallback = "too few weight bytes for the pinned pipeline: copied directly";
     *what = "cudaMemcpy";
     return copy_directly(copies, chunks, 0);
   }
-  const std::size_t need = static_cast<std::size_t>(threads) * 2 * options.slot_bytes;
-  StagingBlock own;
-  if (staging.bytes < need) {
-    own = StagingBlock::allocate(device, need, options.write_combined);
-    staging = own;
-  }
-  struct FreeOwn {
-    StagingBlock& b;
-    ~FreeOwn() { b.release(); }
-  } free_own{own};
-  if (staging.ptr == nullptr) {
-    result->fallback = "no pinned staging memory could be had: copied directly";
-    *what = "cudaMemcpy";
-    return copy_directly(copies, chunks, 0);
+  threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads), chunks.size()));
+  std::unique_ptr<StagingBlocks> own;
+  if (staging == nullptr) {
+    try {
+      own = std::make_unique<StagingBlocks>(device, threads, slot, options.write_combined);
+    } catch (const std::exception&) {
+      result->fallback = "no pinned staging memory could be had: copied directly";
+      *what = "cudaMemcpy";
+      return copy_directly(copies, chunks, 0);
+    }
+    staging = own.get();
   }
   std::atomic<std::size_t> next{0};
   std::atomic<int> running{0};
@@ -250,9 +304,8 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, cons
   pool.reserve(static_cast<std::size_t>(threads));
   try {
     for (int i = 0; i < threads; ++i) {
-      std::uint8_t* slots = static_cast<std::uint8_t*>(staging.ptr) + static_cast<std::size_t>(i) * 2 * options.slot_bytes;
       pool.emplace_back(copy_worker, std::cref(copies), std::cref(chunks), std::ref(next), device, std::cref(options),
-                        source, slots, std::ref(error), std::ref(running), std::ref(no_populate));
+                        source, std::ref(*staging), i, std::ref(error), std::ref(running), std::ref(no_populate));
     }
   } catch (const std::system_error&) {
     // Fewer threads than asked for (or none): those started do the work, the fallback the rest.
@@ -270,7 +323,7 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, cons
   const std::size_t done = std::min(next.load(), chunks.size());
   if (done < chunks.size()) {
     // Only when no thread could set itself up: some chunks were never taken.
-    result->fallback = "no copy stream could be had: copied directly";
+    result->fallback = "no pinned staging block or copy stream could be had: copied directly";
     *what = "cudaMemcpy";
     return copy_directly(copies, chunks, done);
   }
@@ -315,42 +368,36 @@ std::vector<std::vector<ChunkPiece>> plan_chunks(const std::vector<RecordedCopy>
 }
 
 StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device,
-                                 const StagedUploadOptions& options, const FileSource& file) {
+                                 const StagedUploadOptions& options, const FileSource& file, StagingBlocks* staging) {
   StagedUploadResult result;
   std::string what, io_error;
-  const cudaError_t err = run_upload(copies, device, options, file, StagingBlock{}, &result, &what, &io_error);
+  const cudaError_t err = run_upload(copies, device, options, file, staging, &result, &what, &io_error);
   throw_on_failure(err, result, what, io_error);
   return result;
 }
 
-WeightUploadScope::WeightUploadScope(ByteView blob, int device) : blob_(blob), device_(device), previous_(t_scope) {
+WeightUploadScope::WeightUploadScope(ByteView blob, int device, StagingBlocks* staging)
+    : blob_(blob), device_(device), previous_(t_scope), staging_(staging) {
   t_scope = this;
   file_.fd = format::reopen_file_of(blob.data, blob.size, &file_.offset);
   file_.base = blob.data;
-  // The pinned slots are allocated while the model library works (it
-  // allocates the device copy of the blob first), not after it.
-  const StagedUploadOptions defaults;
-  const std::size_t need = static_cast<std::size_t>(default_threads()) * 2 * defaults.slot_bytes;
-  if (device >= 0 && blob.size >= g_pipeline_from.load()) {
+  // Without blocks from the owner, they are allocated while the model
+  // library works (it allocates the device copy of the blob first), not after it.
+  if (staging_ == nullptr && device >= 0 && blob.size >= g_pipeline_from.load()) {
+    const int threads = default_upload_threads();
     try {
-      staging_ = std::async(std::launch::async, [device, need, wc = defaults.write_combined] {
-        return StagingBlock::allocate(device, need, wc);
-      });
-    } catch (const std::system_error&) {
-      // No thread for it: flush() allocates instead.
+      own_staging_ = std::make_unique<StagingBlocks>(device, threads, staging_slot_bytes(blob.size, threads),
+                                                     StagedUploadOptions{}.write_combined);
+      staging_ = own_staging_.get();
+    } catch (const std::exception&) {
+      // No memory for the bookkeeping: flush() allocates instead.
     }
   }
 }
 
 WeightUploadScope::~WeightUploadScope() {
   if (t_scope == this) t_scope = previous_;
-  staging().release();
   if (file_.fd >= 0) ::close(file_.fd);
-}
-
-StagingBlock& WeightUploadScope::staging() {
-  if (staging_.valid()) ready_staging_ = staging_.get();
-  return ready_staging_;
 }
 
 const std::vector<RecordedCopy>& WeightUploadScope::recorded() const noexcept { return copies_; }
@@ -363,9 +410,9 @@ StagedUploadResult WeightUploadScope::flush() {
   copies.swap(copies_);
   StagedUploadResult result;
   std::string what, io_error;
-  const cudaError_t err =
-      run_upload(copies, device_, StagedUploadOptions{}, file_, staging(), &result, &what, &io_error);
-  staging().release();
+  const cudaError_t err = run_upload(copies, device_, StagedUploadOptions{}, file_, staging_, &result, &what, &io_error);
+  own_staging_.reset();
+  staging_ = nullptr;
   throw_on_failure(err, result, what, io_error);
   return result;
 }
@@ -399,7 +446,7 @@ int WeightUploadScope::flush_before_other_copy() noexcept {
   t_scope = nullptr;
   cudaError_t err;
   try {
-    err = run_upload(copies, s->device_, StagedUploadOptions{}, s->file_, s->staging(), &result, &what, &io_error);
+    err = run_upload(copies, s->device_, StagedUploadOptions{}, s->file_, s->staging_, &result, &what, &io_error);
   } catch (...) {
     err = cudaErrorMemoryAllocation;  // out of host memory planning the chunks
   }

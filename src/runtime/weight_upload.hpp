@@ -42,10 +42,13 @@
 // may be called from any thread; the thresholds are process-wide atomics.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <future>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aoti_cuda/program.hpp"
@@ -94,10 +97,10 @@ struct StagedUploadOptions {
   /// Copy threads; <= 0: AOTI_CUDA_UPLOAD_THREADS when set, else one per
   /// core up to 8 (8 and 16 ran at the same rate on the H200 machine).
   int threads = 0;
-  /// Bytes per pinned slot (two per thread). Device copies of 4 MiB run at
-  /// 98% of the pinned rate, of 1 MiB at 88%; page-locking the block
-  /// (64 MiB with 8 threads) overlaps the model library's work.
-  std::size_t slot_bytes = std::size_t{4} << 20;
+  /// Bytes per pinned slot (two per thread); 0: staging_slot_bytes() of the
+  /// total. Device copies of 4 MiB run at 98% of the pinned rate, of 1 MiB
+  /// at 88%, but page-locking costs about 0.35 ms per MiB.
+  std::size_t slot_bytes = 0;
   /// Fill slots with pread from the FileSource when there is one.
   bool read_file = true;
   /// Write-combined pinned memory (cudaHostAllocWriteCombined).
@@ -117,12 +120,55 @@ struct StagingBlock {
   void release() noexcept;
 };
 
+/// The slot size for uploading `total` bytes with `threads` threads: a
+/// power of two from 1 to 4 MiB, about total / (32 * threads), so that the
+/// staging (2 slots per thread) stays near 1/16 of the bytes it carries.
+std::size_t staging_slot_bytes(std::size_t total, int threads) noexcept;
+
+/// The threads upload_staged uses when not told: AOTI_CUDA_UPLOAD_THREADS,
+/// else one per core up to 8.
+int default_upload_threads() noexcept;
+
+/// Pinned staging for upload_staged: one block of two slots per copy thread,
+/// page-locked one after another on a background thread from construction
+/// on, so that copying starts once the first block is ready and the rest of
+/// the page-locking overlaps the copies (and whatever the owner does
+/// meanwhile: a load starts it before loading the model libraries).
+/// Thread-safe; the destructor stops the allocation (waiting for the block
+/// under way) and frees every block.
+class StagingBlocks {
+ public:
+  StagingBlocks(int device, int threads, std::size_t slot_bytes, bool write_combined);
+  ~StagingBlocks();
+  StagingBlocks(const StagingBlocks&) = delete;
+  StagingBlocks& operator=(const StagingBlocks&) = delete;
+
+  int threads() const noexcept { return threads_; }
+  std::size_t slot_bytes() const noexcept { return slot_bytes_; }
+  /// Block i (2 * slot_bytes()), once allocated; nullptr when it could not be.
+  std::uint8_t* wait(int i);
+
+ private:
+  void allocate_all(int device, bool write_combined);
+  const int threads_;
+  const std::size_t slot_bytes_;
+  std::mutex mutex_;
+  std::condition_variable ready_cv_;
+  std::vector<StagingBlock> blocks_;  // blocks_[i] decided once i < decided_
+  int decided_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 /// Copies `copies` to device `device` through pinned staging slots (see
-/// above), reading the sources from `file` when given; returns when every
-/// byte is on the device. Throws Error(kCuda/kOutOfMemory/kNoDevice) when a
-/// copy fails, Error(kIo) when the file cannot be read.
+/// above), reading the sources from `file` when given, with `staging` when
+/// given (its threads and slot size then win over `options`), else with
+/// blocks allocated here; returns when every byte is on the device. Throws
+/// Error(kCuda/kOutOfMemory/kNoDevice) when a copy fails, Error(kIo) when
+/// the file cannot be read.
 StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int device,
-                                 const StagedUploadOptions& options = {}, const FileSource& file = {});
+                                 const StagedUploadOptions& options = {}, const FileSource& file = {},
+                                 StagingBlocks* staging = nullptr);
 
 /// The sizes from which a load records a blob's copies (`stage_from`, the
 /// blob's size) and from which upload_staged uses threads and pinned slots
@@ -139,10 +185,12 @@ void set_upload_thresholds(UploadThresholds t) noexcept;
 /// Records the calling thread's host-to-device cudaMemcpy calls from `blob`
 /// while alive (see above). Not nestable; the destructor drops what was not
 /// flushed (the load that owns the scope has failed by then). When the blob
-/// lies in a format::MappedFile, flush() reads it from that file.
+/// lies in a format::MappedFile, flush() reads it from that file. The copies
+/// use `staging` when given (it must outlive the scope), else blocks the
+/// scope starts allocating at construction.
 class WeightUploadScope {
  public:
-  WeightUploadScope(ByteView blob, int device);
+  WeightUploadScope(ByteView blob, int device, StagingBlocks* staging = nullptr);
   ~WeightUploadScope();
   WeightUploadScope(const WeightUploadScope&) = delete;
   WeightUploadScope& operator=(const WeightUploadScope&) = delete;
@@ -164,9 +212,8 @@ class WeightUploadScope {
   std::vector<RecordedCopy> copies_;
   FileSource file_;  // the blob's file, reopened for the scope (it closes it); fd -1 when none
   WeightUploadScope* previous_;
-  std::future<StagingBlock> staging_;  // allocated in the background from construction on
-  StagingBlock ready_staging_;
-  StagingBlock& staging();
+  StagingBlocks* staging_;                    // what the copies use (nullptr: none could be had)
+  std::unique_ptr<StagingBlocks> own_staging_;  // when none was given
 };
 
 }  // namespace aoti_cuda::runtime

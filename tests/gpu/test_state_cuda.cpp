@@ -317,9 +317,8 @@ void print_staged_sweep(const std::vector<aoti_cuda::runtime::RecordedCopy>& cop
     std::size_t slot_kib;
     bool write_combined, read_file;
   };
-  for (const Variant v : {Variant{8, 1024, true, false}, Variant{8, 4096, true, false}, Variant{8, 1024, true, true},
-                          Variant{4, 4096, true, true}, Variant{8, 2048, true, true}, Variant{8, 4096, true, true},
-                          Variant{8, 4096, false, true}, Variant{16, 4096, true, true}}) {
+  for (const Variant v : {Variant{8, 1024, true, false}, Variant{8, 1024, true, true}, Variant{8, 2048, true, true},
+                          Variant{8, 4096, true, true}, Variant{8, 4096, false, true}, Variant{16, 2048, true, true}}) {
     aoti_cuda::runtime::StagedUploadOptions o;
     o.threads = v.threads;
     o.slot_bytes = v.slot_kib << 10;
@@ -430,6 +429,22 @@ TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs 
   // What a load has: the file under the mapping (format::MappedFile keeps it open).
   const aoti_cuda::runtime::FileSource file{fd, 0, map};
   print_staged_sweep(copies, blob, file, t_pinned);
+  {  // As a load does it: the staging page-locked beforehand (while the model libraries load), then the copies.
+    const int threads = aoti_cuda::runtime::default_upload_threads();
+    const std::size_t slot = aoti_cuda::runtime::staging_slot_bytes(kBytes, threads);
+    const auto t_lock = std::chrono::steady_clock::now();
+    aoti_cuda::runtime::StagingBlocks blocks(0, threads, slot, true);
+    for (int i = 0; i < threads; ++i) REQUIRE(blocks.wait(i) != nullptr);
+    const double lock_s = seconds_since(t_lock);
+    aoti_cuda::runtime::release_pages(blob);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = aoti_cuda::runtime::upload_staged(copies, 0, {}, file, &blocks);
+    const double t = seconds_since(t0);
+    CHECK(r.threads == threads);
+    std::printf("staged upload, staging page-locked beforehand (%d threads, %zu KiB slots, page-locking %.1f ms): "
+                "%.1f GB/s = %.0f%% of pinned\n",
+                threads, slot >> 10, lock_s * 1e3, gb / t, 100.0 * t_pinned / t);
+  }
   aoti_cuda::runtime::release_pages(blob);
   REQUIRE(cudaMemset(dev, 0, kBytes) == cudaSuccess);
   const long rss_staged_before = rss_kib();

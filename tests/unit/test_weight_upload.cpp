@@ -188,3 +188,31 @@ TEST_CASE("weight upload: a blob inside a mapped file can be read back through t
   CHECK(open_fd_count() == fds_before);
   ::unlink(name);
 }
+
+TEST_CASE("weight upload: staging slot size follows the bytes to carry, 1 to 4 MiB") {
+  using aoti_cuda::runtime::staging_slot_bytes;
+  constexpr std::size_t MiB = std::size_t{1} << 20;
+  CHECK(staging_slot_bytes(0, 8) == MiB);
+  CHECK(staging_slot_bytes(64 * MiB, 8) == MiB);
+  CHECK(staging_slot_bytes(512 * MiB, 8) == 2 * MiB);
+  CHECK(staging_slot_bytes(717 * MiB, 8) == 2 * MiB);
+  CHECK(staging_slot_bytes(1024 * MiB, 8) == 4 * MiB);
+  CHECK(staging_slot_bytes(std::size_t{100} << 30, 8) == 4 * MiB);
+  CHECK(staging_slot_bytes(1024 * MiB, 0) == 4 * MiB);  // threads < 1 counts as 1
+  // Staging (2 slots per thread) stays within 1/16 of the bytes, or at the 2 MiB-per-thread minimum.
+  for (std::size_t total : {100 * MiB, 300 * MiB, 2187 * MiB}) {
+    CHECK((2 * 8 * staging_slot_bytes(total, 8) <= total / 16 || staging_slot_bytes(total, 8) == MiB));
+  }
+}
+
+TEST_CASE("weight upload: staging blocks are each decided once, and out-of-range ones are null") {
+  // Without a GPU every block is refused (nullptr); with one, each is page-locked.
+  // Either way wait() returns for every block, and the destructor frees them.
+  aoti_cuda::runtime::StagingBlocks blocks(0, 3, std::size_t{1} << 20, true);
+  const bool first = blocks.wait(0) != nullptr;
+  for (int i = 1; i < 3; ++i) CHECK((blocks.wait(i) != nullptr) == first);
+  CHECK(blocks.wait(3) == nullptr);
+  CHECK(blocks.wait(-1) == nullptr);
+  CHECK(blocks.threads() == 3);
+  CHECK(blocks.slot_bytes() == (std::size_t{1} << 20));
+}
