@@ -42,10 +42,11 @@
 // the first call of a method with a given set of input shapes runs normally
 // (the model loads its kernels then; that cannot be captured). The next call
 // with those shapes captures the method's whole plan on the call slot's
-// stream into a CUDA graph and replays it; later calls with those shapes only
-// copy the inputs into the graph's fixed input buffers, replay, and copy the
-// results out of the graph's fixed output buffers (into new tensors, or the
-// caller's with execute_into). State the model keeps in its constants (e.g. a
+// stream into a CUDA graph and replays it; later calls with those shapes are
+// one graph launch that also copies the inputs (host or device) into the
+// graph's fixed input buffers and the results out of its fixed output
+// buffers (into new tensors, or the caller's with execute_into); host data
+// passes through pinned buffers the graph owns. State the model keeps in its constants (e.g. a
 // KV cache written in place) stays at fixed addresses, so graphs remain
 // correct across calls. Memory the model allocates during capture belongs to
 // the graph until it is destroyed (LRU beyond max_graphs_per_method, or with
