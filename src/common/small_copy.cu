@@ -1,4 +1,4 @@
-// Small copies as a kernel. See small_copy.hpp.
+// Small copies as kernel nodes of graphs. See small_copy.hpp.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -55,12 +55,6 @@ bool small_copies_by_kernel() noexcept {
     return v == nullptr || std::strcmp(v, "dma") != 0;
   }();
   return by_kernel;
-}
-
-int copy_with_kernel(void* dst, const void* src, std::size_t bytes, void* stream) noexcept {
-  if (bytes == 0) return 0;
-  copy_kernel<<<grid_for(bytes), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(dst, src, bytes);
-  return static_cast<int>(cudaGetLastError());
 }
 
 int add_copy_kernel_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t n_deps,

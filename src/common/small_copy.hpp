@@ -1,13 +1,17 @@
-// Private: small host<->device copies done by a kernel instead of a DMA copy.
+// Private: small copies inside CUDA graph replays as kernel nodes instead of
+// memcpy nodes.
 //
-// On the H200 machine a queued cudaMemcpyAsync of a few bytes occupies the
-// stream for several microseconds (the copy engine's start-up), which is most
-// of a small call's host I/O cost. Page-locked host memory from
-// cudaMallocHost/cudaHostAlloc is mapped into the device's address space at
-// the same address (unified addressing), so a kernel can read a host input
-// from it, or write a host output into it, directly. For small copies the
-// kernel's launch is cheaper than the copy engine's start-up.
-// bench/copy_latency_probe.cu measures both.
+// A graph replay wraps the captured plan with copy nodes (inputs in, outputs
+// out; runtime/graph_cache.hpp). On the H200 machine (2026-12-03, every
+// fixture, alternated runs) replays whose copies were memcpy nodes took 5-19
+// us longer with unbound device outputs than the same replays with kernel
+// nodes (add 29.5 vs 19.4 us, kv_cache 41.8 vs 22.7), and host I/O replays
+// were faster with kernel nodes on 13 of 17 methods. Page-locked host memory
+// from cudaMallocHost/cudaHostAlloc is mapped at the same address under
+// unified addressing, so the kernel reads staged host inputs and writes host
+// outputs directly. Outside graphs the opposite held: a copy kernel queued on
+// the stream in place of cudaMemcpyAsync made plain host I/O calls slower on 16 of 17 methods (up to 25 us),
+// so plain calls keep cudaMemcpyAsync.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,20 +20,17 @@
 
 namespace aoti_cuda::common {
 
-/// Copies below this size may use copy_with_kernel (AOTI_CUDA_SMALL_COPY).
+/// Copies up to this size are kernel nodes (unless AOTI_CUDA_SMALL_COPY=dma).
 constexpr std::size_t kSmallCopyMax = std::size_t{64} << 10;
 
-/// Whether small staged copies use copy_with_kernel: AOTI_CUDA_SMALL_COPY=
-/// "kernel" or "dma" (read once per process); the default is kernel.
+/// False when AOTI_CUDA_SMALL_COPY=dma (read once per process): graph copies
+/// are memcpy nodes whatever their size.
 bool small_copies_by_kernel() noexcept;
 
-/// Queues a copy of `bytes` from `src` to `dst` on `stream` as a kernel. Both
-/// pointers must be device-accessible: device memory of the current device,
-/// or page-locked host memory (mapped at the same address). Returns the
-/// launch's cudaError_t (as int, 0 on success).
-int copy_with_kernel(void* dst, const void* src, std::size_t bytes, void* stream) noexcept;
-
-/// The same copy as a kernel node of `graph` after `deps` (cudaGraphAddKernelNode).
+/// A copy of `bytes` from `src` to `dst` as a kernel node of `graph` after
+/// `deps` (cudaGraphAddKernelNode). Both pointers must be device-accessible:
+/// device memory of the graph's device, or page-locked host memory mapped at
+/// the same address. Returns the cudaError_t (as int, 0 on success).
 int add_copy_kernel_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t n_deps,
                          void* dst, const void* src, std::size_t bytes) noexcept;
 /// Re-points such a node of an instantiated graph (cudaGraphExecKernelNodeSetParams).

@@ -7,7 +7,6 @@
 #include <optional>
 
 #include "common/cuda.hpp"
-#include "common/small_copy.hpp"
 #include "runtime/driver_modules.hpp"
 #include "runtime/graph_cache.hpp"
 #include "runtime/outputs.hpp"
@@ -58,13 +57,6 @@ std::string input_label(const Delegate& d, std::size_t i) { return d.label + " i
 
 }  // namespace
 
-static cudaError_t upload_staged_bytes(void* dst, const void* pinned, std::size_t n, void* stream) {
-  if (n <= common::kSmallCopyMax && common::small_copies_by_kernel()) {
-    return static_cast<cudaError_t>(common::copy_with_kernel(dst, pinned, n, stream));
-  }
-  return cudaMemcpyAsync(dst, pinned, n, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream));
-}
-
 bool stage_upload(RunState& run, const Tensor& t, void* dst) {
   const std::size_t n = t.nbytes();
   const std::size_t offset = (run.staging_offset + 255) / 256 * 256;
@@ -72,8 +64,9 @@ bool stage_upload(RunState& run, const Tensor& t, void* dst) {
   if (pinned == nullptr || offset + n > run.slot.pinned_capacity) return false;
   Tensor staging = Tensor::from_blob(pinned + offset, t.shape(), t.dtype(), Device::cpu());
   staging.copy_from(t);  // host -> host, re-strides if needed
-  check_cuda(AOTI_CUDA_FAULTABLE(upload_staged_bytes(dst, pinned + offset, n, run.stream)),
-             "copying a staged input to the device");
+  check_cuda(AOTI_CUDA_FAULTABLE(cudaMemcpyAsync(dst, pinned + offset, n, cudaMemcpyHostToDevice,
+                                                static_cast<cudaStream_t>(run.stream))),
+             "cudaMemcpyAsync (input upload)");
   run.staging_offset = offset + n;
   run.staged = true;
   return true;

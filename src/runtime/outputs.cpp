@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "common/cuda.hpp"
-#include "common/small_copy.hpp"
 #include "runtime/tensor_util.hpp"
 
 namespace aoti_cuda::runtime {
@@ -44,12 +43,8 @@ class Downloads {
     for (std::size_t i = 0; i < n_; ++i) {
       const Item& it = at(i);
       if (it.n == 0) continue;
-      // Small ones by a kernel writing the (mapped) pinned buffer: see common/small_copy.hpp.
-      const cudaError_t err =
-          it.n <= common::kSmallCopyMax && common::small_copies_by_kernel()
-              ? static_cast<cudaError_t>(common::copy_with_kernel(pinned + it.offset, it.src, it.n, stream))
-              : cudaMemcpyAsync(pinned + it.offset, it.src, it.n, cudaMemcpyDeviceToHost, stream);
-      check_cuda(err, "copying an output to the host");
+      check_cuda(cudaMemcpyAsync(pinned + it.offset, it.src, it.n, cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpyAsync (output download)");
     }
     check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (output download)");
     for (std::size_t i = 0; i < n_; ++i) {
