@@ -59,7 +59,7 @@ int reopen_file_of(const void* p, std::size_t n, std::uint64_t* offset) {
   LiveFiles& live = live_files();
   std::lock_guard<std::mutex> lock(live.mutex);
   for (const MappedFile* f : live.files) {
-    if (f->data() <= q && q < f->data() + f->size()) return f->reopen_if_contains(q, n, offset);
+    if (const int fd = f->reopen_if_contains(q, n, offset); fd >= 0) return fd;
   }
   return -1;
 }

@@ -140,31 +140,45 @@ bool plan_inputs(const GraphEntry& e, const std::vector<Tensor>& inputs, int dev
   return true;
 }
 
-// Outputs: where each of the graph's outputs goes. `targets` are the bound
-// tensors, or tensors made here for the call's result. False (outputs left
-// out of the graph) when an output cannot be copied by a node.
-bool plan_outputs(RunState& run, const GraphEntry& e, const std::vector<Tensor>& targets, bool made_here,
-                  FusedCall& c) {
-  if (targets.size() != e.outputs.size()) return false;
+// Whether nodes can copy the graph's outputs: each defined, contiguous,
+// non-empty, on the device.
+bool outputs_copyable(const GraphEntry& e) {
+  return std::all_of(e.outputs.begin(), e.outputs.end(), [](const Value& v) {
+    return v.tensor.defined() && v.tensor.device().is_cuda() && v.tensor.is_contiguous() && v.tensor.nbytes() > 0;
+  });
+}
+
+// Outputs into the caller's bound tensors: the kind of each. False (outputs
+// left out of the graph) when one cannot be written by a node.
+bool plan_bound_outputs(RunState& run, const GraphEntry& e, const std::vector<Tensor>& bound, FusedCall& c) {
+  if (bound.size() != e.outputs.size() || !outputs_copyable(e)) return false;
   const int device = run.device().index;
-  for (std::size_t i = 0; i < targets.size(); ++i) {
+  for (std::size_t i = 0; i < bound.size(); ++i) {
     const Tensor& src = e.outputs[i].tensor;
-    const Tensor& dst = targets[i];
-    if (!src.defined() || !src.device().is_cuda() || !src.is_contiguous() || src.nbytes() == 0 ||
-        src.shape() != dst.shape() || src.data() == dst.data() || !dst.is_contiguous()) {
-      return false;
-    }
+    const Tensor& dst = bound[i];
+    if (src.shape() != dst.shape() || src.data() == dst.data() || !dst.is_contiguous()) return false;
     if (dst.device().is_cuda()) {
       if (dst.device().index != device) return false;
       c.kinds.push_back(kIoDevice);
     } else {
-      // Host tensors made for the result are pageable: no need to ask.
-      c.kinds.push_back(!made_here && is_pinned_host(dst.data()) ? kIoPinnedHost : kIoStagedHost);
+      c.kinds.push_back(is_pinned_host(dst.data()) ? kIoPinnedHost : kIoStagedHost);
     }
     c.out.push_back(dst.data());
   }
-  c.with_outputs = true;
   return true;
+}
+
+// New tensors for the call's result, one per output: model-owned device
+// tensors, or (pageable) host tensors; their addresses become the output targets.
+std::vector<Tensor> new_results(RunState& run, const GraphEntry& e, bool want_device, FusedCall& c) {
+  std::vector<Tensor> made;
+  made.reserve(e.outputs.size());
+  for (std::size_t i = 0; i < e.outputs.size(); ++i) {
+    const Tensor& t = e.outputs[i].tensor;
+    made.push_back(want_device ? fresh_device_output(run, t, i) : Tensor::empty(t.shape(), t.dtype(), Device::cpu()));
+    c.out.push_back(made.back().data());
+  }
+  return made;
 }
 
 // Small copies as kernel nodes (common/small_copy.hpp), others as memcpy nodes.
@@ -226,15 +240,24 @@ bool build_fused(GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c, cudaSt
   return built;
 }
 
-GraphEntry::Fused* fused_variant(GraphEntry& e, const FusedCall& c, cudaStream_t stream) {
+// The variant for these kinds: nullptr with *room false when it failed to
+// build or no other variant may be added.
+GraphEntry::Fused* find_variant(GraphEntry& e, const FusedCall& c, bool* room) {
   for (auto& f : e.fused) {
-    if (f->kinds == c.kinds) return f->failed ? nullptr : f.get();
+    if (f->kinds == c.kinds) {
+      *room = false;
+      return f->failed ? nullptr : f.get();
+    }
   }
-  if (e.fused.size() >= kMaxFusedVariants) return nullptr;
+  *room = e.fused.size() < kMaxFusedVariants;
+  return nullptr;
+}
+
+GraphEntry::Fused* add_variant(GraphEntry& e, const FusedCall& c, cudaStream_t stream) {
   auto f = std::make_unique<GraphEntry::Fused>();
   f->kinds = c.kinds;
   GraphEntry::Fused* raw = f.get();
-  e.fused.push_back(std::move(f));
+  e.fused.push_back(std::move(f));  // kept when the build fails: marks these kinds as failed
   return build_fused(e, *raw, c, stream) ? raw : nullptr;
 }
 
@@ -247,6 +270,52 @@ bool repoint(GraphEntry::Fused& f, cudaGraphNode_t node, bool kernel, void* dst,
   return false;
 }
 
+// Host inputs into the variant's staging buffer, once its last launch has read it.
+void stage_host_inputs(GraphEntry::Fused& f, const FusedCall& c, const std::vector<Tensor>& inputs) {
+  if (f.host_in == nullptr) return;
+  if (f.host_in_pending) {
+    check_cuda(cudaEventSynchronize(f.host_in_read), "cudaEventSynchronize (graph input staging)");
+    f.host_in_pending = false;
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (c.kinds[i] == kIoStagedHost) {
+      std::memcpy(static_cast<char*>(f.host_in) + f.in_offset[i], c.in[i], inputs[i].nbytes());
+    }
+  }
+}
+
+// Re-points the nodes whose caller addresses changed; false when CUDA refuses.
+bool follow_addresses(const GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c) {
+  const std::size_t n_in = c.in.size();
+  for (std::size_t i = 0; i < n_in; ++i) {
+    if (c.kinds[i] != kIoDevice || f.in_src[i] == c.in[i]) continue;
+    if (!repoint(f, f.in_nodes[i], f.in_kernel[i], e.inputs[i].data(), c.in[i], e.inputs[i].nbytes())) return false;
+    f.in_src[i] = c.in[i];
+  }
+  for (std::size_t i = 0; i < c.out.size(); ++i) {
+    if (c.kinds[n_in + i] == kIoStagedHost || f.out_dst[i] == c.out[i]) continue;
+    const Tensor& src = e.outputs[i].tensor;
+    if (!repoint(f, f.out_nodes[i], f.out_kernel[i], c.out[i], src.data(), src.nbytes())) return false;
+    f.out_dst[i] = c.out[i];
+  }
+  return true;
+}
+
+// After the launch: host outputs are complete when the call returns (as on
+// the copying path); staged ones are copied to the caller's memory.
+void finish_host_outputs(const GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c, cudaStream_t stream) {
+  const std::size_t n_in = c.in.size();
+  bool host_out = false;
+  for (std::size_t i = 0; i < c.out.size(); ++i) host_out = host_out || c.kinds[n_in + i] != kIoDevice;
+  if (!host_out) return;
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (graph outputs)");
+  f.host_in_pending = false;
+  for (std::size_t i = 0; i < c.out.size(); ++i) {
+    if (c.kinds[n_in + i] != kIoStagedHost) continue;
+    std::memcpy(c.out[i], static_cast<const char*>(f.host_out) + f.out_offset[i], e.outputs[i].tensor.nbytes());
+  }
+}
+
 // The one-launch path. 0: not taken (an input neither on this device in the
 // static layout nor dense on the host, too many variants, or the variant
 // could not be built); 1: inputs copied in the graph, outputs still to
@@ -254,65 +323,27 @@ bool repoint(GraphEntry::Fused& f, cudaGraphNode_t node, bool kernel, void* dst,
 // result: fresh device tensors, or host tensors when !want_device).
 int launch_fused(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs, const std::vector<Tensor>* bound,
                  bool want_device, std::vector<Tensor>* made) {
-  const int device = run.device().index;
   auto stream = static_cast<cudaStream_t>(run.stream);
-  if (e.plan == nullptr) return 0;
   FusedCall c;
-  if (!plan_inputs(e, inputs, device, c)) return 0;
-  // The outputs' targets: the bound tensors, or new tensors for the result.
-  std::vector<Tensor> fresh;
-  const std::vector<Tensor>* targets = bound;
-  if (bound == nullptr) {
-    bool plain = true;  // every output contiguous on the device: the graph can copy it
-    for (const Value& v : e.outputs) {
-      plain = plain && v.tensor.defined() && v.tensor.device().is_cuda() && v.tensor.is_contiguous() &&
-              v.tensor.nbytes() > 0;
-    }
-    if (plain) {
-      fresh.reserve(e.outputs.size());
-      for (std::size_t i = 0; i < e.outputs.size(); ++i) {
-        const Tensor& t = e.outputs[i].tensor;
-        fresh.push_back(want_device ? fresh_device_output(run, t, i) : Tensor::empty(t.shape(), t.dtype(), Device::cpu()));
-      }
-      targets = &fresh;
-    }
-  }
+  if (e.plan == nullptr || !plan_inputs(e, inputs, run.device().index, c)) return 0;
   const std::size_t n_in = c.kinds.size();
-  if (targets == nullptr || !plan_outputs(run, e, *targets, bound == nullptr, c)) {
-    c.kinds.resize(n_in);  // outputs delivered after the launch
+  // Outputs in the graph: into the bound tensors, or into new result tensors
+  // (of known kinds: pageable host or device), made only once a variant can run.
+  c.with_outputs = bound != nullptr ? plan_bound_outputs(run, e, *bound, c) : outputs_copyable(e);
+  if (!c.with_outputs) {
+    c.kinds.resize(n_in);
     c.out.clear();
-    c.with_outputs = false;
+  } else if (bound == nullptr) {
+    c.kinds.insert(c.kinds.end(), e.outputs.size(), want_device ? kIoDevice : kIoStagedHost);
   }
-  GraphEntry::Fused* f = fused_variant(e, c, stream);
-  if (f == nullptr) return 0;
-  // Host inputs into the staging buffer, once the last launch has read it.
-  if (f->host_in != nullptr) {
-    if (f->host_in_pending) {
-      check_cuda(cudaEventSynchronize(f->host_in_read), "cudaEventSynchronize (graph input staging)");
-      f->host_in_pending = false;
-    }
-    for (std::size_t i = 0; i < n_in; ++i) {
-      if (c.kinds[i] == kIoStagedHost) {
-        std::memcpy(static_cast<char*>(f->host_in) + f->in_offset[i], c.in[i], inputs[i].nbytes());
-      }
-    }
-  }
-  for (std::size_t i = 0; i < n_in; ++i) {
-    if (c.kinds[i] != kIoDevice || f->in_src[i] == c.in[i]) continue;
-    if (!repoint(*f, f->in_nodes[i], f->in_kernel[i], e.inputs[i].data(), c.in[i], inputs[i].nbytes())) return 0;
-    f->in_src[i] = c.in[i];
-  }
-  bool staged_out = false;
-  for (std::size_t i = 0; i < c.out.size(); ++i) {
-    if (c.kinds[n_in + i] == kIoStagedHost) {
-      staged_out = true;
-      continue;
-    }
-    if (f->out_dst[i] == c.out[i]) continue;
-    const Tensor& src = e.outputs[i].tensor;
-    if (!repoint(*f, f->out_nodes[i], f->out_kernel[i], c.out[i], src.data(), src.nbytes())) return 0;
-    f->out_dst[i] = c.out[i];
-  }
+  bool room = false;
+  GraphEntry::Fused* f = find_variant(e, c, &room);
+  if (f == nullptr && !room) return 0;
+  std::vector<Tensor> results;
+  if (c.with_outputs && bound == nullptr) results = new_results(run, e, want_device, c);
+  if (f == nullptr && (f = add_variant(e, c, stream)) == nullptr) return 0;
+  stage_host_inputs(*f, c, inputs);
+  if (!follow_addresses(e, *f, c)) return 0;
   order_after_previous(run, e);
   check_cuda(cudaGraphLaunch(f->exec, stream), "cudaGraphLaunch");
   if (f->host_in != nullptr) {
@@ -320,18 +351,8 @@ int launch_fused(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs
     f->host_in_pending = true;
   }
   if (!c.with_outputs) return 1;
-  // Host outputs are complete when the call returns (as on the copying path).
-  bool host_out = staged_out;
-  for (std::size_t i = 0; i < c.out.size(); ++i) host_out = host_out || c.kinds[n_in + i] == kIoPinnedHost;
-  if (host_out) {
-    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (graph outputs)");
-    f->host_in_pending = false;
-  }
-  for (std::size_t i = 0; staged_out && i < c.out.size(); ++i) {
-    if (c.kinds[n_in + i] != kIoStagedHost) continue;
-    std::memcpy(c.out[i], static_cast<const char*>(f->host_out) + f->out_offset[i], e.outputs[i].tensor.nbytes());
-  }
-  if (bound == nullptr) *made = std::move(fresh);
+  finish_host_outputs(e, *f, c, stream);
+  if (bound == nullptr) *made = std::move(results);
   return 2;
 }
 

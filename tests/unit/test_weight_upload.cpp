@@ -3,7 +3,6 @@
 // while a WeightUploadScope is active (src/runtime/weight_upload.hpp).
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 
 #include "format/mapped_file.hpp"
 #include "runtime/weight_upload.hpp"
+#include "support/test_util.hpp"
 
 using aoti_cuda::ByteView;
 using aoti_cuda::runtime::ChunkPiece;
@@ -23,15 +23,6 @@ using aoti_cuda::runtime::RecordedCopy;
 using aoti_cuda::runtime::WeightUploadScope;
 
 namespace {
-
-int open_fd_count() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (::readdir(d) != nullptr) ++n;
-    ::closedir(d);
-  }
-  return n;
-}
 
 // True when fd was a descriptor (and closes it).
 bool close_if_open(int fd) {
@@ -161,7 +152,7 @@ TEST_CASE("weight upload: a blob inside a mapped file can be read back through t
   for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::uint8_t>(i * 31 + 7);
   REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
   ::close(fd);
-  const int fds_before = open_fd_count();
+  const int fds_before = aoti_cuda_test::count_fds();
   {
     const aoti_cuda::format::MappedFile file(name);
     std::uint64_t offset = 0;
@@ -176,7 +167,7 @@ TEST_CASE("weight upload: a blob inside a mapped file can be read back through t
     CHECK(close_if_open(aoti_cuda::format::reopen_file_of(file.data(), file.size(), &offset)));
     CHECK_FALSE(close_if_open(aoti_cuda::format::reopen_file_of(file.data() + 1, file.size(), &offset)));
     CHECK_FALSE(close_if_open(aoti_cuda::format::reopen_file_of(bytes.data(), 16, &offset)));
-    CHECK(open_fd_count() == fds_before);  // a mapping holds no descriptor
+    CHECK(aoti_cuda_test::count_fds() == fds_before);  // a mapping holds no descriptor
     // Another file under the same path: not the mapped bytes, so not found.
     REQUIRE(::unlink(name) == 0);
     const int other = ::open(name, O_CREAT | O_WRONLY | O_TRUNC, 0600);
@@ -185,7 +176,7 @@ TEST_CASE("weight upload: a blob inside a mapped file can be read back through t
     ::close(other);
     CHECK_FALSE(close_if_open(aoti_cuda::format::reopen_file_of(file.data(), 16, &offset)));
   }
-  CHECK(open_fd_count() == fds_before);
+  CHECK(aoti_cuda_test::count_fds() == fds_before);
   ::unlink(name);
 }
 
