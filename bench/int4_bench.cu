@@ -2,6 +2,10 @@
 // weight bandwidth, for the shapes of docs/benchmarks/int4.md. Not a test: prints numbers.
 //
 //   aoti_cuda_int4_bench [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants]
+//                        [--shapes NxK,NxK,...] [--m M,M,...]
+//
+// --shapes/--m replace the default weight shapes (N x K) and row counts, e.g. an LLM's
+// projections at one row: --shapes 2048x2048,512x2048,5632x2048,2048x5632 --m 1
 //
 // --variants times the kernels' tuning candidates (weight_int4pack_mm.hpp) for M <= 64 directly
 // (no shim), innerKTiles 8, and prints one table per candidate.
@@ -16,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -155,12 +160,14 @@ double measure_variant(int v, int64_t m, int64_t n, int64_t k, int group, int it
   return times[times.size() / 2];
 }
 
-void run_variants(int iters, int group, void* flush, std::size_t flush_bytes) {
+using Shapes = std::vector<std::array<int64_t, 2>>;
+
+void run_variants(int iters, int group, void* flush, std::size_t flush_bytes, const Shapes& shapes,
+                  const std::vector<int64_t>& ms) {
   namespace mm = aoti_cuda::shim::int4mm;
-  const int64_t shapes[3][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
   for (int v = 0; v < mm::variant_count(); ++v) {
     std::printf("variant %d: %s\n", v, mm::variant_name(v));
-    for (int64_t m : {1, 4, 8, 16, 64, 256, 2048}) {
+    for (int64_t m : ms) {
       if (m > 64 && v > 0 && v < mm::variant_count() - 4) break;  // the last 4 candidates are for large M
       std::printf("  M=%-3lld", static_cast<long long>(m));
       for (const auto& nk : shapes) {
@@ -181,15 +188,39 @@ int main(int argc, char** argv) {
   std::string json;
   int iters = 30, group = 128, ikt = 8;
   bool variants = false;
+  Shapes shapes = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
+  std::vector<int64_t> ms;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if ((a == "--shapes" || a == "--m") && i + 1 < argc) {
+      // Comma-separated; a shape is NxK with N a multiple of 8 and K of 128.
+      if (a == "--shapes") shapes.clear();
+      std::string list = argv[++i];
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t end = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, end - at);
+        at = end + 1;
+        if (a == "--m") {
+          ms.push_back(std::atoll(item.c_str()));
+          continue;
+        }
+        const std::size_t x = item.find('x');
+        const int64_t n = std::atoll(item.c_str()), k = x == std::string::npos ? 0 : std::atoll(item.c_str() + x + 1);
+        if (n <= 0 || k <= 0 || n % 8 != 0 || k % 128 != 0) {
+          std::fprintf(stderr, "int4_bench: bad shape '%s' (NxK, N %% 8 == 0, K %% 128 == 0)\n", item.c_str());
+          return 2;
+        }
+        shapes.push_back({n, k});
+      }
+      continue;
+    }
     if (a == "--json" && i + 1 < argc) json = argv[++i];
     else if (a == "--iters" && i + 1 < argc) iters = std::atoi(argv[++i]);
     else if (a == "--group" && i + 1 < argc) group = std::atoi(argv[++i]);
     else if (a == "--inner-k-tiles" && i + 1 < argc) ikt = std::atoi(argv[++i]);
     else if (a == "--variants") variants = true;
     else {
-      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants] [--shapes NxK,...] [--m M,...]\n", argv[0]);
       return 2;
     }
   }
@@ -202,15 +233,16 @@ int main(int argc, char** argv) {
   std::printf("device %s, %d SMs; group %d, innerKTiles %d, median of %d\n", prop.name, prop.multiProcessorCount,
               group, ikt, iters);
   if (variants) {
-    run_variants(iters, group, flush, flush_bytes);
+    run_variants(iters, group, flush, flush_bytes, shapes,
+                 ms.empty() ? std::vector<int64_t>{1, 4, 8, 16, 64, 256, 2048} : ms);
     cudaFree(flush);
     return 0;
   }
   std::printf("%6s %6s %6s %10s %10s\n", "M", "N", "K", "us", "GB/s");
   std::vector<Result> results;
-  const int64_t shapes[3][2] = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
+  if (ms.empty()) ms = {1, 4, 16, 64, 256, 2048};
   for (const auto& nk : shapes) {
-    for (int64_t m : {1, 4, 16, 64, 256, 2048}) {
+    for (int64_t m : ms) {
       Result r = measure(m, nk[0], nk[1], group, ikt, iters, flush, flush_bytes);
       std::printf("%6lld %6lld %6lld %10.2f %10.1f\n", static_cast<long long>(r.m), static_cast<long long>(r.n),
                   static_cast<long long>(r.k), r.us, r.gbps);

@@ -1,6 +1,6 @@
 // Where the weights upload's time goes, stage by stage, on one machine.
 //
-//   aoti_cuda_upload_probe [FILE_MiB=1024] [DIR=/tmp]
+//   aoti_cuda_upload_probe [FILE_MiB=1024] [DIR=/tmp] [all|pin]
 //
 // Writes a FILE_MiB file (kept in the page cache), then measures, each as GB/s
 // of file bytes reaching the device (or the staging memory, for host-only
@@ -12,6 +12,10 @@
 //   staged-memcpy     the load's pipeline (host copy out of the mapping, then async copy)
 //   staged-pread      the same with pread instead of the mapping
 //   register-chunks   cudaHostRegister of the mapping, W MiB at a time, copy, unregister
+// and, for the staging memory itself, what page-locking S MiB costs each way
+// (cudaHostAlloc; anonymous pages registered; the same on transparent huge
+// pages), and single cold runs of the pipeline into fresh device memory (what
+// a load sees: no best-of, new streams, device pages never written before).
 // It exists to choose the staging design from measurements; it prints numbers
 // and has no pass/fail.
 #include <cuda_runtime_api.h>
@@ -146,6 +150,109 @@ double best_of(int n, F f) {
   return best;
 }
 
+
+double ms_since(Clock::time_point t0) { return seconds_since(t0) * 1e3; }
+
+// Anonymous memory aligned to 2 MiB; huge: ask for transparent huge pages.
+// Touches every page (the first write allocates it) so registering pins
+// memory that exists. Returns nullptr on failure.
+std::uint8_t* anon_pages(std::size_t bytes, bool huge) {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
+  void* raw = ::mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  auto* p = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(raw) + kHuge - 1) / kHuge * kHuge);
+  if (huge) (void)::madvise(p, bytes, 14 /* MADV_HUGEPAGE */);
+  for (std::size_t at = 0; at < bytes; at += 4096) p[at] = 0;
+  return p;
+}
+
+long anon_huge_kib() {
+  FILE* f = std::fopen("/proc/self/smaps_rollup", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kib = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::sscanf(line, "AnonHugePages: %ld kB", &kib) == 1) break;
+  }
+  std::fclose(f);
+  return kib;
+}
+
+// What page-locking `bytes` of staging costs, each way; then the device copy
+// rate from each kind of memory (8 streams, 4 MiB copies, no host work).
+void pin_costs(const Source& src, std::uint8_t* dev, std::size_t bytes) {
+  {
+    char thp[128] = "?";
+    if (FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r")) {
+      if (std::fgets(thp, sizeof thp, f) == nullptr) std::strcpy(thp, "?");
+      std::fclose(f);
+    }
+    std::printf("transparent huge pages: %s", thp);
+  }
+  const std::size_t mib = bytes >> 20;
+  for (int rep = 0; rep < 2; ++rep) {
+    for (const unsigned flags : {0u, static_cast<unsigned>(cudaHostAllocWriteCombined)}) {
+      void* p = nullptr;
+      const auto t0 = Clock::now();
+      check(cudaHostAlloc(&p, bytes, flags), "cudaHostAlloc");
+      const double ms = ms_since(t0);
+      const auto t1 = Clock::now();
+      check(cudaFreeHost(p), "cudaFreeHost");
+      std::printf("pin %4zu MiB cudaHostAlloc%-4s            %7.2f ms (%.3f ms/MiB), free %.2f ms\n", mib,
+                  flags ? " wc" : "", ms, ms / mib, ms_since(t1));
+    }
+    for (const bool huge : {false, true}) {
+      const long huge0 = anon_huge_kib();
+      const auto t0 = Clock::now();
+      std::uint8_t* p = anon_pages(bytes, huge);
+      if (p == nullptr) {
+        std::printf("pin: mmap failed\n");
+        continue;
+      }
+      const double touch_ms = ms_since(t0);
+      const long huge1 = anon_huge_kib();
+      const auto t1 = Clock::now();
+      const cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
+      const double reg_ms = ms_since(t1);
+      double dma = 0;
+      if (e == cudaSuccess) {
+        const std::size_t slot = std::size_t{4} << 20;
+        const int threads = static_cast<int>(std::min<std::size_t>(8, bytes / (2 * slot)));
+        if (threads > 0) dma = best_of(3, [&] { return pipeline(src, dev, p, threads, slot, Host::kNone, true); });
+        const auto t2 = Clock::now();
+        check(cudaHostUnregister(p), "cudaHostUnregister");
+        std::printf("pin %4zu MiB %-24s touch %6.2f ms + register %6.2f ms = %.3f ms/MiB (huge pages %ld MiB), "
+                    "unregister %.2f ms, dma %.1f GB/s\n",
+                    mib, huge ? "anon THP + register" : "anon 4K + register", touch_ms, reg_ms,
+                    (touch_ms + reg_ms) / mib, (huge1 - huge0) / 1024, ms_since(t2), dma);
+      } else {
+        (void)cudaGetLastError();
+        std::printf("pin %4zu MiB %s: cudaHostRegister failed: %s\n", mib, huge ? "THP" : "4K", cudaGetErrorString(e));
+      }
+      ::munmap(p, bytes);  // the alignment slack stays mapped: a probe, not a library
+    }
+  }
+}
+
+// Single runs of the pipeline as a load makes them: fresh device memory,
+// new threads and streams, no best-of.
+void cold_runs(const Source& src, std::size_t slot, int threads) {
+  std::uint8_t* pinned = nullptr;
+  check(cudaHostAlloc(reinterpret_cast<void**>(&pinned), static_cast<std::size_t>(threads) * 2 * slot,
+                      cudaHostAllocWriteCombined),
+        "alloc");
+  for (int run = 0; run < 3; ++run) {
+    std::uint8_t* fresh = nullptr;
+    check(cudaMalloc(reinterpret_cast<void**>(&fresh), src.bytes), "cudaMalloc");
+    const double cold = pipeline(src, fresh, pinned, threads, slot, Host::kPread, true);
+    const double again = pipeline(src, fresh, pinned, threads, slot, Host::kPread, true);
+    std::printf("cold run %d, %2d threads x %4zu KiB, pread: fresh device memory %.1f GB/s, same memory again %.1f GB/s\n",
+                run, threads, slot >> 10, cold, again);
+    check(cudaFree(fresh), "cudaFree");
+  }
+  cudaFreeHost(pinned);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,6 +280,14 @@ int main(int argc, char** argv) {
   std::uint8_t* dev = nullptr;
   check(cudaMalloc(reinterpret_cast<void**>(&dev), bytes), "cudaMalloc");
 
+  const std::string mode = argc > 3 ? argv[3] : "all";
+  if (mode == "all" || mode == "pin") {
+    pin_costs(src, dev, std::size_t{64} << 20);
+    pin_costs(src, dev, std::size_t{256} << 20);
+    cold_runs(src, std::size_t{4} << 20, 8);
+    cold_runs(src, std::size_t{4} << 20, 16);
+    if (mode == "pin") return 0;
+  }
   // The bar: one pinned buffer, 32 MiB synchronous pieces.
   {
     std::uint8_t* host = nullptr;

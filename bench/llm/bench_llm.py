@@ -226,7 +226,8 @@ def find_binary(build, *candidates):
 
 def generate_cmd(a, quant, manifest):
     cmd = [find_binary(a.build, "examples/generate/generate", "generate"), os.path.join(a.work, quant, "llm.pte"),
-           "--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
+           "--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps),
+           "--profile-kernels"]  # after the timed runs: where prefill's and decode's GPU time goes
     ref = (manifest or {}).get("reference") or {}
     if ref.get("tokens") and str(ref.get("prompt_len")) == a.prompt_lens.split(",")[0]:
         cmd += ["--expect-tokens", ",".join(str(t) for t in ref["tokens"])]

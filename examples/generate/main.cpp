@@ -1,7 +1,7 @@
 // generate: greedy decoding with an LLM program (prefill + decode methods), everything on the GPU.
 //
 //   generate llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]
-//                    [--expect-tokens 5,9,...] [--no-graphs] [--json OUT]
+//                    [--expect-tokens 5,9,...] [--no-graphs] [--profile-kernels] [--json OUT]
 //
 // The program is what tools/export/llm/export_llm.py writes (ExecuTorch 1.2 CUDA backend):
 //   prefill(tokens i64[1,T])         -> (logits bf16[1,V], next_token i64[1,1])
@@ -18,6 +18,8 @@
 // Without --prompt-ids, each length in --prompt-lens makes the benchmark's prompt,
 // id_i = (7919 * i + 13) mod V. Printed: load time by phase, GPU memory, time to first token
 // (prefill -> next token ready; first call and median of --reps) and decode tokens/s.
+// --profile-kernels: afterwards, one more prefill and decode step with RunOptions::profile_kernels,
+// printing where each spends its GPU time (the kernels, largest first, and by kind).
 #include <aoti_cuda/aoti_cuda.hpp>
 #include <cuda_runtime_api.h>
 
@@ -60,6 +62,7 @@ struct Options {
   std::vector<int64_t> prompt_ids, prompt_lens{128, 512}, expect;
   int new_tokens = 256, reps = 5;
   bool graphs = true;
+  bool profile_kernels = false;
 };
 
 // Results as "key": value pairs, printed as one JSON object at the end.
@@ -101,8 +104,17 @@ struct Generator {
     module.execute_into("prefill", {tokens_on_device}, {logits, at(ids, 0, {1, 1})}, run);
   }
   // Decode step `i` at position `p`: reads ids[i], writes ids[i + 1].
-  void decode(int64_t i, int64_t p) {
-    module.execute_into("decode", {at(ids, i, {1, 1}), at(positions, p, {1})}, {logits, at(ids, i + 1, {1, 1})}, run);
+  void decode(int64_t i, int64_t p, aoti_cuda::RunProfile* profile = nullptr) {
+    aoti_cuda::RunOptions ro = run;
+    ro.profile = profile;
+    ro.profile_kernels = profile != nullptr;
+    module.execute_into("decode", {at(ids, i, {1, 1}), at(positions, p, {1})}, {logits, at(ids, i + 1, {1, 1})}, ro);
+  }
+  void prefill_profiled(const Tensor& tokens_on_device, aoti_cuda::RunProfile* profile) {
+    aoti_cuda::RunOptions ro = run;
+    ro.profile = profile;
+    ro.profile_kernels = true;
+    module.execute_into("prefill", {tokens_on_device}, {logits, at(ids, 0, {1, 1})}, ro);
   }
   std::vector<int64_t> generated(int64_t n) const {
     std::vector<int64_t> out(static_cast<size_t>(n));
@@ -156,6 +168,48 @@ std::vector<int64_t> run_prompt(Generator& g, const std::vector<int64_t>& ids, c
   r.num(key + "decode_tok_s", o.new_tokens / (decode_ms / 1000.0));
   r.ids(key + "tokens", std::vector<int64_t>(out.begin(), out.begin() + std::min<size_t>(out.size(), 32)));
   return out;
+}
+
+// The kind of a kernel, from its name: Triton kernels as Inductor names them
+// (triton_tem = a matmul template, red/per = reductions, poi = pointwise), else the name.
+std::string kernel_kind(const std::string& name) {
+  if (name.rfind("triton_tem_", 0) == 0) return "triton matmul templates (triton_tem_*)";
+  if (name.rfind("triton_red_", 0) == 0 || name.rfind("triton_per_", 0) == 0) return "triton reductions (triton_red/per_*)";
+  if (name.rfind("triton_poi_", 0) == 0) return "triton pointwise (triton_poi_*)";
+  if (name.rfind("triton_", 0) == 0) return "other triton kernels";
+  return name;
+}
+
+// Prints one profiled call: its kernels by kind, then the largest ones; adds the kinds to `r`.
+void report_kernels(const char* what, const aoti_cuda::RunProfile& p, const std::string& key, Report& r) {
+  double sum = 0;
+  int launches = 0;
+  std::vector<std::pair<std::string, std::pair<double, int>>> kinds;
+  for (const aoti_cuda::KernelProfile& k : p.kernels) {
+    sum += k.gpu_ms;
+    launches += k.launches;
+    const std::string kind = kernel_kind(k.name);
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& e) { return e.first == kind; });
+    if (it == kinds.end()) it = kinds.insert(kinds.end(), {kind, {0.0, 0}});
+    it->second.first += k.gpu_ms;
+    it->second.second += k.launches;
+  }
+  std::sort(kinds.begin(), kinds.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::printf("kernels of one %s call: %d launches, %.3f ms of kernel time (call: %.3f ms GPU, %.3f ms host)\n", what,
+              launches, sum, p.gpu_ms, p.host_ms);
+  std::string json = "{";
+  for (const auto& [kind, v] : kinds) {
+    std::printf("  %-45s %4d launches %8.3f ms %5.1f%%\n", kind.c_str(), v.second, v.first, sum > 0 ? 100 * v.first / sum : 0);
+    json += (json.size() > 1 ? ", \"" : "\"") + kind + "\": [" + std::to_string(v.second) + ", " + std::to_string(v.first) + "]";
+  }
+  std::printf("  largest:\n");
+  for (size_t i = 0; i < p.kernels.size() && i < 8; ++i) {
+    const aoti_cuda::KernelProfile& k = p.kernels[i];
+    std::printf("  %-60.60s %4d x %7.4f ms = %7.3f ms\n", k.name.c_str(), k.launches, k.gpu_ms / k.launches, k.gpu_ms);
+  }
+  r.add(key + "kernel_kinds", json + "}");
+  r.num(key + "kernel_ms", sum);
+  r.num(key + "kernel_launches", launches);
 }
 
 void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Report& r) {
@@ -238,6 +292,15 @@ int generate(const Options& o) {
         r.num("expect_count", static_cast<double>(o.expect.size()));
       }
     }
+    if (o.profile_kernels) {  // after the measurements: profiling slows the calls it profiles
+      const std::vector<int64_t>& last = prompts.back();
+      const int64_t len = static_cast<int64_t>(last.size());
+      aoti_cuda::RunProfile prefill_profile, decode_profile;
+      g.prefill_profiled(device_prompt(last), &prefill_profile);
+      report_kernels(("prefill (" + std::to_string(len) + " tokens)").c_str(), prefill_profile, "prefill_", r);
+      g.decode(0, len, &decode_profile);
+      report_kernels("decode", decode_profile, "decode_", r);
+    }
   }
   const aoti_cuda::GraphStatus gs = module.graph_status("decode");
   if (!gs.requested) std::printf("decode CUDA graphs: off\n");
@@ -266,7 +329,7 @@ int main(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (a == "-h" || a == "--help") {
       std::printf("usage: %s llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]\n"
-                  "                  [--expect-tokens ids] [--no-graphs] [--json OUT]\n", argv[0]);
+                  "                  [--expect-tokens ids] [--no-graphs] [--profile-kernels] [--json OUT]\n", argv[0]);
       return 0;
     } else if (a == "--prompt-ids" && has_value) o.prompt_ids = parse_ids(argv[++i]);
     else if (a == "--prompt-lens" && has_value) o.prompt_lens = parse_ids(argv[++i]);
@@ -275,6 +338,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps" && has_value) o.reps = std::stoi(argv[++i]);
     else if (a == "--json" && has_value) o.json = argv[++i];
     else if (a == "--no-graphs") o.graphs = false;
+    else if (a == "--profile-kernels") o.profile_kernels = true;
     else if (o.program.empty() && a.rfind("--", 0) != 0) o.program = a;
     else {
       std::fprintf(stderr, "unknown or incomplete option %s (see --help)\n", a.c_str());

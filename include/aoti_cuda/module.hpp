@@ -183,11 +183,24 @@ struct StepProfile {
   double gpu_ms = -1;
 };
 
+/// GPU time of one kernel in a call (RunOptions::profile_kernels), summed
+/// over its launches.
+struct KernelProfile {
+  /// The kernel's name as the driver reports it (e.g. a Triton kernel
+  /// "triton_tem_fused_mm_0"), or "aoti_cuda <op>" for the SDK's own kernels.
+  std::string name;
+  int launches = 0;
+  double gpu_ms = 0;  ///< sum over the launches of the time between CUDA events around each
+};
+
 /// Per-call profile: the steps in execution order.
 struct RunProfile {
   std::vector<StepProfile> steps;
   double host_ms = 0;  ///< the whole call, wall time
   double gpu_ms = -1;  ///< from the first step's start event to the last step's end event (-1 on CPU)
+  /// With RunOptions::profile_kernels: every kernel the call launched, by
+  /// name, largest gpu_ms first. Empty otherwise.
+  std::vector<KernelProfile> kernels;
 };
 
 /// Options of one execute()/forward() call.
@@ -213,6 +226,12 @@ struct RunOptions {
   /// the GPU before it returns, even on a caller stream. Leave null for runs
   /// you measure from outside: the events cost a few microseconds per step.
   RunProfile* profile = nullptr;
+  /// With `profile`: also time every kernel the model libraries (and the
+  /// SDK's own ops) launch, into RunProfile::kernels: where a method's GPU
+  /// time goes. Each launch gets two CUDA events, and the call takes the
+  /// plain path (a graph replay has no per-kernel times), so its step times
+  /// are not those of an unprofiled call.
+  bool profile_kernels = false;
 };
 
 /// How CUDA graphs fare for one method (Module::graph_status).

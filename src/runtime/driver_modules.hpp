@@ -12,6 +12,9 @@
 // (opened lazily; libaoti_cuda does not link the driver).
 //
 // AOTI_CUDA_NO_MODULE_TRACKING=1 turns the recording off (forwarding stays).
+//
+// cuLaunchKernel is passed through the same way, so that a call that
+// profiles its kernels (common/kernel_timer.hpp) can time each launch.
 #pragma once
 
 #include <mutex>

@@ -381,9 +381,10 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
   // after the previous stateful one (runtime/state.hpp). Held until return.
   // State buffers keep their addresses, so captured graphs stay valid.
   const StateManager::Lease state_lease = StateManager::enter(m, ro.session, run.stream);
-  Profiler profiler(ro.profile, run.stream, cuda);
+  Profiler profiler(ro.profile, run.stream, cuda, ro.profile_kernels);
   run.profiler = &profiler;
-  const bool graphs = graphs_wanted(m, target, ro);
+  // Timing each kernel needs the plain path: a graph replay is one launch.
+  const bool graphs = !profiler.times_kernels() && graphs_wanted(m, target, ro);
   std::vector<Tensor> result;
   if (graphs) {
     bool replayed = false;

@@ -85,7 +85,7 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
     const int threads = default_upload_threads();
     try {
       staging_ = std::make_unique<StagingBlocks>(target_.ordinal(), threads, staging_slot_bytes(largest_blob, threads),
-                                                 StagedUploadOptions{}.write_combined);
+                                                 default_staging_memory());
     } catch (const std::exception&) {
       // No memory for the bookkeeping: each upload allocates its own.
     }

@@ -7,8 +7,13 @@ namespace aoti_cuda::runtime {
 
 using common::check_cuda;
 
-Profiler::Profiler(RunProfile* out, void* stream, bool cuda)
-    : out_(out), stream_(static_cast<cudaStream_t>(stream)), cuda_(cuda), t_call_(common::Clock::now()) {}
+Profiler::Profiler(RunProfile* out, void* stream, bool cuda, bool kernels)
+    : out_(out), stream_(static_cast<cudaStream_t>(stream)), cuda_(cuda), t_call_(common::Clock::now()) {
+  if (out_ != nullptr && cuda_ && kernels) {
+    kernel_timer_ = std::make_unique<common::KernelTimer>();
+    kernel_scope_.emplace(kernel_timer_.get());
+  }
+}
 
 Profiler::~Profiler() {
   for (Step& s : steps_) {
@@ -57,6 +62,10 @@ void Profiler::finish() {
   }
   float total = 0;
   if (first != nullptr && cudaEventElapsedTime(&total, first, last) == cudaSuccess) p.gpu_ms = total;
+  if (kernel_timer_ != nullptr) {
+    kernel_scope_.reset();  // nothing launched after this point belongs to the call
+    for (common::KernelTime& k : kernel_timer_->finish()) p.kernels.push_back({std::move(k.name), k.launches, k.gpu_ms});
+  }
   *out_ = std::move(p);
 }
 

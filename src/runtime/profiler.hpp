@@ -6,10 +6,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "aoti_cuda/module.hpp"
+#include "common/kernel_timer.hpp"
 #include "common/text.hpp"
 
 namespace aoti_cuda::runtime {
@@ -17,7 +20,9 @@ namespace aoti_cuda::runtime {
 class Profiler {
  public:
   /// `out` null: disabled. `stream` is the run stream (ignored when !cuda).
-  Profiler(RunProfile* out, void* stream, bool cuda);
+  /// `kernels` (with out and cuda): times every kernel launched from this
+  /// thread while the profiler lives (common/kernel_timer.hpp).
+  Profiler(RunProfile* out, void* stream, bool cuda, bool kernels = false);
   ~Profiler();  ///< destroys the events (never throws)
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
@@ -26,6 +31,8 @@ class Profiler {
   /// Starts a step; end_step() closes the most recent one.
   void begin_step(std::string what);
   void end_step();
+  /// Whether kernel launches are being timed.
+  bool times_kernels() const noexcept { return kernel_timer_ != nullptr; }
   /// Waits for the recorded events and writes the profile. Throws Error(kCuda).
   void finish();
 
@@ -57,6 +64,8 @@ class Profiler {
   bool cuda_;
   common::Clock::time_point t_call_;
   std::vector<Step> steps_;
+  std::unique_ptr<common::KernelTimer> kernel_timer_;
+  std::optional<common::KernelTimer::Scope> kernel_scope_;
 };
 
 }  // namespace aoti_cuda::runtime

@@ -105,23 +105,23 @@ std::size_t staging_slot_bytes(std::size_t total, int threads) noexcept {
   return slot;
 }
 
-StagingBlocks::StagingBlocks(int device, int threads, std::size_t slot_bytes, bool write_combined)
+StagingBlocks::StagingBlocks(int device, int threads, std::size_t slot_bytes, StagingMemory memory)
     : threads_(std::max(threads, 1)), slot_bytes_(std::max<std::size_t>(slot_bytes, 1)) {
   blocks_.resize(static_cast<std::size_t>(threads_));
   try {
-    thread_ = std::thread(&StagingBlocks::allocate_all, this, device, write_combined);
+    thread_ = std::thread(&StagingBlocks::allocate_all, this, device, memory);
   } catch (const std::system_error&) {
-    allocate_all(device, write_combined);  // no thread for it: allocate now
+    allocate_all(device, memory);  // no thread for it: allocate now
   }
 }
 
-void StagingBlocks::allocate_all(int device, bool write_combined) {
+void StagingBlocks::allocate_all(int device, StagingMemory memory) {
   for (int i = 0; i < threads_; ++i) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (stop_) break;
     }
-    StagingBlock b = StagingBlock::allocate(device, 2 * slot_bytes_, write_combined);
+    StagingBlock b = StagingBlock::allocate(device, 2 * slot_bytes_, memory);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       blocks_[static_cast<std::size_t>(i)] = b;
@@ -150,12 +150,71 @@ StagingBlocks::~StagingBlocks() {
   for (StagingBlock& b : blocks_) b.release();
 }
 
-StagingBlock StagingBlock::allocate(int device, std::size_t bytes, bool write_combined) noexcept {
+namespace {
+
+#ifndef MADV_HUGEPAGE
+#define MADV_HUGEPAGE 14
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels answer EINVAL
+#endif
+
+// Anonymous memory aligned to 2 MiB, asked to be backed by transparent huge
+// pages and populated (every page allocated now, so that registering it
+// pins memory that exists), then registered. ptr null when any step fails.
+StagingBlock huge_page_block(std::size_t bytes) noexcept {
+  constexpr std::size_t kHuge = std::size_t{2} << 20;
   StagingBlock b;
+  const std::size_t len = (bytes + kHuge - 1) / kHuge * kHuge;
+  void* raw = ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return b;
+  auto* p = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(raw) + kHuge - 1) / kHuge * kHuge);
+  (void)::madvise(p, len, MADV_HUGEPAGE);  // best effort: 4 KiB pages still work, only slower to pin
+  if (::madvise(p, len, MADV_POPULATE_WRITE) != 0) {
+    for (std::size_t at = 0; at < len; at += 4096) p[at] = 0;  // older kernels: fault each page in
+  }
+  if (cudaHostRegister(p, len, cudaHostRegisterDefault) != cudaSuccess) {
+    (void)cudaGetLastError();
+    ::munmap(raw, len + kHuge);
+    return b;
+  }
+  b.ptr = p;
+  b.bytes = bytes;
+  b.memory = StagingMemory::kHugePages;
+  b.mapping = raw;
+  b.mapping_bytes = len + kHuge;
+  return b;
+}
+
+}  // namespace
+
+StagingMemory default_staging_memory() noexcept {
+  if (const char* v = std::getenv("AOTI_CUDA_STAGING"); v != nullptr) {
+    if (std::strcmp(v, "wc") == 0) return StagingMemory::kWriteCombined;
+    if (std::strcmp(v, "hostalloc") == 0) return StagingMemory::kHostAlloc;
+  }
+  return StagingMemory::kHugePages;
+}
+
+const char* staging_memory_name(StagingMemory m) noexcept {
+  switch (m) {
+    case StagingMemory::kHugePages: return "huge pages, registered";
+    case StagingMemory::kWriteCombined: return "cudaHostAlloc, write-combined";
+    case StagingMemory::kHostAlloc: return "cudaHostAlloc";
+  }
+  return "?";
+}
+
+StagingBlock StagingBlock::allocate(int device, std::size_t bytes, StagingMemory memory) noexcept {
   common::DeviceGuard guard(device, common::DeviceGuard::OnFailure::kIgnore);
-  // Write-combined: the host only writes these pages and the GPU only reads
-  // them, so the CPU's stores need not read the lines first nor the DMA snoop caches.
-  const unsigned flags = write_combined ? cudaHostAllocWriteCombined : cudaHostAllocDefault;
+  if (memory == StagingMemory::kHugePages) {
+    StagingBlock b = huge_page_block(bytes);
+    if (b.ptr != nullptr) return b;
+    memory = StagingMemory::kWriteCombined;
+  }
+  StagingBlock b;
+  b.memory = memory;
+  const unsigned flags = memory == StagingMemory::kWriteCombined ? cudaHostAllocWriteCombined : cudaHostAllocDefault;
   if (cudaHostAlloc(&b.ptr, bytes, flags) == cudaSuccess) {
     b.bytes = bytes;
   } else {
@@ -166,9 +225,18 @@ StagingBlock StagingBlock::allocate(int device, std::size_t bytes, bool write_co
 }
 
 void StagingBlock::release() noexcept {
-  if (ptr != nullptr) (void)cudaFreeHost(ptr);
+  if (ptr != nullptr) {
+    if (mapping != nullptr) {
+      (void)cudaHostUnregister(ptr);
+      ::munmap(mapping, mapping_bytes);
+    } else {
+      (void)cudaFreeHost(ptr);
+    }
+  }
   ptr = nullptr;
   bytes = 0;
+  mapping = nullptr;
+  mapping_bytes = 0;
 }
 
 namespace {
@@ -286,7 +354,7 @@ cudaError_t run_upload(const std::vector<RecordedCopy>& copies, int device, cons
   std::unique_ptr<StagingBlocks> own;
   if (staging == nullptr) {
     try {
-      own = std::make_unique<StagingBlocks>(device, threads, slot, options.write_combined);
+      own = std::make_unique<StagingBlocks>(device, threads, slot, options.memory);
     } catch (const std::exception&) {
       result->fallback = "no pinned staging memory could be had: copied directly";
       *what = "cudaMemcpy";
@@ -387,7 +455,7 @@ WeightUploadScope::WeightUploadScope(ByteView blob, int device, StagingBlocks* s
     const int threads = default_upload_threads();
     try {
       own_staging_ = std::make_unique<StagingBlocks>(device, threads, staging_slot_bytes(blob.size, threads),
-                                                     StagedUploadOptions{}.write_combined);
+                                                     default_staging_memory());
       staging_ = own_staging_.get();
     } catch (const std::exception&) {
       // No memory for the bookkeeping: flush() allocates instead.

@@ -92,6 +92,23 @@ struct FileSource {
   const std::uint8_t* base = nullptr;
 };
 
+/// How staging memory is page-locked. Page-locking is what a large upload
+/// waits for (cudaHostAlloc: about 0.38 ms per MiB on the H200 machine), so
+/// the default is the cheapest kind that works here:
+///   kHugePages:     anonymous memory on transparent huge pages, registered
+///                   with cudaHostRegister (one pin per 2 MiB page, not per
+///                   4 KiB page); falls back to kWriteCombined when the
+///                   registration is refused;
+///   kWriteCombined: cudaHostAlloc(cudaHostAllocWriteCombined): the host only
+///                   writes these pages and the GPU only reads them, so the
+///                   CPU's stores need not read the lines first;
+///   kHostAlloc:     cudaHostAlloc, default flags.
+enum class StagingMemory { kHugePages, kWriteCombined, kHostAlloc };
+
+/// AOTI_CUDA_STAGING=huge|wc|hostalloc when set, else kHugePages.
+StagingMemory default_staging_memory() noexcept;
+const char* staging_memory_name(StagingMemory m) noexcept;
+
 /// How upload_staged copies. The defaults are what loads use.
 struct StagedUploadOptions {
   /// Copy threads; <= 0: AOTI_CUDA_UPLOAD_THREADS when set, else one per
@@ -103,20 +120,23 @@ struct StagedUploadOptions {
   std::size_t slot_bytes = 0;
   /// Fill slots with pread from the FileSource when there is one.
   bool read_file = true;
-  /// Write-combined pinned memory (cudaHostAllocWriteCombined).
-  bool write_combined = true;
+  /// What the pinned slots are made of (default_staging_memory()).
+  StagingMemory memory = default_staging_memory();
   /// memcpy only: each thread asks the kernel to map a chunk's source pages
   /// in one call (MADV_POPULATE_READ, Linux 5.14+) before copying it,
   /// instead of taking a page fault every few pages; ignored where unsupported.
   bool populate = true;
 };
 
-/// One page-locked host block (cudaHostAlloc); plain value, freed by release().
+/// One page-locked host block; plain value, freed by release().
 struct StagingBlock {
   void* ptr = nullptr;
   std::size_t bytes = 0;
-  /// {nullptr, 0} when refused (never throws).
-  static StagingBlock allocate(int device, std::size_t bytes, bool write_combined) noexcept;
+  StagingMemory memory = StagingMemory::kWriteCombined;  ///< what it is made of (after any fallback)
+  void* mapping = nullptr;        ///< kHugePages: the anonymous mapping that holds ptr
+  std::size_t mapping_bytes = 0;  ///< ... and its length
+  /// ptr null when refused (never throws).
+  static StagingBlock allocate(int device, std::size_t bytes, StagingMemory memory) noexcept;
   void release() noexcept;
 };
 
@@ -138,7 +158,7 @@ int default_upload_threads() noexcept;
 /// under way) and frees every block.
 class StagingBlocks {
  public:
-  StagingBlocks(int device, int threads, std::size_t slot_bytes, bool write_combined);
+  StagingBlocks(int device, int threads, std::size_t slot_bytes, StagingMemory memory);
   ~StagingBlocks();
   StagingBlocks(const StagingBlocks&) = delete;
   StagingBlocks& operator=(const StagingBlocks&) = delete;
@@ -149,7 +169,7 @@ class StagingBlocks {
   std::uint8_t* wait(int i);
 
  private:
-  void allocate_all(int device, bool write_combined);
+  void allocate_all(int device, StagingMemory memory);
   const int threads_;
   const std::size_t slot_bytes_;
   std::mutex mutex_;

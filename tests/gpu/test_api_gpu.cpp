@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -106,4 +107,47 @@ TEST_CASE("gpu: outputs saved as .npy load back identical; check_library passes 
   o.weights = d.weights;
   const aoti_cuda::LibraryReport r = aoti_cuda::check_library(d.so, o);
   CHECK_MESSAGE(r.runnable(), r.failures());
+}
+
+TEST_CASE("gpu: RunOptions::profile_kernels names every kernel a call launches, also under graphs" * AOTI_CUDA_GPU_CASE) {
+  aoti_cuda::LoadOptions lo;
+  lo.cuda_graph_methods = {"forward"};
+  Module m(fx("mlp_int4"), lo);
+  const Tensor x = read_input("mlp_int4", "forward.in0.bin", m.method_meta("forward").inputs[0]).to_device();
+  for (int i = 0; i < 3; ++i) (void)m.forward({x});  // kernels loaded, graph captured and replayed
+  const std::size_t replays = m.graph_status("forward").replays;
+  CHECK(replays >= 1);
+  aoti_cuda::RunProfile prof;
+  aoti_cuda::RunOptions ro;
+  ro.profile = &prof;
+  ro.profile_kernels = true;
+  const std::vector<Tensor> out = m.forward({x}, ro);
+  CHECK(m.graph_status("forward").replays == replays);  // per-kernel times need the plain path
+  REQUIRE_FALSE(prof.kernels.empty());
+  double sum = 0;
+  bool int4 = false, triton = false;
+  for (const aoti_cuda::KernelProfile& k : prof.kernels) {
+    CAPTURE(k.name);
+    CHECK(k.launches >= 1);
+    CHECK(k.gpu_ms > 0);
+    CHECK(k.name.rfind("kernel 0x", 0) != 0);  // the driver named it
+    int4 = int4 || k.name == "aoti_cuda _weight_int4pack_mm";
+    triton = triton || k.name.rfind("triton_", 0) == 0;
+    sum += k.gpu_ms;
+    std::printf("mlp_int4 kernel %-50s %d x %.4f ms\n", k.name.c_str(), k.launches, k.gpu_ms);
+  }
+  CHECK(int4);    // the SDK's own kernel
+  CHECK(triton);  // the model library's kernels, through the cuLaunchKernel pass-through
+  for (std::size_t i = 1; i < prof.kernels.size(); ++i) CHECK(prof.kernels[i - 1].gpu_ms >= prof.kernels[i].gpu_ms);
+  CHECK(sum <= prof.gpu_ms * 1.05 + 0.01);  // kernels run inside the call's GPU time
+  // The same outputs as an unprofiled call (graph replay), and nothing timed afterwards.
+  const std::vector<Tensor> again = m.forward({x});
+  const Tensor a = again.at(0).to_host(), b = out.at(0).to_host();
+  REQUIRE(a.nbytes() == b.nbytes());
+  CHECK(std::memcmp(a.data(), b.data(), a.nbytes()) == 0);
+  aoti_cuda::RunProfile plain_prof;
+  ro.profile = &plain_prof;
+  ro.profile_kernels = false;
+  (void)m.forward({x}, ro);
+  CHECK(plain_prof.kernels.empty());
 }

@@ -312,26 +312,31 @@ double upload(const std::uint8_t* src, std::size_t n, void* dev) {
 void print_staged_sweep(const std::vector<aoti_cuda::runtime::RecordedCopy>& copies, aoti_cuda::ByteView blob,
                         const aoti_cuda::runtime::FileSource& file, double t_pinned) {
   const double gb = double(blob.size) / 1e9;
+  using aoti_cuda::runtime::StagingMemory;
   struct Variant {
     int threads;
     std::size_t slot_kib;
-    bool write_combined, read_file;
+    StagingMemory memory;
+    bool read_file;
   };
-  for (const Variant v : {Variant{8, 1024, true, false}, Variant{8, 1024, true, true}, Variant{8, 2048, true, true},
-                          Variant{8, 4096, true, true}, Variant{8, 4096, false, true}, Variant{16, 2048, true, true}}) {
+  constexpr StagingMemory kHuge = StagingMemory::kHugePages, kWc = StagingMemory::kWriteCombined;
+  for (const Variant v : {Variant{8, 1024, kWc, false}, Variant{8, 1024, kWc, true}, Variant{8, 4096, kWc, true},
+                          Variant{8, 4096, StagingMemory::kHostAlloc, true}, Variant{8, 2048, kHuge, true},
+                          Variant{8, 4096, kHuge, true}, Variant{8, 8192, kHuge, true}, Variant{16, 4096, kHuge, true}}) {
     aoti_cuda::runtime::StagedUploadOptions o;
     o.threads = v.threads;
     o.slot_bytes = v.slot_kib << 10;
-    o.write_combined = v.write_combined;
+    o.memory = v.memory;
     o.read_file = v.read_file;
     double best = 1e9, best_setup = 0;
     for (int rep = 0; rep < 2; ++rep) {
       aoti_cuda::runtime::release_pages(blob);
       const auto t = std::chrono::steady_clock::now();
       // The staging block apart, to see what page-locking it costs.
-      auto block = aoti_cuda::runtime::StagingBlock::allocate(0, std::size_t(v.threads) * 2 * o.slot_bytes,
-                                                              v.write_combined);
+      auto block = aoti_cuda::runtime::StagingBlock::allocate(0, std::size_t(v.threads) * 2 * o.slot_bytes, v.memory);
       const double setup = seconds_since(t);
+      CHECK(block.ptr != nullptr);
+      CHECK(block.memory == v.memory);  // no fallback: the kind asked for is the kind measured
       block.release();
       const auto t2 = std::chrono::steady_clock::now();
       const auto r = aoti_cuda::runtime::upload_staged(copies, 0, o, file);
@@ -341,9 +346,9 @@ void print_staged_sweep(const std::vector<aoti_cuda::runtime::RecordedCopy>& cop
         best_setup = setup;
       }
     }
-    std::printf("  staged sweep: %2d threads, %4zu KiB slots, write-combined %-3s, filled by %-6s: %.1f GB/s = %.0f%% of "
+    std::printf("  staged sweep: %2d threads, %4zu KiB slots, %-29s, filled by %-6s: %.1f GB/s = %.0f%% of "
                 "pinned (page-locking the slots alone: %.2f ms)\n",
-                v.threads, v.slot_kib, v.write_combined ? "on" : "off", v.read_file ? "pread" : "memcpy", gb / best,
+                v.threads, v.slot_kib, aoti_cuda::runtime::staging_memory_name(v.memory), v.read_file ? "pread" : "memcpy", gb / best,
                 100.0 * t_pinned / best, best_setup * 1e3);
   }
 }
@@ -433,7 +438,7 @@ TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs 
     const int threads = aoti_cuda::runtime::default_upload_threads();
     const std::size_t slot = aoti_cuda::runtime::staging_slot_bytes(kBytes, threads);
     const auto t_lock = std::chrono::steady_clock::now();
-    aoti_cuda::runtime::StagingBlocks blocks(0, threads, slot, true);
+    aoti_cuda::runtime::StagingBlocks blocks(0, threads, slot, aoti_cuda::runtime::default_staging_memory());
     for (int i = 0; i < threads; ++i) REQUIRE(blocks.wait(i) != nullptr);
     const double lock_s = seconds_since(t_lock);
     aoti_cuda::runtime::release_pages(blob);
@@ -441,9 +446,10 @@ TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs 
     const auto r = aoti_cuda::runtime::upload_staged(copies, 0, {}, file, &blocks);
     const double t = seconds_since(t0);
     CHECK(r.threads == threads);
-    std::printf("staged upload, staging page-locked beforehand (%d threads, %zu KiB slots, page-locking %.1f ms): "
+    std::printf("staged upload, staging page-locked beforehand (%d threads, %zu KiB slots, %s, page-locking %.1f ms): "
                 "%.1f GB/s = %.0f%% of pinned\n",
-                threads, slot >> 10, lock_s * 1e3, gb / t, 100.0 * t_pinned / t);
+                threads, slot >> 10, aoti_cuda::runtime::staging_memory_name(aoti_cuda::runtime::default_staging_memory()),
+                lock_s * 1e3, gb / t, 100.0 * t_pinned / t);
   }
   aoti_cuda::runtime::release_pages(blob);
   REQUIRE(cudaMemset(dev, 0, kBytes) == cudaSuccess);

@@ -12,6 +12,7 @@
 #include "aoti_cuda/tensor.hpp"
 #include "common/cuda.hpp"
 #include "common/dtype_convert.hpp"
+#include "common/kernel_timer.hpp"
 #include "common/strided_copy.hpp"
 #include "common/text.hpp"
 #include "format/elf.hpp"
@@ -107,4 +108,31 @@ TEST_CASE("format: the GNU_UNIQUE scan shares the bounds-checked ELF walker and 
   CHECK(aoti_cuda::format::gnu_unique_symbol_offsets({elf.data(), elf.size()}).empty());
   // The public walker reports the same table as a bounds failure.
   CHECK_THROWS_WITH_AS(aoti_cuda::inspect_elf({elf.data(), elf.size()}), doctest::Contains("bounds"), aoti_cuda::Error);
+}
+
+TEST_CASE("kernel timer: current only inside its scope; without a GPU nothing is recorded and nothing leaks") {
+  using aoti_cuda::common::KernelTimer;
+  CHECK(KernelTimer::current() == nullptr);
+  KernelTimer outer, inner;
+  {
+    KernelTimer::Scope a(&outer);
+    CHECK(KernelTimer::current() == &outer);
+    {
+      KernelTimer::Scope b(&inner);
+      CHECK(KernelTimer::current() == &inner);
+    }
+    CHECK(KernelTimer::current() == &outer);
+    // No timer: a no-op, whatever happens to the launch.
+    KernelTimer::Launch none(nullptr, nullptr, "x", nullptr);
+    none.done(true);
+  }
+  CHECK(KernelTimer::current() == nullptr);
+  {
+    // Events cannot be had without a GPU (or the launch "failed"): the launch is left out.
+    KernelTimer::Launch failed(&outer, nullptr, "failed launch", nullptr);
+    failed.done(false);
+    KernelTimer::Launch unfinished(&outer, nullptr, "threw before done()", nullptr);
+  }
+  CHECK(outer.finish().empty());
+  CHECK(aoti_cuda::common::kernel_function_name(nullptr).rfind("kernel ", 0) == 0);
 }

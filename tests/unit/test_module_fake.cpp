@@ -608,6 +608,13 @@ TEST_CASE("module(fake): RunOptions::profile times staging, the delegate, its ou
                                           "outputs of delegate 0 (forward)", "collect outputs"});
   CHECK(prof.host_ms >= sum);
   CHECK(prof.gpu_ms == -1);
+  CHECK(prof.kernels.empty());
+  // Kernel times are GPU times: a CPU Module's profile has none, and the call still runs.
+  ro.profile_kernels = true;
+  out = m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))}, ro);
+  CHECK(out.size() == 2);
+  CHECK(prof.steps.size() == 4);
+  CHECK(prof.kernels.empty());
   // Without a RunProfile nothing is recorded (and the old one is left alone).
   m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))});
   CHECK(prof.steps.size() == 4);

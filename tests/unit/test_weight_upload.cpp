@@ -199,11 +199,40 @@ TEST_CASE("weight upload: staging slot size follows the bytes to carry, 1 to 4 M
 TEST_CASE("weight upload: staging blocks are each decided once, and out-of-range ones are null") {
   // Without a GPU every block is refused (nullptr); with one, each is page-locked.
   // Either way wait() returns for every block, and the destructor frees them.
-  aoti_cuda::runtime::StagingBlocks blocks(0, 3, std::size_t{1} << 20, true);
-  const bool first = blocks.wait(0) != nullptr;
-  for (int i = 1; i < 3; ++i) CHECK((blocks.wait(i) != nullptr) == first);
-  CHECK(blocks.wait(3) == nullptr);
-  CHECK(blocks.wait(-1) == nullptr);
-  CHECK(blocks.threads() == 3);
-  CHECK(blocks.slot_bytes() == (std::size_t{1} << 20));
+  using aoti_cuda::runtime::StagingMemory;
+  for (const StagingMemory memory : {StagingMemory::kHugePages, StagingMemory::kWriteCombined, StagingMemory::kHostAlloc}) {
+    CAPTURE(aoti_cuda::runtime::staging_memory_name(memory));
+    aoti_cuda::runtime::StagingBlocks blocks(0, 3, std::size_t{1} << 20, memory);
+    const bool first = blocks.wait(0) != nullptr;
+    for (int i = 1; i < 3; ++i) CHECK((blocks.wait(i) != nullptr) == first);
+    CHECK(blocks.wait(3) == nullptr);
+    CHECK(blocks.wait(-1) == nullptr);
+    CHECK(blocks.threads() == 3);
+    CHECK(blocks.slot_bytes() == (std::size_t{1} << 20));
+  }
+}
+
+TEST_CASE("weight upload: AOTI_CUDA_STAGING picks the staging memory; a refused block leaves nothing behind") {
+  using aoti_cuda::runtime::StagingMemory;
+  ::unsetenv("AOTI_CUDA_STAGING");
+  CHECK(aoti_cuda::runtime::default_staging_memory() == StagingMemory::kHugePages);
+  ::setenv("AOTI_CUDA_STAGING", "wc", 1);
+  CHECK(aoti_cuda::runtime::default_staging_memory() == StagingMemory::kWriteCombined);
+  ::setenv("AOTI_CUDA_STAGING", "hostalloc", 1);
+  CHECK(aoti_cuda::runtime::default_staging_memory() == StagingMemory::kHostAlloc);
+  ::setenv("AOTI_CUDA_STAGING", "bogus", 1);
+  CHECK(aoti_cuda::runtime::default_staging_memory() == StagingMemory::kHugePages);
+  ::unsetenv("AOTI_CUDA_STAGING");
+  // A block either is page-locked (a GPU) or is refused with nothing held.
+  auto b = aoti_cuda::runtime::StagingBlock::allocate(0, std::size_t{3} << 20, StagingMemory::kHugePages);
+  if (b.ptr == nullptr) {
+    CHECK(b.bytes == 0);
+    CHECK(b.mapping == nullptr);
+  } else {
+    CHECK(b.bytes == (std::size_t{3} << 20));
+    CHECK(reinterpret_cast<std::uintptr_t>(b.ptr) % (std::size_t{2} << 20) == 0);
+  }
+  b.release();
+  CHECK(b.ptr == nullptr);
+  CHECK(b.mapping == nullptr);
 }

@@ -10,6 +10,7 @@
 
 #include "aoti_cuda/dtype.hpp"
 #include "aoti_cuda/shim.h"
+#include "common/kernel_timer.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
 #include "shim/ops/weight_int4pack_mm.hpp"
@@ -132,7 +133,10 @@ AtenTensorHandle weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2
                                  static_cast<int32_t>(DeviceType::kCUDA), device, false);
   p.out = out.handle->data_ptr();
   DeviceSwitch on_device(device);
-  const int err = int4mm::launch(p, current_stream(device), sm_count(device));
+  void* stream = current_stream(device);
+  common::KernelTimer::Launch timed(common::KernelTimer::current(), nullptr, "aoti_cuda _weight_int4pack_mm", stream);
+  const int err = int4mm::launch(p, stream, sm_count(device));
+  timed.done(err == 0);
   if (err != 0) throw_cuda_error(err, "int4 weight-only matmul kernel launch");
   return out.release();
 }
