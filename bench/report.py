@@ -117,6 +117,26 @@ def compile_note(res, rows):
             f"other compilations ran), {fmt(warm)} s in the measured run (warm caches).")
 
 
+def kernel_sections(res):
+    """'Where the GPU time goes': generate --profile-kernels' kernel kinds per aoti_cuda run."""
+    lines = []
+    for key, label in (("aoti_cuda_bf16", "bf16"), ("aoti_cuda_int4", "int4")):
+        run = (res.get("runs") or {}).get(key) or {}
+        for step in ("decode", "prefill"):
+            kinds = run.get(f"{step}_kernel_kinds")
+            total = num(run.get(f"{step}_kernel_ms"))
+            if not isinstance(kinds, dict) or not total:
+                continue
+            if not lines:
+                lines += ["", "## Where the GPU time goes", "",
+                          "One profiled call after the measurements (`generate --profile-kernels`: CUDA events around "
+                          "every kernel launch, RunOptions::profile_kernels), kernels grouped by kind.", "",
+                          "| program | call | kind | launches | ms | share |", "|---|---|---|---|---|---|"]
+            for kind, (launches, ms) in sorted(kinds.items(), key=lambda kv: -kv[1][1]):
+                lines.append(f"| {label} | {step} | {kind} | {int(launches)} | {ms:.3f} | {100 * ms / total:.1f}% |")
+    return lines
+
+
 def llm_markdown(res, rows, lens, targets, date):
     m = res.get("machine", {})
     exp = (res.get("exports") or {}).get("bf16") or {}
@@ -197,6 +217,7 @@ def llm_markdown(res, rows, lens, targets, date):
     if et:
         lines.append(f"- Export (ExecuTorch 1.2 CUDA backend, max_autotune): {fmt(et.get('total_s'))} s in all, of which "
                      f"lowering (AOTInductor + Triton autotuning) {fmt(et.get('lower_s'))} s.")
+    lines += kernel_sections(res)
     if targets:
         lines += ["", "## Targets (issue 13)", "", "| target | aoti_cuda | reference | ratio | met |", "|---|---|---|---|---|"]
         for t in targets:

@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "shim/ops/weight_int4pack_mm.hpp"
@@ -489,10 +490,25 @@ int launch_variant(const Problem& p, void* stream, int v) {
   return kVariants[v].fn(p, make_shape(p), static_cast<cudaStream_t>(stream));
 }
 
+// AOTI_CUDA_INT4_VARIANT=v (tuning only): tuning candidate v instead of the
+// dispatch wherever it applies (innerKTiles 8, M within the candidate's range),
+// so that a whole model can be timed with it. Read once.
+int forced_variant() {
+  static const int v = [] {
+    const char* e = std::getenv("AOTI_CUDA_INT4_VARIANT");
+    const int n = e != nullptr ? std::atoi(e) : 0;
+    return n > 0 && n < variant_count() ? n : 0;
+  }();
+  return v;
+}
+
 int launch(const Problem& p, void* stream, int /*sm_count*/) {
   if (p.m == 0) return cudaSuccess;
   const Shape sh = make_shape(p);
   auto s = static_cast<cudaStream_t>(stream);
+  if (const int v = forced_variant(); v > 0 && p.inner_k_tiles == 8 && p.m <= kVariants[v].max_m) {
+    return kVariants[v].fn(p, sh, s);
+  }
   switch (p.inner_k_tiles) {
     case 2: return launch_ikt<2>(p, sh, s);
     case 4: return launch_ikt<4>(p, sh, s);
