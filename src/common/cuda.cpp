@@ -1,5 +1,7 @@
 #include "common/cuda.hpp"
 
+#include <dlfcn.h>
+
 namespace aoti_cuda::common {
 
 bool is_no_device_error(cudaError_t err) noexcept {
@@ -63,6 +65,15 @@ int sm_version(int device) {
     return 0;
   }
   return major * 10 + minor;
+}
+
+void* driver_symbol(const char* name) noexcept {
+  static void* driver = [] {
+    void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (h == nullptr) h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    return h;
+  }();
+  return driver != nullptr ? ::dlsym(driver, name) : nullptr;
 }
 
 }  // namespace aoti_cuda::common

@@ -63,4 +63,8 @@ class DeviceGuard {
 /// Compute capability of `device` as major*10+minor (90 for sm_90), 0 when it cannot be queried.
 int sm_version(int device);
 
+/// The CUDA driver's entry point `name` (libcuda.so.1, opened once and never
+/// closed; libaoti_cuda does not link the driver), or nullptr.
+void* driver_symbol(const char* name) noexcept;
+
 }  // namespace aoti_cuda::common

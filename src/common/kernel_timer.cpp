@@ -1,8 +1,6 @@
 // Per-kernel GPU times (see kernel_timer.hpp).
 #include "common/kernel_timer.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <unordered_map>
@@ -100,10 +98,7 @@ std::vector<KernelTime> KernelTimer::finish() {
 
 std::string kernel_function_name(const void* function) {
   using Fn = int (*)(const char**, const void*);
-  static const Fn get_name = [] {
-    void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    return driver != nullptr ? reinterpret_cast<Fn>(::dlsym(driver, "cuFuncGetName")) : nullptr;
-  }();
+  static const Fn get_name = reinterpret_cast<Fn>(driver_symbol("cuFuncGetName"));
   const char* name = nullptr;
   if (function != nullptr && get_name != nullptr && get_name(&name, function) == 0 && name != nullptr) return name;
   char buf[32];

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "aoti_cuda/export.h"
+#include "common/cuda.hpp"
 #include "common/env.hpp"
 #include "common/kernel_timer.hpp"
 
@@ -23,19 +24,9 @@ bool tracking_enabled() {
   return enabled;
 }
 
-// The real driver entry point `name` (libcuda.so.1, opened once, never closed).
-void* driver_symbol(const char* name) {
-  static void* driver = [] {
-    void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (h == nullptr) h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    return h;
-  }();
-  return driver != nullptr ? ::dlsym(driver, name) : nullptr;
-}
-
 template <typename Fn>
 Fn real(const char* name) {
-  return reinterpret_cast<Fn>(driver_symbol(name));
+  return reinterpret_cast<Fn>(common::driver_symbol(name));
 }
 
 }  // namespace

@@ -78,17 +78,11 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
     total += ms->delegates.size();
     for (const DelegateSpec& ds : ms->delegates) largest_blob = std::max(largest_blob, ds.weights.size);
   }
-  // The pinned staging of the weights upload is page-locked (about 0.35 ms
-  // per MiB) while the model libraries load, not after (weight_upload.hpp).
+  // The pinned staging of the weights upload is page-locked while the model
+  // libraries load, not after (weight_upload.hpp).
   if (target_.device.is_cuda() && largest_blob >= upload_thresholds().pipeline_from &&
       !env_flag("AOTI_CUDA_PAGE_LOCK_WEIGHTS")) {
-    const int threads = default_upload_threads();
-    try {
-      staging_ = std::make_unique<StagingBlocks>(target_.ordinal(), threads, staging_slot_bytes(largest_blob, threads),
-                                                 default_staging_memory());
-    } catch (const std::exception&) {
-      // No memory for the bookkeeping: each upload allocates its own.
-    }
+    staging_ = StagingBlocks::for_blob(target_.ordinal(), largest_blob);  // null: each upload allocates its own
   }
   std::size_t done = 0;
   std::vector<std::unique_ptr<Method>> methods;

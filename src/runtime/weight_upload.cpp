@@ -134,6 +134,16 @@ void StagingBlocks::allocate_all(int device, StagingMemory memory) {
   ready_cv_.notify_all();
 }
 
+std::unique_ptr<StagingBlocks> StagingBlocks::for_blob(int device, std::size_t blob_bytes) noexcept {
+  const int threads = default_upload_threads();
+  try {
+    return std::make_unique<StagingBlocks>(device, threads, staging_slot_bytes(blob_bytes, threads),
+                                           default_staging_memory());
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
 std::uint8_t* StagingBlocks::wait(int i) {
   if (i < 0 || i >= threads_) return nullptr;
   std::unique_lock<std::mutex> lock(mutex_);
@@ -452,14 +462,8 @@ WeightUploadScope::WeightUploadScope(ByteView blob, int device, StagingBlocks* s
   // Without blocks from the owner, they are allocated while the model
   // library works (it allocates the device copy of the blob first), not after it.
   if (staging_ == nullptr && device >= 0 && blob.size >= g_pipeline_from.load()) {
-    const int threads = default_upload_threads();
-    try {
-      own_staging_ = std::make_unique<StagingBlocks>(device, threads, staging_slot_bytes(blob.size, threads),
-                                                     default_staging_memory());
-      staging_ = own_staging_.get();
-    } catch (const std::exception&) {
-      // No memory for the bookkeeping: flush() allocates instead.
-    }
+    own_staging_ = StagingBlocks::for_blob(device, blob.size);  // null: flush() allocates instead
+    staging_ = own_staging_.get();
   }
 }
 

@@ -165,6 +165,11 @@ class StagingBlocks {
   StagingBlocks(const StagingBlocks&) = delete;
   StagingBlocks& operator=(const StagingBlocks&) = delete;
 
+  /// Staging for uploading a blob of `blob_bytes` as loads do (default
+  /// threads, slot size and memory kind); nullptr when even its bookkeeping
+  /// cannot be had (the upload then allocates its own, or copies directly).
+  static std::unique_ptr<StagingBlocks> for_blob(int device, std::size_t blob_bytes) noexcept;
+
   int threads() const noexcept { return threads_; }
   std::size_t slot_bytes() const noexcept { return slot_bytes_; }
   /// Block i (2 * slot_bytes()), once allocated; nullptr when it could not be.
