@@ -270,6 +270,25 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensor
                                                                       AtenTensorHandle qScaleAndZeros,
                                                                       AtenTensorHandle* ret0);
 
+/* Extern GEMMs (a program exported with Inductor's ATEN GEMM backend calls these instead of
+ * Triton GEMM kernels), PyTorch's mm.out / addmm.out / bmm.out:
+ *   mm:    out[M,N] = self[M,K] · mat2[K,N]
+ *   addmm: out[M,N] = beta * self + alpha * (mat1[M,K] · mat2[K,N]), self broadcast to [M,N]
+ *          ([], [N], [1,N], [M,1] or [M,N]) and ignored when beta == 0
+ *   bmm:   out[B,M,N] = self[B,M,K] · mat2[B,K,N]
+ * float32, float16 or bfloat16, one dtype and one CUDA device for all operands, out preallocated
+ * with exactly the result's sizes; any strides (views with one unit stride go straight to cuBLAS,
+ * others through a contiguous copy). fp32 accumulation, no TF32. Enqueued on the calling thread's
+ * current stream. cuBLAS (libcublas of the CUDA toolkit) is opened on first use; when it cannot
+ * be, the call fails naming what was tried (AOTI_CUDA_CUBLAS may name the file). */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                         AtenTensorHandle mat2);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                            AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
+                                                            double alpha);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                          AtenTensorHandle mat2);
+
 /* ---- Ops without a C shim ------------------------------------------------- */
 /* Always fails: there is no libtorch dispatcher to replay the op. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_proxy_executor_call_function(AOTIProxyExecutorHandle proxy_executor,

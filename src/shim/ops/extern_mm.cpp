@@ -1,0 +1,235 @@
+// Shim operators: aoti_torch_cuda_mm_out, aoti_torch_cuda_addmm_out, aoti_torch_cuda_bmm_out —
+// the extern GEMMs of a program exported with Inductor's ATEN GEMM backend (PyTorch's
+// mm.out / addmm.out / bmm.out semantics), on cuBLAS (gemm.hpp).
+//
+// Validation and layout here. Operands cuBLAS can read as they are (one unit stride: the
+// row-major tensors and transposed views Inductor passes) go straight through; any other
+// layout is first copied to a contiguous temporary (and an output written back), so every
+// strided view PyTorch accepts gives the same result.
+#include <cuda_runtime_api.h>
+
+#include <optional>
+#include <string>
+
+#include "aoti_cuda/dtype.hpp"
+#include "aoti_cuda/shim.h"
+#include "common/kernel_timer.hpp"
+#include "shim/allocator.hpp"
+#include "shim/copy_engine.hpp"
+#include "shim/error_state.hpp"
+#include "shim/ops/gemm.hpp"
+#include "shim/ops/gemm_kernels.hpp"
+#include "shim/tensor_object.hpp"
+
+namespace aoti_cuda {
+namespace shim {
+namespace {
+
+// Stream-ordered device scratch freed on the same stream when the call is done.
+class Scratch {
+ public:
+  Scratch(std::size_t bytes, int device, void* stream) : bytes_(bytes), device_(device), stream_(stream) {
+    ptr_ = cuda_allocate(bytes, device, stream);
+  }
+  ~Scratch() {
+    if (ptr_ != nullptr) (void)cuda_free(ptr_, bytes_, device_, stream_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* get() const { return ptr_; }
+
+ private:
+  std::size_t bytes_;
+  int device_;
+  void* stream_;
+  void* ptr_ = nullptr;
+};
+
+struct Context {
+  const char* op;
+  int32_t dtype;
+  int device;
+  void* stream;
+};
+
+const AtenTensorOpaque& operand(AtenTensorHandle handle, const char* name, int64_t dim, const Context& ctx) {
+  const AtenTensorOpaque& t = *checked_defined(handle, name);
+  if (t.dim() != dim) {
+    throw_invalid(std::string(name) + " must be " + std::to_string(dim) + "-d, got " + t.describe());
+  }
+  if (!t.storage->is_cuda() || t.storage->device_index != ctx.device) {
+    throw_invalid(std::string(name) + " must be on cuda:" + std::to_string(ctx.device) + " like out, got " +
+                  t.describe());
+  }
+  if (t.dtype != ctx.dtype) {
+    throw_invalid(std::string(name) + " must have out's dtype " + dtype_name(ctx.dtype) + ", got " + t.describe());
+  }
+  return t;
+}
+
+// The (batch of) matrices of a 2-d or 3-d tensor.
+gemm::Batch batch_of(const AtenTensorOpaque& t) {
+  const int64_t d = t.dim();
+  gemm::Batch b;
+  b.m.data = t.data_ptr();
+  b.m.rows = t.sizes[d - 2];
+  b.m.cols = t.sizes[d - 1];
+  b.m.row_stride = t.strides[d - 2];
+  b.m.col_stride = t.strides[d - 1];
+  b.batch_stride = d == 3 && t.sizes[0] > 1 ? t.strides[0] : 0;
+  return b;
+}
+
+bool readable(const gemm::Batch& b) { return gemm::blas_compatible(b.m) && b.batch_stride >= 0; }
+
+// An operand as cuBLAS can read it: the tensor itself, or a contiguous copy in `copy`.
+gemm::Batch readable_input(const AtenTensorOpaque& t, const Context& ctx, std::optional<Scratch>& copy) {
+  gemm::Batch b = batch_of(t);
+  if (readable(b)) return b;
+  copy.emplace(static_cast<std::size_t>(t.numel()) * t.itemsize(), ctx.device, ctx.stream);
+  View dst = view_of(t);
+  dst.data = static_cast<char*>(copy->get());
+  dst.strides = contiguous_strides(t.sizes);
+  copy_views(dst, view_of(t), false);
+  b.m.data = dst.data;
+  b.m.row_stride = b.m.cols;
+  b.m.col_stride = 1;
+  b.batch_stride = t.dim() == 3 ? b.m.rows * b.m.cols : 0;
+  return b;
+}
+
+// out = beta * self + alpha * (a · b) for each batch; self (2-d: broadcast over the batch of out)
+// is only read when beta != 0. The output is written in place when cuBLAS can, else through a
+// contiguous temporary.
+void run(const Context& ctx, const AtenTensorOpaque& out, const AtenTensorOpaque& a, const AtenTensorOpaque& b,
+         const AtenTensorOpaque* self, float beta, float alpha) {
+  const int64_t d = out.dim();
+  const int64_t count = d == 3 ? out.sizes[0] : 1;
+  const int64_t m = out.sizes[d - 2], n = out.sizes[d - 1], k = a.sizes[d - 1];
+  if (out.numel() == 0) return;
+
+  gemm::Batch c = batch_of(out);
+  std::optional<Scratch> out_copy;
+  if (!readable(c)) {
+    out_copy.emplace(static_cast<std::size_t>(out.numel()) * out.itemsize(), ctx.device, ctx.stream);
+    c.m.data = out_copy->get();
+    c.m.row_stride = n;
+    c.m.col_stride = 1;
+    c.batch_stride = d == 3 ? m * n : 0;
+  }
+  // The addend first: self broadcast into the output, unless it already is the output.
+  if (self != nullptr && beta != 0.0f) {
+    const bool in_place = out_copy == std::nullopt && self->data_ptr() == out.data_ptr() && self->sizes == out.sizes &&
+                          self->strides == out.strides;
+    if (!in_place) {
+      // self is [], [N], [1, N], [M, 1], [M, N] (PyTorch broadcasting): read with stride 0 where it broadcasts.
+      const int64_t sd = self->dim();
+      const int64_t s_rows = sd == 2 ? self->sizes[0] : 1;
+      const int64_t s_cols = sd >= 1 ? self->sizes[sd - 1] : 1;
+      gemm::Strided2d src{self->data_ptr(), m, n, sd == 2 && s_rows != 1 ? self->strides[0] : 0,
+                          sd >= 1 && s_cols != 1 ? self->strides[sd - 1] : 0};
+      for (int64_t i = 0; i < count; ++i) {
+        gemm::Strided2d dst{static_cast<char*>(c.m.data) + i * c.batch_stride * static_cast<int64_t>(out.itemsize()),
+                            m, n, c.m.row_stride, c.m.col_stride};
+        const int err = gemm::broadcast_2d(dst, src, static_cast<int>(out.itemsize()), ctx.stream);
+        if (err != 0) throw_cuda_error(err, std::string(ctx.op) + ": writing self into out");
+      }
+    }
+  } else {
+    beta = 0.0f;  // PyTorch: with beta == 0 self is ignored (NaN/Inf in it do not propagate)
+  }
+
+  if (k == 0) {  // no products: out = beta * self
+    if (beta == 0.0f) {
+      View z = view_of(out);
+      if (out_copy) z.data = static_cast<char*>(out_copy->get()), z.strides = contiguous_strides(out.sizes);
+      zero_view(z);
+    } else if (beta != 1.0f) {
+      throw Error(ErrorCode::kUnsupported, std::string(ctx.op) + " with K = 0 and beta other than 0 or 1");
+    }
+  } else {
+    std::optional<Scratch> a_copy, b_copy;
+    const gemm::Batch ga = readable_input(a, ctx, a_copy);
+    const gemm::Batch gb = readable_input(b, ctx, b_copy);
+    common::KernelTimer::Launch timed(common::KernelTimer::current(), nullptr, "aoti_cuda cuBLAS GEMM", ctx.stream);
+    gemm::multiply(ctx.dtype, ga, gb, c, count, alpha, beta, ctx.device, ctx.stream);
+    timed.done(true);
+  }
+  if (out_copy) {
+    View src = view_of(out);
+    src.data = static_cast<char*>(out_copy->get());
+    src.strides = contiguous_strides(out.sizes);
+    copy_views(view_of(out), src, false);
+  }
+}
+
+Context context_of(const char* op, AtenTensorHandle out_handle) {
+  const AtenTensorOpaque& out = *checked_defined(out_handle, "out");
+  if (!out.storage->is_cuda()) throw_invalid(std::string("out must be a CUDA tensor, got ") + out.describe());
+  return Context{op, out.dtype, out.storage->device_index, nullptr};
+}
+
+void expect_size(bool ok, const Context& ctx, const std::string& what) {
+  if (!ok) throw_invalid(std::string(ctx.op) + ": " + what);
+}
+
+// out = a · b, or (addmm, bias_h given) out = beta * bias + alpha * (a · b).
+void mm_out(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandle b_h, AtenTensorHandle bias_h, double beta,
+            double alpha, const char* op) {
+  Context ctx = context_of(op, out_h);
+  DeviceSwitch on_device(ctx.device);
+  ctx.stream = current_stream(ctx.device);
+  const AtenTensorOpaque& out = operand(out_h, "out", 2, ctx);
+  const AtenTensorOpaque& a = operand(a_h, bias_h != nullptr ? "mat1" : "self", 2, ctx);
+  const AtenTensorOpaque& b = operand(b_h, "mat2", 2, ctx);
+  expect_size(a.sizes[1] == b.sizes[0] && out.sizes[0] == a.sizes[0] && out.sizes[1] == b.sizes[1], ctx,
+              "shapes " + a.describe() + " x " + b.describe() + " -> " + out.describe() + " do not agree");
+  const AtenTensorOpaque* bias = nullptr;
+  if (bias_h != nullptr) {
+    bias = &operand(bias_h, "self", checked_defined(bias_h, "self")->dim(), ctx);
+    const int64_t sd = bias->dim();
+    const bool ok = sd <= 2 && (sd == 0 || bias->sizes[sd - 1] == 1 || bias->sizes[sd - 1] == out.sizes[1]) &&
+                    (sd < 2 || bias->sizes[0] == 1 || bias->sizes[0] == out.sizes[0]);
+    expect_size(ok, ctx, "self " + bias->describe() + " does not broadcast to " + out.describe());
+  }
+  run(ctx, out, a, b, bias, static_cast<float>(beta), static_cast<float>(alpha));
+}
+
+void bmm_out(AtenTensorHandle out_h, AtenTensorHandle self_h, AtenTensorHandle mat2_h) {
+  Context ctx = context_of("bmm", out_h);
+  DeviceSwitch on_device(ctx.device);
+  ctx.stream = current_stream(ctx.device);
+  const AtenTensorOpaque& out = operand(out_h, "out", 3, ctx);
+  const AtenTensorOpaque& a = operand(self_h, "self", 3, ctx);
+  const AtenTensorOpaque& b = operand(mat2_h, "mat2", 3, ctx);
+  expect_size(a.sizes[0] == b.sizes[0] && out.sizes[0] == a.sizes[0] && a.sizes[2] == b.sizes[1] &&
+                  out.sizes[1] == a.sizes[1] && out.sizes[2] == b.sizes[2],
+              ctx, "shapes " + a.describe() + " x " + b.describe() + " -> " + out.describe() + " do not agree");
+  run(ctx, out, a, b, nullptr, 0.0f, 1.0f);
+}
+
+}  // namespace
+}  // namespace shim
+}  // namespace aoti_cuda
+
+extern "C" {
+
+AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
+  return aoti_cuda::shim::shim_call(__func__, [&] {
+    aoti_cuda::shim::mm_out(out, self, mat2, nullptr, 0.0, 1.0, "mm");
+  });
+}
+
+AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1,
+                                         AtenTensorHandle mat2, double beta, double alpha) {
+  return aoti_cuda::shim::shim_call(__func__, [&] {
+    if (self == nullptr) aoti_cuda::shim::throw_invalid("self is null");
+    aoti_cuda::shim::mm_out(out, mat1, mat2, self, beta, alpha, "addmm");
+  });
+}
+
+AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
+  return aoti_cuda::shim::shim_call(__func__, [&] { aoti_cuda::shim::bmm_out(out, self, mat2); });
+}
+
+}  // extern "C"

@@ -1,0 +1,303 @@
+// aoti_cuda shim — dense matrix multiply on a lazily opened cuBLAS (see gemm.hpp).
+#include "shim/ops/gemm.hpp"
+
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "aoti_cuda/dtype.hpp"
+#include "aoti_cuda/error.hpp"
+#include "shim/allocator.hpp"
+#include "shim/error_state.hpp"
+
+namespace aoti_cuda {
+namespace shim {
+namespace gemm {
+namespace {
+
+// The few cuBLAS entry points and constants used, declared here (values from cublas_api.h and
+// library_types.h, stable across releases) so that building needs no cuBLAS headers.
+using Handle = void*;
+using Status = int;
+constexpr Status kStatusSuccess = 0;
+constexpr int kOpN = 0;             // CUBLAS_OP_N
+constexpr int kOpT = 1;             // CUBLAS_OP_T
+constexpr int kCompute32F = 68;     // CUBLAS_COMPUTE_32F: fp32 accumulation, no TF32 for fp32 data
+constexpr int kGemmDefault = -1;    // CUBLAS_GEMM_DEFAULT
+constexpr int kCudaR32F = 0;        // CUDA_R_32F
+constexpr int kCudaR16F = 2;        // CUDA_R_16F
+constexpr int kCudaR16BF = 14;      // CUDA_R_16BF
+
+struct Api {
+  Status (*create)(Handle*) = nullptr;
+  Status (*set_stream)(Handle, cudaStream_t) = nullptr;
+  Status (*set_workspace)(Handle, void*, size_t) = nullptr;
+  Status (*gemm_strided_batched)(Handle, int, int, int, int, int, const void*, const void*, int, int, long long,
+                                 const void*, int, int, long long, const void*, void*, int, int, long long, int, int,
+                                 int) = nullptr;
+  const char* (*status_string)(Status) = nullptr;
+  std::string path;   // where it was loaded from
+  std::string error;  // why it could not be loaded ("" when loaded)
+};
+
+std::string cudart_directory() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&cudaMalloc), &info) == 0 || info.dli_fname == nullptr) return {};
+  std::string path = info.dli_fname;
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+Api open_api() {
+  Api api;
+  int runtime = 0;
+  (void)cudaRuntimeGetVersion(&runtime);
+  const std::string soname = "libcublas.so." + std::to_string(runtime / 1000);
+  std::vector<std::string> candidates;
+  if (const char* explicit_path = std::getenv("AOTI_CUDA_CUBLAS"); explicit_path != nullptr && *explicit_path) {
+    candidates.push_back(explicit_path);
+  } else {
+    candidates.push_back(soname);
+    const std::string dir = cudart_directory();
+    if (!dir.empty()) {
+      candidates.push_back(dir + "/" + soname);
+      // pip layout: nvidia/cuda_runtime/lib (or nvidia/cu13/lib, which holds both).
+      candidates.push_back(dir + "/../../cublas/lib/" + soname);
+    }
+  }
+  void* lib = nullptr;
+  std::string tried;
+  for (const std::string& c : candidates) {
+    lib = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib != nullptr) {
+      api.path = c;
+      break;
+    }
+    const char* why = ::dlerror();
+    tried += "\n  " + c + ": " + (why != nullptr ? why : "not found");
+  }
+  if (lib == nullptr) {
+    api.error = "cuBLAS is needed by this program (a matrix multiply exported with cuBLAS GEMMs) but " + soname +
+                " could not be opened; install the CUDA toolkit's cuBLAS or set AOTI_CUDA_CUBLAS to its path. Tried:" +
+                tried;
+    return api;
+  }
+  auto bind = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+    if (fn == nullptr && api.error.empty()) api.error = api.path + " has no " + name;
+  };
+  bind(api.create, "cublasCreate_v2");
+  bind(api.set_stream, "cublasSetStream_v2");
+  bind(api.set_workspace, "cublasSetWorkspace_v2");
+  bind(api.gemm_strided_batched, "cublasGemmStridedBatchedEx");
+  bind(api.status_string, "cublasGetStatusString");
+  return api;  // never dlclosed: handles and captured graphs may refer to it until exit
+}
+
+std::atomic<const Api*> g_opened{nullptr};
+
+const Api& api() {
+  static const Api instance = open_api();
+  g_opened.store(&instance, std::memory_order_release);
+  return instance;
+}
+
+[[noreturn]] void throw_status(Status status, const std::string& what) {
+  const char* text = api().status_string != nullptr ? api().status_string(status) : nullptr;
+  throw Error(ErrorCode::kCuda, what + " failed: cuBLAS status " + std::to_string(status) +
+                                    (text != nullptr ? std::string(" (") + text + ")" : std::string()));
+}
+
+// Process-wide pool of handles per device; a thread borrows one per device until it exits.
+class HandlePool {
+ public:
+  Handle take(int device) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<Handle>& free = free_[device];
+      if (!free.empty()) {
+        Handle h = free.back();
+        free.pop_back();
+        return h;
+      }
+    }
+    Handle h = nullptr;
+    const Status status = api().create(&h);  // the caller made `device` current
+    if (status != kStatusSuccess) throw_status(status, "cublasCreate on device " + std::to_string(device));
+    return h;
+  }
+  void give_back(int device, Handle h) noexcept {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_[device].push_back(h);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<int, std::vector<Handle>> free_;
+};
+
+HandlePool& pool() {
+  static HandlePool* instance = new HandlePool;  // leaked: threads may exit after static destruction
+  return *instance;
+}
+
+struct ThreadHandles {
+  std::map<int, Handle> by_device;
+  ~ThreadHandles() {
+    for (auto& [device, h] : by_device) pool().give_back(device, h);
+  }
+};
+
+Handle thread_handle(int device) {
+  thread_local ThreadHandles handles;
+  auto it = handles.by_device.find(device);
+  if (it != handles.by_device.end()) return it->second;
+  Handle h = pool().take(device);
+  handles.by_device.emplace(device, h);
+  return h;
+}
+
+// Workspace per (device, stream); see gemm.hpp. Bounded: past kMaxWorkspaces streams, new
+// streams run without one.
+constexpr std::size_t kMaxWorkspaces = 64;
+
+std::size_t workspace_bytes() {
+  static const std::size_t bytes = [] {
+    const char* v = std::getenv("AOTI_CUDA_CUBLAS_WORKSPACE_MIB");
+    long mib = v != nullptr ? std::strtol(v, nullptr, 10) : 32;
+    if (mib < 0) mib = 0;
+    return static_cast<std::size_t>(mib) << 20;
+  }();
+  return bytes;
+}
+
+std::pair<void*, std::size_t> stream_workspace(int device, void* stream) {
+  static std::mutex mu;
+  static auto* spaces = new std::map<std::pair<int, void*>, void*>;  // leaked, like the handles
+  const std::size_t bytes = workspace_bytes();
+  if (bytes == 0) return {nullptr, 0};
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = spaces->find({device, stream});
+  if (it != spaces->end()) return {it->second, it->second != nullptr ? bytes : 0};
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return {nullptr, 0};
+  }
+  if (capture != cudaStreamCaptureStatusNone || spaces->size() >= kMaxWorkspaces) return {nullptr, 0};
+  void* ptr = nullptr;
+  if (cudaMalloc(&ptr, bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    ptr = nullptr;  // remembered as "none": cuBLAS still works without
+  }
+  spaces->emplace(std::make_pair(device, stream), ptr);
+  return {ptr, ptr != nullptr ? bytes : 0};
+}
+
+int cuda_type(int32_t dtype) {
+  switch (static_cast<DType>(dtype)) {
+    case DType::kFloat32: return kCudaR32F;
+    case DType::kFloat16: return kCudaR16F;
+    case DType::kBFloat16: return kCudaR16BF;
+    default:
+      throw Error(ErrorCode::kUnsupported, std::string("matrix multiply of ") + dtype_name(dtype) +
+                                               " is not supported (float32, float16 and bfloat16 are)");
+  }
+}
+
+// A matrix as cuBLAS (column-major) sees it: op(buffer) with leading dimension ld.
+struct ColumnMajor {
+  int op = kOpN;
+  int64_t ld = 1;
+};
+
+// `m` read as a column-major rows x cols matrix: column-major storage as it is (op N), row-major
+// storage as the transpose of a column-major cols x rows matrix (op T).
+ColumnMajor column_major(const Matrix& m) {
+  if (m.row_stride == 1 || m.rows <= 1) {
+    if (m.cols <= 1) return {kOpN, std::max<int64_t>(m.rows, 1)};
+    if (m.col_stride >= std::max<int64_t>(m.rows, 1)) return {kOpN, m.col_stride};
+  }
+  if (m.col_stride == 1 || m.cols <= 1) {
+    if (m.rows <= 1) return {kOpT, std::max<int64_t>(m.cols, 1)};
+    if (m.row_stride >= std::max<int64_t>(m.cols, 1)) return {kOpT, m.row_stride};
+  }
+  return {-1, 0};
+}
+
+Matrix transposed(const Matrix& m) { return Matrix{m.data, m.cols, m.rows, m.col_stride, m.row_stride}; }
+
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+}  // namespace
+
+bool blas_compatible(const Matrix& m) {
+  const ColumnMajor cm = column_major(m);
+  return cm.op >= 0 && fits_int(cm.ld) && fits_int(m.rows) && fits_int(m.cols);
+}
+
+const char* loaded_library() {
+  const Api* opened = g_opened.load(std::memory_order_acquire);
+  return opened != nullptr ? opened->path.c_str() : "";
+}
+
+void multiply(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count, float alpha, float beta,
+              int device, void* stream) {
+  const int64_t m = c.m.rows, n = c.m.cols, k = a.m.cols;
+  if (a.m.rows != m || b.m.rows != k || b.m.cols != n) {
+    throw_invalid("matrix multiply shapes disagree: [" + std::to_string(a.m.rows) + ", " + std::to_string(a.m.cols) +
+                  "] x [" + std::to_string(b.m.rows) + ", " + std::to_string(b.m.cols) + "] -> [" +
+                  std::to_string(m) + ", " + std::to_string(n) + "]");
+  }
+  if (!blas_compatible(a.m) || !blas_compatible(b.m) || !blas_compatible(c.m) || !fits_int(count)) {
+    throw_invalid("matrix multiply operands need one unit stride and sizes below 2^31 (internal: the caller "
+                  "should have made them so)");
+  }
+  if (m == 0 || n == 0 || count == 0) return;
+  if (k <= 0) throw_invalid("matrix multiply with K = 0 (internal: the caller handles it)");
+  const int type = cuda_type(dtype);
+  const Api& blas = api();
+  if (!blas.error.empty()) throw Error(ErrorCode::kLoad, blas.error);
+
+  // Row-major thinking, column-major cuBLAS: C = A·B is computed as C^T = B^T·A^T when C's
+  // columns are contiguous; when its rows are, directly.
+  const bool swap = column_major(c.m).op == kOpT;
+  const Batch& first = swap ? b : a;
+  const Batch& second = swap ? a : b;
+  const Matrix cc = swap ? transposed(c.m) : c.m;
+  const Matrix f = swap ? transposed(first.m) : first.m;
+  const Matrix s = swap ? transposed(second.m) : second.m;
+  const ColumnMajor cf = column_major(f), cs = column_major(s), cout = column_major(cc);
+  if (cout.op != kOpN || cf.op < 0 || cs.op < 0) throw_invalid("matrix multiply: internal layout error");
+
+  Handle h = thread_handle(device);
+  Status status = blas.set_stream(h, static_cast<cudaStream_t>(stream));
+  if (status != kStatusSuccess) throw_status(status, "cublasSetStream");
+  const auto [space, space_bytes] = stream_workspace(device, stream);
+  status = blas.set_workspace(h, space, space_bytes);
+  if (status != kStatusSuccess) throw_status(status, "cublasSetWorkspace");
+  status = blas.gemm_strided_batched(
+      h, cf.op, cs.op, static_cast<int>(cc.rows), static_cast<int>(cc.cols), static_cast<int>(k), &alpha, f.data, type,
+      static_cast<int>(cf.ld), static_cast<long long>(first.batch_stride), s.data, type, static_cast<int>(cs.ld),
+      static_cast<long long>(second.batch_stride), &beta, cc.data, type, static_cast<int>(cout.ld),
+      static_cast<long long>(c.batch_stride), static_cast<int>(count), kCompute32F, kGemmDefault);
+  if (status != kStatusSuccess) {
+    throw_status(status, "cublasGemmStridedBatchedEx (" + std::to_string(count) + " x [" + std::to_string(m) + ", " +
+                             std::to_string(k) + "] x [" + std::to_string(k) + ", " + std::to_string(n) + "], " +
+                             dtype_name(dtype) + ")");
+  }
+}
+
+}  // namespace gemm
+}  // namespace shim
+}  // namespace aoti_cuda

@@ -1,0 +1,59 @@
+// aoti_cuda shim — dense matrix multiply on cuBLAS (private).
+//
+// Serves the extern GEMM shims (aoti_torch_cuda_mm_out / addmm_out / bmm_out, which a program
+// calls when it was exported with Inductor's ATEN GEMM backend) and the int4 shim's large-M
+// path (dequantize, then one bf16 GEMM).
+//
+// cuBLAS is opened on first use, not linked: programs that never multiply through it cost
+// nothing (no libcublas in the process, no handle, no workspace). It is looked up as
+// libcublas.so.<cudart major> on the normal search path, then beside the process's cudart
+// (the toolkit's lib64, or the nvidia-cublas wheel next to a pip cudart); AOTI_CUDA_CUBLAS
+// names the file explicitly. A missing cuBLAS is a clear error of the call that needs it.
+//
+// Handles: one per (thread, device), taken from a process-wide pool the first time a thread
+// multiplies on a device and given back when the thread exits (never destroyed: cuBLAS may be
+// gone at process exit). Workspace: one per (device, stream), allocated on first use outside
+// stream capture, so a captured graph and later direct calls on that stream share it safely
+// (one stream runs its GEMMs in order). A GEMM captured on a stream that has none runs without
+// workspace (cuBLAS then picks algorithms that need none).
+#pragma once
+
+#include <cstdint>
+
+namespace aoti_cuda {
+namespace shim {
+namespace gemm {
+
+/// A strided matrix (element strides; either may be 0 or anything for an extent of 1).
+struct Matrix {
+  void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t row_stride = 0;  ///< elements between rows
+  int64_t col_stride = 0;  ///< elements between columns
+};
+
+/// A batch of equally shaped matrices `batch_stride` elements apart (0: the same matrix).
+struct Batch {
+  Matrix m;
+  int64_t batch_stride = 0;
+};
+
+/// True when cuBLAS can read `m` as it is (one unit stride, a leading dimension that fits).
+bool blas_compatible(const Matrix& m);
+
+/// c[i] = alpha * a[i]·b[i] + beta * c[i] for i < count, in `dtype` (float32, float16 or bfloat16,
+/// the same for all three) with fp32 accumulation, on `device`, enqueued on `stream` (a
+/// cudaStream_t; the caller has made `device` current). Shapes must agree (a: MxK, b: KxN,
+/// c: MxN, K >= 1) and every matrix must be blas_compatible. Throws aoti_cuda::Error
+/// (kInvalidArgument for shapes, kUnsupported for other dtypes, kLoad when cuBLAS cannot be
+/// opened, kCuda when it fails).
+void multiply(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count, float alpha, float beta,
+              int device, void* stream);
+
+/// Where cuBLAS was loaded from, or "" when nothing has needed it yet (for logs and tests).
+const char* loaded_library();
+
+}  // namespace gemm
+}  // namespace shim
+}  // namespace aoti_cuda
