@@ -8,6 +8,7 @@
 // strided view PyTorch accepts gives the same result.
 #include <cuda_runtime_api.h>
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -52,19 +53,42 @@ struct Context {
   void* stream;
 };
 
-const AtenTensorOpaque& operand(AtenTensorHandle handle, const char* name, int64_t dim, const Context& ctx) {
+// Metadata first (dims, dtype), devices last, so misuse gets the same diagnostics for CPU tensors.
+const AtenTensorOpaque& operand(AtenTensorHandle handle, const char* name, int64_t dim, int32_t dtype) {
   const AtenTensorOpaque& t = *checked_defined(handle, name);
-  if (t.dim() != dim) {
+  if (dim >= 0 && t.dim() != dim) {
     throw_invalid(std::string(name) + " must be " + std::to_string(dim) + "-d, got " + t.describe());
   }
-  if (!t.storage->is_cuda() || t.storage->device_index != ctx.device) {
-    throw_invalid(std::string(name) + " must be on cuda:" + std::to_string(ctx.device) + " like out, got " +
-                  t.describe());
-  }
-  if (t.dtype != ctx.dtype) {
-    throw_invalid(std::string(name) + " must have out's dtype " + dtype_name(ctx.dtype) + ", got " + t.describe());
+  if (t.dtype != dtype) {
+    throw_invalid(std::string(name) + " must have out's dtype " + dtype_name(dtype) + ", got " + t.describe());
   }
   return t;
+}
+
+void expect(bool ok, const std::string& message) {
+  if (!ok) throw_invalid(message);
+}
+
+// The dtype every operand must have (out's), checked to be one cuBLAS multiplies.
+int32_t gemm_dtype(AtenTensorHandle out_h) {
+  const AtenTensorOpaque& out = *checked_defined(out_h, "out");
+  const auto d = static_cast<DType>(out.dtype);
+  if (d != DType::kFloat32 && d != DType::kFloat16 && d != DType::kBFloat16) {
+    throw Error(ErrorCode::kUnsupported,
+                "out is " + out.describe() + ": float32, float16 and bfloat16 matrix multiplies are supported");
+  }
+  return out.dtype;
+}
+
+// After the metadata checks: every operand on out's CUDA device; makes it current.
+Context on_device_of(const char* op, const AtenTensorOpaque& out, std::initializer_list<const AtenTensorOpaque*> ins) {
+  expect(out.storage->is_cuda(), std::string("out must be a CUDA tensor, got ") + out.describe());
+  for (const AtenTensorOpaque* t : ins) {
+    expect(t->storage->is_cuda() && t->storage->device_index == out.storage->device_index,
+           "every operand must be on out's device cuda:" + std::to_string(out.storage->device_index) + ", got " +
+               t->describe());
+  }
+  return Context{op, out.dtype, out.storage->device_index, nullptr};
 }
 
 // The (batch of) matrices of a 2-d or 3-d tensor.
@@ -163,48 +187,42 @@ void run(const Context& ctx, const AtenTensorOpaque& out, const AtenTensorOpaque
   }
 }
 
-Context context_of(const char* op, AtenTensorHandle out_handle) {
-  const AtenTensorOpaque& out = *checked_defined(out_handle, "out");
-  if (!out.storage->is_cuda()) throw_invalid(std::string("out must be a CUDA tensor, got ") + out.describe());
-  return Context{op, out.dtype, out.storage->device_index, nullptr};
-}
-
-void expect_size(bool ok, const Context& ctx, const std::string& what) {
-  if (!ok) throw_invalid(std::string(ctx.op) + ": " + what);
-}
-
 // out = a · b, or (addmm, bias_h given) out = beta * bias + alpha * (a · b).
 void mm_out(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandle b_h, AtenTensorHandle bias_h, double beta,
             double alpha, const char* op) {
-  Context ctx = context_of(op, out_h);
-  DeviceSwitch on_device(ctx.device);
-  ctx.stream = current_stream(ctx.device);
-  const AtenTensorOpaque& out = operand(out_h, "out", 2, ctx);
-  const AtenTensorOpaque& a = operand(a_h, bias_h != nullptr ? "mat1" : "self", 2, ctx);
-  const AtenTensorOpaque& b = operand(b_h, "mat2", 2, ctx);
-  expect_size(a.sizes[1] == b.sizes[0] && out.sizes[0] == a.sizes[0] && out.sizes[1] == b.sizes[1], ctx,
-              "shapes " + a.describe() + " x " + b.describe() + " -> " + out.describe() + " do not agree");
+  const int32_t dtype = gemm_dtype(out_h);
+  const AtenTensorOpaque& out = operand(out_h, "out", 2, dtype);
+  const AtenTensorOpaque& a = operand(a_h, bias_h != nullptr ? "mat1" : "self", 2, dtype);
+  const AtenTensorOpaque& b = operand(b_h, "mat2", 2, dtype);
+  expect(a.sizes[1] == b.sizes[0] && out.sizes[0] == a.sizes[0] && out.sizes[1] == b.sizes[1],
+         "shapes " + format_dims(a.sizes) + " x " + format_dims(b.sizes) + " -> out " + format_dims(out.sizes) +
+             " do not agree");
   const AtenTensorOpaque* bias = nullptr;
   if (bias_h != nullptr) {
-    bias = &operand(bias_h, "self", checked_defined(bias_h, "self")->dim(), ctx);
+    bias = &operand(bias_h, "self", -1, dtype);
     const int64_t sd = bias->dim();
     const bool ok = sd <= 2 && (sd == 0 || bias->sizes[sd - 1] == 1 || bias->sizes[sd - 1] == out.sizes[1]) &&
                     (sd < 2 || bias->sizes[0] == 1 || bias->sizes[0] == out.sizes[0]);
-    expect_size(ok, ctx, "self " + bias->describe() + " does not broadcast to " + out.describe());
+    expect(ok, "self " + format_dims(bias->sizes) + " does not broadcast to out " + format_dims(out.sizes));
   }
+  Context ctx = bias != nullptr ? on_device_of(op, out, {&a, &b, bias}) : on_device_of(op, out, {&a, &b});
+  DeviceSwitch on_device(ctx.device);
+  ctx.stream = current_stream(ctx.device);
   run(ctx, out, a, b, bias, static_cast<float>(beta), static_cast<float>(alpha));
 }
 
 void bmm_out(AtenTensorHandle out_h, AtenTensorHandle self_h, AtenTensorHandle mat2_h) {
-  Context ctx = context_of("bmm", out_h);
+  const int32_t dtype = gemm_dtype(out_h);
+  const AtenTensorOpaque& out = operand(out_h, "out", 3, dtype);
+  const AtenTensorOpaque& a = operand(self_h, "self", 3, dtype);
+  const AtenTensorOpaque& b = operand(mat2_h, "mat2", 3, dtype);
+  expect(a.sizes[0] == b.sizes[0] && out.sizes[0] == a.sizes[0] && a.sizes[2] == b.sizes[1] &&
+             out.sizes[1] == a.sizes[1] && out.sizes[2] == b.sizes[2],
+         "shapes " + format_dims(a.sizes) + " x " + format_dims(b.sizes) + " -> out " + format_dims(out.sizes) +
+             " do not agree");
+  Context ctx = on_device_of("bmm", out, {&a, &b});
   DeviceSwitch on_device(ctx.device);
   ctx.stream = current_stream(ctx.device);
-  const AtenTensorOpaque& out = operand(out_h, "out", 3, ctx);
-  const AtenTensorOpaque& a = operand(self_h, "self", 3, ctx);
-  const AtenTensorOpaque& b = operand(mat2_h, "mat2", 3, ctx);
-  expect_size(a.sizes[0] == b.sizes[0] && out.sizes[0] == a.sizes[0] && a.sizes[2] == b.sizes[1] &&
-                  out.sizes[1] == a.sizes[1] && out.sizes[2] == b.sizes[2],
-              ctx, "shapes " + a.describe() + " x " + b.describe() + " -> " + out.describe() + " do not agree");
   run(ctx, out, a, b, nullptr, 0.0f, 1.0f);
 }
 
