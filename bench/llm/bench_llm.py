@@ -2,7 +2,7 @@
 """Runs the whole LLM + per-call benchmark in one GPU-machine command, within a time budget.
 
     python3 bench/llm/bench_llm.py --out OUT --build BUILD [--config 1b] [--layers N]
-        [--parts llm,int4,compile,fixtures] [--budget 540] [--work /tmp/llm_bench]
+        [--parts llm,int4,cublas,compile,fixtures] [--budget 540] [--work /tmp/llm_bench]
         [--stage all|prepare|measure]
 
 BUILD is a build folder of this repository made elsewhere (scripts/device-pack.sh), holding
@@ -11,6 +11,7 @@ and timeout; a failed or timed-out step is recorded and the rest go on):
 
   phase 1, concurrently (CPU-heavy compiles; GPU only for autotuning):
     export_bf16 / export_int4   tools/export/llm/export_llm.py -> WORK/<quant>/llm.pte + .ptd
+    export_bf16cublas           the same, bf16 with --gemm cublas (part cublas) -> WORK/bf16cublas/
     warm_decode_bf16            a throwaway decode-only export filling the caches for export_bf16
     weights                     the peers' weights file (from the seed, on this GPU)
     aoti_package                prefill.pt2 / decode.pt2 for the libtorch runner
@@ -20,7 +21,7 @@ and timeout; a failed or timed-out step is recorded and the rest go on):
     call_packages               fixtures: AOTI packages per method
   phase 2, one at a time (GPU measurements):
     bandwidth                   host -> device copy rate, pinned and pageable
-    aoti_cuda_bf16 / _int4      examples/generate on the exported programs
+    aoti_cuda_bf16 / _int4 / _bf16cublas   examples/generate on the exported programs (+ --profile-kernels)
     libtorch_aoti               aoti_runner llm
     eager, eager_graph          (part llm)
     compile                     torch.compile peer, warm caches (part compile)
@@ -50,6 +51,23 @@ PY = sys.executable
 LLM_PEERS = os.path.join(ROOT, "bench", "peers", "llm_peers.py")
 CALL_PEERS = os.path.join(ROOT, "bench", "peers", "call_peers.py")
 EXPORT = os.path.join(ROOT, "tools", "export", "llm", "export_llm.py")
+# The ExecuTorch exports: folder / step name -> (part that asks for it, export_llm.py flags). Measured alike
+# (run "aoti_cuda_<name>"); bf16cublas is bf16 with cuBLAS GEMMs instead of the backend's Triton templates.
+EXPORTS = {
+    "bf16": ("llm", ["--quant", "bf16"]),
+    "int4": ("int4", ["--quant", "int4"]),
+    "bf16cublas": ("cublas", ["--quant", "bf16", "--gemm", "cublas"]),
+}
+
+
+def export_names(a):
+    """The exports the parts need, in EXPORTS' order (--exports then picks among them)."""
+    return [name for name, (part, _flags) in EXPORTS.items() if part in a.parts]
+
+
+def export_gemm(name):
+    flags = EXPORTS[name][1]
+    return flags[flags.index("--gemm") + 1] if "--gemm" in flags else "triton"
 
 
 class Steps:
@@ -126,14 +144,15 @@ class Steps:
         return found
 
 
-def export_ok(folder, cfg_args) -> bool:
+def export_ok(folder, cfg_args, gemm="triton") -> bool:
     mf = os.path.join(folder, "manifest.json")
     if not os.path.exists(mf) or not os.path.exists(os.path.join(folder, "llm.pte")):
         return False
     with open(mf) as f:
         m = json.load(f)
     return m.get("config_name") == cfg_args["config"] and (
-        cfg_args["layers"] is None or m["config"]["n_layers"] == cfg_args["layers"]) and not m.get("stub_backend")
+        cfg_args["layers"] is None or m["config"]["n_layers"] == cfg_args["layers"]) and not m.get("stub_backend") and (
+        m.get("gemm", "triton") == gemm)
 
 
 def reset_if_config_changed(a):
@@ -141,7 +160,7 @@ def reset_if_config_changed(a):
     stamp = os.path.join(a.work, "stamp.json")
     want = {"config": a.config, "layers": a.layers}
     if load_json(stamp) != want:
-        for name in ("bf16", "int4", "weights.pt", "aoti_llm", "warm_decode_bf16"):
+        for name in list(EXPORTS) + ["weights.pt", "aoti_llm", "warm_decode_bf16"]:
             path = os.path.join(a.work, name)
             shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else (os.path.exists(path) and os.remove(path))
         with open(stamp, "w") as f:
@@ -150,15 +169,15 @@ def reset_if_config_changed(a):
 
 def start_exports(s: Steps, a, cfg_flags):
     w = a.work
-    for quant in (["bf16"] if "llm" in a.parts else []) + (["int4"] if "int4" in a.parts else []):
+    for quant in export_names(a):  # quant: the export's name (bf16, int4, bf16cublas)
         if a.exports is not None and quant not in a.exports:
             s.status["export_" + quant] = {"status": "not asked for (--exports)"}
             continue
-        if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}):
+        if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}, export_gemm(quant)):
             s.status["export_" + quant] = {"status": "reused"}
             continue
         shutil.rmtree(os.path.join(w, quant), ignore_errors=True)
-        s.start("export_" + quant, [PY, EXPORT, "--out", os.path.join(w, quant), "--quant", quant] + cfg_flags,
+        s.start("export_" + quant, [PY, EXPORT, "--out", os.path.join(w, quant)] + EXPORTS[quant][1] + cfg_flags,
                 a.export_timeout)
         if quant == "bf16" and not a.exclusive_export:
             # A throwaway export of decode alone, at the same time: it fills the shared Inductor /
@@ -184,7 +203,7 @@ def phase1(s: Steps, a, cfg_flags):
     w = a.work
     reset_if_config_changed(a)
     llm = "llm" in a.parts
-    if llm or "int4" in a.parts:
+    if export_names(a):
         start_exports(s, a, cfg_flags)
         if a.exclusive_export:  # autotuning alone on the GPU: slower, but no contention in its timings
             s.wait()
@@ -238,7 +257,7 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
     w = a.work
     results["runs"]["bandwidth"] = s.run("bandwidth", [PY, LLM_PEERS, "bandwidth"], 60)
     measure = ["--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
-    for quant in (["bf16"] if "llm" in a.parts else []) + (["int4"] if "int4" in a.parts else []):
+    for quant in export_names(a):  # same generate invocation for each (prompts, token check, kernel profile)
         manifest = load_json(os.path.join(w, quant, "manifest.json"))
         results["exports"][quant] = manifest
         if manifest:
@@ -415,7 +434,8 @@ def main(argv=None) -> int:
     ap.add_argument("--build", required=True, help="build folder with examples/generate/generate and tools/aoti_cuda")
     ap.add_argument("--config", default="1b")
     ap.add_argument("--layers", type=int)
-    ap.add_argument("--parts", default="llm,int4,compile,fixtures")
+    ap.add_argument("--parts", default="llm,int4,compile,fixtures",
+                    help="comma list of llm, int4, cublas (bf16 export with cuBLAS GEMMs), compile, fixtures")
     ap.add_argument("--budget", type=float, default=540, help="seconds for everything (the call limit is 600)")
     ap.add_argument("--export-timeout", type=float, default=330)
     ap.add_argument("--work", default="/tmp/llm_bench")
@@ -429,8 +449,9 @@ def main(argv=None) -> int:
                     help="phase 1: the ExecuTorch exports first, alone (their autotuning sees no other GPU work)")
     ap.add_argument("--peers", default="libtorch,eager",
                     help="comma list of peers besides torch.compile (part 'compile'): libtorch, eager")
-    ap.add_argument("--exports", help="comma list of the ExecuTorch exports to make (bf16,int4; default: those the "
-                                      "parts need); e.g. int4 alone when the bf16 numbers come from another job")
+    ap.add_argument("--exports", help="comma list of the ExecuTorch exports to make (bf16,int4,bf16cublas; default: "
+                                      "those the parts need); e.g. int4 alone when the bf16 numbers come from "
+                                      "another job")
     ap.add_argument("--stage", choices=["all", "prepare", "measure"], default="all",
                     help="prepare: only phase 1 (exports, packages, builds); measure: only phase 2, reusing WORK")
     a = ap.parse_args(argv)
@@ -450,12 +471,12 @@ def main(argv=None) -> int:
     try:
         if a.stage in ("all", "prepare"):
             phase1(s, a, cfg_flags)
-            for quant in ("bf16", "int4"):  # export times, even when nothing is measured
+            for quant in EXPORTS:  # export times, even when nothing is measured
                 results["exports"][quant] = load_json(os.path.join(a.work, quant, "manifest.json"))
         results["runs"]["compile_warm"] = s.json_of("compile_warm")  # also left by an earlier prepare
         if a.stage == "prepare":
             return 0
-        if a.parts & {"llm", "int4", "compile"}:
+        if a.parts & {"llm", "int4", "cublas", "compile"}:
             phase2_llm(s, a, cfg_flags, results)
         if "fixtures" in a.parts:
             phase2_calls(s, a, results)

@@ -7,13 +7,14 @@
 #   BUILD    this repository's build folder, packed by scripts/device-pack.sh and carried
 #            (needs examples/generate/generate and the aoti_cuda CLI)
 #   CONFIG   model config of tools/export/llm/model.py: 1b (default), small, tiny
-#   PARTS    comma list of llm,int4,compile,fixtures (default: all)
+#   PARTS    comma list of llm,int4,cublas,compile,fixtures (default: llm,int4,compile,fixtures;
+#            cublas = a third aoti_cuda export, bf16 with cuBLAS GEMMs: export_llm.py --gemm cublas)
 #   BUDGET_S seconds for everything, 540 by default (the call limit is 600; the rest is set-up)
 #   LAYERS   optional n_layers override
 #
 # LLM_BENCH_EXTRA (environment): more bench_llm.py flags, e.g. "--stage prepare" (exports, packages and
 # builds only) then, right after on the still-warm machine, "--stage measure" (reuses /tmp/llm_bench);
-# "--fixture-models mlp,encdec"; "--export-timeout 400".
+# "--fixture-models mlp,encdec"; "--export-timeout 400"; "--exports bf16cublas" (only that export).
 #
 # Needs the wheels in <repo>/.whl (carry ".whl": executorch 1.2.0, torchao 0.17, flatbuffers,
 # ruamel.yaml, tabulate). Writes OUT/llm_results.json, OUT/calls_results.json, OUT/bench_steps.log,

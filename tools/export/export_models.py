@@ -18,7 +18,7 @@ The CUDA backend moves the program to the GPU and AOT-compiles it with Triton-on
 
 Usage:
     python3 tools/export/export_models.py --list
-    python3 tools/export/export_models.py --out DIR [--models a,b,...] [--jobs N]
+    python3 tools/export/export_models.py --out DIR [--models a,b,...] [--jobs N] [--gemm triton|cublas]
     python3 tools/export/export_models.py --self-test [FIXTURES_DIR]      # no torch needed
 
 Only the standard library is imported at module level; torch/executorch load when exporting.
@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gemm_backend  # noqa: E402  (sibling module, stdlib only)
 import pte_inspect  # noqa: E402  (sibling module, stdlib only)
 
 # --------------------------------------------------------------------------------------------
@@ -783,7 +784,7 @@ def _install_stub_backend(so_path: str) -> None:
     CudaBackend.preprocess = classmethod(preprocess)
 
 
-def export_model(name: str, out_root: str, device: str) -> Dict[str, Any]:
+def export_model(name: str, out_root: str, device: str, gemm: str = "triton") -> Dict[str, Any]:
     """Export one model into out_root/name; returns a summary dict. Raises on failure."""
     # Build in OUT/_work/<name>; only a complete export is moved to OUT/<name>, a failed one
     # goes to OUT/_failed/<name> for inspection.  A stale OUT/<name> is removed first so an old
@@ -796,7 +797,7 @@ def export_model(name: str, out_root: str, device: str) -> Dict[str, Any]:
             shutil.rmtree(d)
     os.makedirs(out_dir)
     try:
-        info = _export_into(name, out_dir, device)
+        info = _export_into(name, out_dir, device, gemm)
     except BaseException:
         os.makedirs(os.path.dirname(failed_dir), exist_ok=True)
         os.replace(out_dir, failed_dir)
@@ -809,7 +810,7 @@ def export_model(name: str, out_root: str, device: str) -> Dict[str, Any]:
     return info
 
 
-def _export_into(name: str, out_dir: str, device: str) -> Dict[str, Any]:
+def _export_into(name: str, out_dir: str, device: str, gemm: str = "triton") -> Dict[str, Any]:
     import torch
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
 
@@ -848,11 +849,14 @@ def _export_into(name: str, out_dir: str, device: str) -> Dict[str, Any]:
             )
     t_export = time.time() - t0
 
-    # 3. Lower with the CUDA backend (AOTInductor + Triton autotuning) and serialize.
+    # 3. Lower with the CUDA backend (AOTInductor + Triton autotuning; --gemm cublas: GEMMs as
+    #    aoti_torch_cuda_{mm,addmm,bmm}_out calls, see gemm_backend.py) and serialize.
+    from executorch.backends.cuda.cuda_backend import CudaBackend
+
     t0 = time.time()
     partitioners = {m.name: [_make_partitioner(model, m.name)] for m in model.methods}
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
-    with torch._inductor.config.patch(model.inductor_config):
+    with torch._inductor.config.patch(model.inductor_config), gemm_backend.gemm_context(gemm, CudaBackend) as accepted:
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
     t_lower = time.time() - t0
@@ -888,6 +892,9 @@ def _export_into(name: str, out_dir: str, device: str) -> Dict[str, Any]:
         manifest["kernel_calls"] = kernel_ops
     if model.notes:
         manifest["notes"] = model.notes
+    if gemm != "triton":  # the fixtures' manifests (Triton GEMMs) stay as they were
+        manifest["gemm"] = gemm
+        manifest["gemm_kernels"] = dict(accepted)
     write_manifest(os.path.join(out_dir, "manifest.json"), manifest)
 
     total_bytes = sum(os.path.getsize(os.path.join(out_dir, f)) for f in os.listdir(out_dir))
@@ -1034,13 +1041,13 @@ def _detail(info: Dict[str, Any]) -> str:
     )
 
 
-def _run_in_process(names: List[str], out: str, device: str) -> List[Tuple[str, str, float, str]]:
+def _run_in_process(names: List[str], out: str, device: str, gemm: str = "triton") -> List[Tuple[str, str, float, str]]:
     results = []
     for i, name in enumerate(names, 1):
         print(f"[{i}/{len(names)}] {name}: exporting ...", flush=True)
         t0 = time.time()
         try:
-            info = export_model(name, out, device)
+            info = export_model(name, out, device, gemm)
             secs = time.time() - t0
             results.append((name, "ok", secs, _detail(info)))
             print(f"[{i}/{len(names)}] {name}: ok in {secs:.1f}s  {_detail(info)}", flush=True)
@@ -1140,6 +1147,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         help="re-derive so_sizes/imports/delegation of existing fixtures (no torch needed)",
     )
     parser.add_argument(
+        "--gemm",
+        choices=gemm_backend.GEMM_CHOICES,
+        default="triton",
+        help="triton: the backend's Triton GEMM templates (its own settings); cublas: GEMMs as "
+        "aoti_torch_cuda_{mm,addmm,bmm}_out calls (manifest.json records \"gemm\")",
+    )
+    parser.add_argument(
         "--stub-backend",
         metavar="ELF_SO",
         help="testing without a GPU: skip AOTInductor and embed this ELF file as every .so",
@@ -1158,7 +1172,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     names = _select(args.models)
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    passthrough = ["--device", args.device] + (["--stub-backend", args.stub_backend] if args.stub_backend else [])
+    passthrough = ["--device", args.device, "--gemm", args.gemm] + (
+        ["--stub-backend", args.stub_backend] if args.stub_backend else []
+    )
 
     t0 = time.time()
     if (args.jobs > 1 and len(names) > 1) or args.time_budget is not None:
@@ -1193,7 +1209,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"device {torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'none'}",
             flush=True,
         )
-        results = _run_in_process(names, out, args.device)
+        results = _run_in_process(names, out, args.device, args.gemm)
     if len(names) > 1:
         _print_summary(results)
         print(f"total {time.time() - t0:.1f}s, output in {out}")

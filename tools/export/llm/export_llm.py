@@ -2,7 +2,7 @@
 """Export the benchmark LLM (model.py) with ExecuTorch 1.2's CUDA backend: prefill + decode.
 
     python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
-        [--layers N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
+        [--gemm triton|cublas] [--layers N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
 
 Writes DIR/llm.pte, DIR/aoti_cuda_blob.ptd and DIR/manifest.json (config, methods, timings by
 phase, sizes, and `reference`: the greedy tokens eager PyTorch generates on the same weights for the
@@ -16,10 +16,16 @@ backend allows) -> torch.export of prefill (T dynamic in 2..max_prefill) and dec
 to_edge_transform_and_lower(partitioner={method: [CudaPartitioner([method spec])]}) ->
 to_executorch().
 
+GEMMs (--gemm, recorded in the manifest as "gemm"): `triton` (default) keeps the backend's settings,
+every matmul a Triton GEMM template; `cublas` lowers with ../gemm_backend.py's patch of CudaBackend,
+so matmuls become aoti_torch_cuda_{mm,addmm,bmm}_out calls (cuBLAS in aoti_cuda); the extern kernel
+names the backend's check accepted that way are logged and listed in the manifest ("gemm_kernels").
+
 Time: the backend compiles each method with max_autotune (Triton GEMM templates benchmarked on the
 GPU). All layers share one set of GEMM shapes and Inductor deduplicates identical kernels, so the
 tuning cost grows with the number of distinct shapes (about 5 per method), not with the layers.
 TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR kept between runs make a repeat export much faster.
+With --gemm cublas no GEMM is tuned.
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))  # tools/export: export_models (stdlib-only at import)
+sys.path.insert(0, os.path.dirname(HERE))  # tools/export: export_models, gemm_backend (stdlib-only at import)
+
+import gemm_backend  # noqa: E402
 
 
 def quantize_int4(model, group_size: int = 128) -> int:
@@ -84,8 +92,9 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
-def lower(programs):
-    """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py)."""
+def lower(programs, gemm="triton"):
+    """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py). Returns the program and
+    {extern kernel name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton)."""
     from executorch.backends.cuda.cuda_backend import CudaBackend
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
@@ -94,8 +103,10 @@ def lower(programs):
         name: [CudaPartitioner([CudaBackend.generate_method_name_compile_spec(name)])] for name in programs
     }
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
-    edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
-    return edge.to_executorch()
+    with gemm_backend.gemm_context(gemm, CudaBackend) as accepted:
+        edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
+        et_program = edge.to_executorch()
+    return et_program, dict(accepted)
 
 
 def parse_args(argv):
@@ -103,6 +114,9 @@ def parse_args(argv):
     ap.add_argument("--out", required=True)
     ap.add_argument("--config", default="1b")
     ap.add_argument("--quant", choices=["bf16", "int4"], default="bf16")
+    ap.add_argument("--gemm", choices=gemm_backend.GEMM_CHOICES, default="triton",
+                    help="triton: the backend's Triton GEMM templates (its own settings); cublas: "
+                         "aoti_torch_cuda_{mm,addmm,bmm}_out calls (see ../gemm_backend.py)")
     ap.add_argument("--layers", type=int, help="override n_layers")
     ap.add_argument("--max-prefill", type=int, help="override max_prefill (dynamic bound of T)")
     ap.add_argument("--prefill-hint", type=int, default=128, help="example T: Inductor tunes prefill GEMMs for it")
@@ -139,7 +153,7 @@ def prepare_model(args, cfg, device, times):
     return model, reference
 
 
-def write_manifest(args, cfg, programs, reference, times):
+def write_manifest(args, cfg, programs, reference, times, gemm_kernels):
     import pte_inspect  # the .so files' aoti_torch_* / CUDA imports: what a runtime must provide
     import torch
 
@@ -157,6 +171,8 @@ def write_manifest(args, cfg, programs, reference, times):
         "config_name": args.config,
         "config": cfg.to_dict(),
         "quant": args.quant,
+        "gemm": args.gemm,
+        "gemm_kernels": gemm_kernels,
         "methods": {k: v for k, v in signatures.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
         "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
@@ -191,14 +207,17 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     times = {}
     t_all = time.time()
-    print(f"config {args.config}: {json.dumps(cfg.to_dict())}, quant {args.quant}, device {device}", flush=True)
+    print(f"config {args.config}: {json.dumps(cfg.to_dict())}, quant {args.quant}, gemm {args.gemm}, device {device}",
+          flush=True)
     model, reference = prepare_model(args, cfg, device, times)
 
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
-    et_program = timed(times, "lower_s", lower, programs)
+    et_program, gemm_kernels = timed(times, "lower_s", lower, programs, args.gemm)
     print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
+    if args.gemm == "cublas":
+        print(f"gemm=cublas: extern GEMM kernels accepted: {json.dumps(gemm_kernels)}", flush=True)
 
     t0 = time.time()
     with open(os.path.join(args.out, "llm.pte"), "wb") as f:
@@ -207,7 +226,7 @@ def main(argv=None) -> int:
     times["write_s"] = time.time() - t0
     times["total_s"] = time.time() - t_all
     print("EXPORT_TIME " + " ".join(f"{k}={v:.1f}" for k, v in times.items()), flush=True)
-    write_manifest(args, cfg, programs, reference, times)
+    write_manifest(args, cfg, programs, reference, times, gemm_kernels)
     return 0
 
 
