@@ -82,6 +82,26 @@ using common::host_free;
 using common::pinned_allocate;
 using common::pinned_free;
 
+/// RAII: `nbytes` of stream-ordered device scratch (cuda_allocate), freed on the same stream when
+/// it goes out of scope, so kernels enqueued before that may still use it.
+class StreamScratch {
+ public:
+  StreamScratch(std::size_t nbytes, int device, void* stream)
+      : ptr_(cuda_allocate(nbytes, device, stream)), nbytes_(nbytes), device_(device), stream_(stream) {}
+  ~StreamScratch() {
+    if (ptr_ != nullptr) (void)cuda_free(ptr_, nbytes_, device_, stream_);
+  }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  void* get() const noexcept { return ptr_; }
+
+ private:
+  void* ptr_;
+  std::size_t nbytes_;
+  int device_;
+  void* stream_;
+};
+
 /// Device memory owned by one captured CUDA graph (see policies). Not
 /// copyable; thread-compatible (the capturing thread installs it).
 class CaptureArena {

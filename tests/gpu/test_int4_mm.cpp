@@ -169,6 +169,7 @@ TEST_CASE("int4pack_mm: self-contained packing and reference, every group size a
   for (int ikt : {2, 4, 8})
     for (int group : {32, 64, 128, 256})
       for (int64_t m : {1, 5, 16, 40, 100}) self_contained_case(m, 48, 512, group, ikt, stream);
+  self_contained_case(256, 512, 1024, 128, 8, stream);  // large M: dequantize + cuBLAS (M >= 65)
   self_contained_case(3, 8, 128, 128, 8, stream);  // one n-tile, one k-super-tile
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
@@ -290,4 +291,91 @@ TEST_CASE("int4pack_mm: every kernel variant on the PyTorch vectors" * AOTI_CUDA
   std::ostringstream summary;
   for (int v = 1; v < mm::variant_count(); ++v) summary << " v" << v << ":" << runs[static_cast<std::size_t>(v)];
   MESSAGE("variant cases run:" << summary.str());
+}
+
+TEST_CASE("int4pack_mm: dequantize writes any slice of rows as the kernels dequantize them" * AOTI_CUDA_GPU_CASE) {
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int> nibble(0, 15);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  for (int ikt : {2, 4, 8})
+    for (int group : {32, 128}) {
+      const int64_t n = 64, k = 256;
+      std::vector<uint8_t> q(static_cast<std::size_t>(n * k));
+      for (auto& v : q) v = static_cast<uint8_t>(nibble(rng));
+      std::vector<uint16_t> sz(static_cast<std::size_t>(k / group * n * 2));
+      for (std::size_t i = 0; i < sz.size(); i += 2) {
+        sz[i] = float_to_bf16(0.01f + 0.005f * unit(rng));
+        sz[i + 1] = float_to_bf16(0.02f * unit(rng));
+      }
+      OwnedTensor dw = upload(pack(q, n, k, ikt), {n / 8, k / (16 * ikt), 32, ikt / 2}, kI32);
+      OwnedTensor dsz = upload(sz, {k / group, n, 2}, kBF16);
+      aoti_cuda::shim::int4mm::Problem p;
+      p.w = dw.data();
+      p.sz = dsz.data();
+      p.n = n;
+      p.k = k;
+      p.group = group;
+      p.inner_k_tiles = ikt;
+      const int64_t n0 = 16, rows = 24;
+      OwnedTensor dense = empty({rows, k}, {}, kBF16, kCUDA, 0);
+      REQUIRE(aoti_cuda::shim::int4mm::dequantize(p, n0, rows, dense.data(), nullptr) == 0);
+      CHECK(aoti_cuda::shim::int4mm::dequantize(p, 4, 8, dense.data(), nullptr) != 0);    // not a multiple of 8
+      CHECK(aoti_cuda::shim::int4mm::dequantize(p, 56, 16, dense.data(), nullptr) != 0);  // past N
+      std::vector<uint16_t> got(static_cast<std::size_t>(rows * k));
+      REQUIRE(cudaMemcpy(got.data(), dense.data(), got.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+      std::size_t bad = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t kk = 0; kk < k; ++kk) {
+          const int64_t row = n0 + r;
+          const std::size_t g = static_cast<std::size_t>((kk / group) * n + row) * 2;
+          const double deq = (q[static_cast<std::size_t>(row * k + kk)] - 8.0) * bf16_to_float(sz[g]) +
+                             bf16_to_float(sz[g + 1]);
+          const float v = bf16_to_float(got[static_cast<std::size_t>(r * k + kk)]);
+          bad += std::fabs(v - deq) > std::fabs(deq) / 256 + 1e-7;  // one bf16 rounding
+        }
+      INFO("innerKTiles " << ikt << " group " << group);
+      CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("int4pack_mm: large M over weights past one dequantized slice (64 MiB)" * AOTI_CUDA_GPU_CASE) {
+  // N x K x 2 bytes = 65 MiB: two slices; columns around the boundary (32768) are checked.
+  const int64_t m = 72, n = 33280, k = 1024, group = 128;
+  const int ikt = 8;
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> nibble(0, 15);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  std::vector<uint8_t> q(static_cast<std::size_t>(n * k));
+  for (auto& v : q) v = static_cast<uint8_t>(nibble(rng));
+  std::vector<uint16_t> sz(static_cast<std::size_t>(k / group * n * 2));
+  for (std::size_t i = 0; i < sz.size(); i += 2) {
+    sz[i] = float_to_bf16(0.01f + 0.005f * unit(rng));
+    sz[i + 1] = float_to_bf16(0.02f * unit(rng));
+  }
+  std::vector<uint16_t> x(static_cast<std::size_t>(m * k));
+  for (auto& v : x) v = float_to_bf16(unit(rng));
+  OwnedTensor dx = upload(x, {m, k}, kBF16);
+  OwnedTensor dw = upload(pack(q, n, k, ikt), {n / 8, k / (16 * ikt), 32, ikt / 2}, kI32);
+  OwnedTensor dsz = upload(sz, {k / group, n, 2}, kBF16);
+  const std::vector<float> got = run_mm(dx, dw, group, dsz, m, n, nullptr);
+  std::vector<int64_t> cols;
+  for (int64_t c = 0; c < 8; ++c) cols.push_back(c);
+  for (int64_t c = 32768 - 16; c < 32768 + 16; ++c) cols.push_back(c);
+  for (int64_t c = n - 8; c < n; ++c) cols.push_back(c);
+  std::vector<float> got_cols, want_cols;
+  for (int64_t col : cols) {
+    for (int64_t row = 0; row < m; ++row) {
+      double acc = 0;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const std::size_t g = static_cast<std::size_t>((kk / group) * n + col) * 2;
+        const float deq = (static_cast<float>(q[static_cast<std::size_t>(col * k + kk)]) - 8.f) *
+                              bf16_to_float(sz[g]) + bf16_to_float(sz[g + 1]);
+        acc += bf16_to_float(x[static_cast<std::size_t>(row * k + kk)]) * bf16_to_float(float_to_bf16(deq));
+      }
+      want_cols.push_back(static_cast<float>(acc));
+      got_cols.push_back(got[static_cast<std::size_t>(row * n + col)]);
+    }
+  }
+  const Mismatch r = compare(got_cols, want_cols, 1.0 / 128, 1e-3);
+  CHECK_MESSAGE(r.count == 0, "worst error / tolerance " << r.worst);
 }

@@ -26,25 +26,7 @@ namespace aoti_cuda {
 namespace shim {
 namespace {
 
-// Stream-ordered device scratch freed on the same stream when the call is done.
-class Scratch {
- public:
-  Scratch(std::size_t bytes, int device, void* stream) : bytes_(bytes), device_(device), stream_(stream) {
-    ptr_ = cuda_allocate(bytes, device, stream);
-  }
-  ~Scratch() {
-    if (ptr_ != nullptr) (void)cuda_free(ptr_, bytes_, device_, stream_);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  std::size_t bytes_;
-  int device_;
-  void* stream_;
-  void* ptr_ = nullptr;
-};
+using Scratch = StreamScratch;
 
 struct Context {
   const char* op;

@@ -3,9 +3,11 @@
 // Validation, output allocation and dispatch here; the kernels are in weight_int4pack_mm.cu.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "aoti_cuda/dtype.hpp"
@@ -13,6 +15,7 @@
 #include "common/kernel_timer.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
+#include "shim/ops/gemm.hpp"
 #include "shim/ops/weight_int4pack_mm.hpp"
 #include "shim/tensor_object.hpp"
 
@@ -97,6 +100,51 @@ int sm_count(int device) {
   return count;
 }
 
+// Large M (prefill): the multiply is compute-bound, where cuBLAS's bf16 GEMMs beat the int4
+// kernels (which dequantize every weight once per 64 rows of M). So the weights are
+// dequantized once into scratch, in slices of at most kDequantSliceBytes, and each slice
+// multiplied by cuBLAS. AOTI_CUDA_INT4_DEQUANT_M=m sets the smallest M that takes this path
+// (default kDequantMinM; 0 turns it off).
+constexpr int64_t kDequantMinM = 65;
+constexpr std::size_t kDequantSliceBytes = std::size_t{64} << 20;
+std::atomic<bool> g_cublas_missing{false};
+
+bool use_dequantized_path(int64_t m) {
+  static const int64_t min_m = [] {
+    const char* v = std::getenv("AOTI_CUDA_INT4_DEQUANT_M");
+    return v != nullptr && *v != '\0' ? std::strtoll(v, nullptr, 10) : kDequantMinM;
+  }();
+  return min_m > 0 && m >= min_m && !g_cublas_missing.load(std::memory_order_relaxed);
+}
+
+// Returns false (nothing enqueued) when cuBLAS cannot be opened: the caller then runs the
+// int4 kernels, which need nothing else.
+bool multiply_dequantized(const int4mm::Problem& p, int device, void* stream) {
+  common::KernelTimer::Launch timed(common::KernelTimer::current(), nullptr,
+                                    "aoti_cuda _weight_int4pack_mm (dequantize + cuBLAS)", stream);
+  const int64_t slice_rows = std::max<int64_t>(8, static_cast<int64_t>(kDequantSliceBytes / (p.k * 2)) / 8 * 8);
+  const int64_t rows = std::min(slice_rows, p.n);
+  StreamScratch dense(static_cast<std::size_t>(rows * p.k * 2), device, stream);
+  for (int64_t n0 = 0; n0 < p.n; n0 += rows) {
+    const int64_t count = std::min(rows, p.n - n0);
+    const int err = int4mm::dequantize(p, n0, count, dense.get(), stream);
+    if (err != 0) throw_cuda_error(err, "int4 weight dequantize kernel launch");
+    // out[:, n0:n0+count] = x · dense^T: dense^T is K x count with unit row stride.
+    gemm::Batch a{{const_cast<void*>(p.x), p.m, p.k, p.k, 1}, 0};
+    gemm::Batch b{{dense.get(), p.k, count, 1, p.k}, 0};
+    gemm::Batch c{{static_cast<char*>(p.out) + n0 * 2, p.m, count, p.n, 1}, 0};
+    try {
+      gemm::multiply(kBFloat16, a, b, c, 1, 1.0f, 0.0f, device, stream);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kLoad || n0 != 0) throw;
+      g_cublas_missing.store(true, std::memory_order_relaxed);  // no cuBLAS: the int4 kernels from now on
+      return false;
+    }
+  }
+  timed.done(true);
+  return true;
+}
+
 // Owns a freshly created handle until it is handed to the caller.
 struct HandleOwner {
   AtenTensorHandle handle = nullptr;
@@ -134,6 +182,7 @@ AtenTensorHandle weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2
   p.out = out.handle->data_ptr();
   DeviceSwitch on_device(device);
   void* stream = current_stream(device);
+  if (use_dequantized_path(p.m) && multiply_dequantized(p, device, stream)) return out.release();
   common::KernelTimer::Launch timed(common::KernelTimer::current(), nullptr, "aoti_cuda _weight_int4pack_mm", stream);
   const int err = int4mm::launch(p, stream, sm_count(device));
   timed.done(err == 0);

@@ -502,6 +502,50 @@ int forced_variant() {
   return v;
 }
 
+namespace {
+
+// One thread per packed word (8 values of one row n): the 4 bf16 pairs {k, k+1} it holds go to
+// dst[n - n0][k] (row-major, K wide), dequantized exactly as the matmul kernels do.
+__global__ void dequantize_kernel(const uint32_t* __restrict__ w, const uint32_t* __restrict__ sz,
+                                  __nv_bfloat16* __restrict__ dst, int n_total, int k, int k_super, int ikt,
+                                  int group_shift, int nt0, int n_tiles) {
+  const int words = ikt / 2;
+  const int64_t per_tile = static_cast<int64_t>(k_super) * kLanes * words;
+  const int64_t total = static_cast<int64_t>(n_tiles) * per_tile;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int p = static_cast<int>(i % words);
+    const int lane = static_cast<int>((i / words) % kLanes);
+    const int st = static_cast<int>((i / (words * kLanes)) % k_super);
+    const int nt = nt0 + static_cast<int>(i / per_tile);
+    const uint32_t word = __ldg(w + (static_cast<int64_t>(nt) * k_super + st) * kLanes * words + lane * words + p);
+    const int n = nt * 8 + (lane >> 2);
+    const int k_base = 16 * (ikt * st + 2 * p) + 2 * (lane & 3);
+    const __nv_bfloat162 sz2 = bits_bf162(__ldg(sz + static_cast<int64_t>(k_base >> group_shift) * n_total + n));
+    const __nv_bfloat162 scale = __low2bfloat162(sz2);
+    const __nv_bfloat162 zero = __high2bfloat162(sz2);
+    uint32_t* row = reinterpret_cast<uint32_t*>(dst + static_cast<int64_t>(n - nt0 * 8) * k);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) row[(k_base + 8 * q) / 2] = dequant_pair(word, 4 * q, scale, zero);
+  }
+}
+
+}  // namespace
+
+int dequantize(const Problem& p, int64_t n0, int64_t rows, void* dst, void* stream) {
+  if (n0 % 8 != 0 || rows % 8 != 0 || n0 < 0 || n0 + rows > p.n) return cudaErrorInvalidValue;
+  if (rows == 0) return cudaSuccess;
+  const Shape sh = make_shape(p);
+  const int64_t threads = rows / 8 * sh.k_super * kLanes * (p.inner_k_tiles / 2);
+  constexpr int kThreads = 256;
+  const int64_t blocks = (threads + kThreads - 1) / kThreads;
+  dequantize_kernel<<<static_cast<unsigned>(blocks < 65535 ? blocks : 65535), kThreads, 0,
+                      static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const uint32_t*>(p.w), static_cast<const uint32_t*>(p.sz), static_cast<__nv_bfloat16*>(dst),
+      sh.n, sh.k, sh.k_super, p.inner_k_tiles, sh.group_shift, static_cast<int>(n0 / 8), static_cast<int>(rows / 8));
+  return cudaGetLastError();
+}
+
 int launch(const Problem& p, void* stream, int /*sm_count*/) {
   if (p.m == 0) return cudaSuccess;
   const Shape sh = make_shape(p);

@@ -45,6 +45,12 @@ const char* config_name(const Problem& p, int sm_count);
 /// cudaError_t of the launch (0 = success).
 int launch(const Problem& p, void* stream, int sm_count);
 
+/// Writes rows [n0, n0 + rows) of dequant(w) as bf16 [rows, K] row-major to `dst` (device
+/// memory of rows * K * 2 bytes), with the same rounding as the multiply kernels, on `stream`.
+/// n0 and rows multiples of 8. Returns the launch's cudaError_t. The large-M path of the shim
+/// (weight_int4pack_mm.cpp) multiplies what it writes with cuBLAS.
+int dequantize(const Problem& p, int64_t n0, int64_t rows, void* dst, void* stream);
+
 /// Benchmark hooks (bench/int4_bench.cu --variants compiles the kernels in): tuning candidates
 /// for innerKTiles 8; variant 0 is launch() itself. launch_variant returns cudaErrorInvalidValue
 /// for a variant that does not apply to the problem.
