@@ -25,7 +25,9 @@ import sys
 LLM_ROWS = [  # (key in runs, label)
     ("aoti_cuda_bf16", "aoti_cuda (bf16)"),
     ("aoti_cuda_bf16cublas", "aoti_cuda (bf16, cuBLAS GEMMs)"),
+    ("aoti_cuda_bf16fast", "aoti_cuda (bf16, cuBLAS GEMMs, decomposed SDPA)"),
     ("aoti_cuda_int4", "aoti_cuda (int4)"),
+    ("aoti_cuda_int4fast", "aoti_cuda (int4, cuBLAS GEMMs, decomposed SDPA)"),
     ("libtorch_aoti", "libtorch AOTI runner (C++)"),
     ("eager", "eager PyTorch"),
     ("eager_graph", "eager + CUDA graph (decode)"),
@@ -34,7 +36,7 @@ LLM_ROWS = [  # (key in runs, label)
 ]
 BF16_PEERS = ["libtorch_aoti", "eager", "eager_graph", "torch_compile"]
 # aoti_cuda's bf16 programs (the backend's Triton GEMMs; cuBLAS GEMMs): the decode and TTFT targets take the best.
-AOTI_BF16 = ["aoti_cuda_bf16", "aoti_cuda_bf16cublas"]
+AOTI_BF16 = ["aoti_cuda_bf16", "aoti_cuda_bf16cublas", "aoti_cuda_bf16fast"]
 
 
 def num(v):
@@ -124,7 +126,9 @@ def compile_note(res, rows):
 def kernel_sections(res):
     """'Where the GPU time goes': generate --profile-kernels' kernel kinds per aoti_cuda run."""
     lines = []
-    for key, label in (("aoti_cuda_bf16", "bf16"), ("aoti_cuda_bf16cublas", "bf16, cuBLAS GEMMs"), ("aoti_cuda_int4", "int4")):
+    for key, label in (("aoti_cuda_bf16", "bf16"), ("aoti_cuda_bf16cublas", "bf16, cuBLAS GEMMs"),
+                       ("aoti_cuda_bf16fast", "bf16, cuBLAS GEMMs, decomposed SDPA"), ("aoti_cuda_int4", "int4"),
+                       ("aoti_cuda_int4fast", "int4, cuBLAS GEMMs, decomposed SDPA")):
         run = (res.get("runs") or {}).get(key) or {}
         for step in ("decode", "prefill"):
             kinds = run.get(f"{step}_kernel_kinds")

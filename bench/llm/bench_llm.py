@@ -57,6 +57,10 @@ EXPORTS = {
     "bf16": ("llm", ["--quant", "bf16"]),
     "int4": ("int4", ["--quant", "int4"]),
     "bf16cublas": ("cublas", ["--quant", "bf16", "--gemm", "cublas"]),
+    # cuBLAS GEMMs and SDPA decomposed into matmuls + softmax (the backend's triton_kernel_mode=OFF) instead
+    # of the backend's Triton SDPA kernel, which runs one block per KV head at decode.
+    "bf16fast": ("fast", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "decomposed"]),
+    "int4fast": ("int4fast", ["--quant", "int4", "--gemm", "cublas", "--sdpa", "decomposed"]),
 }
 
 
@@ -68,6 +72,11 @@ def export_names(a):
 def export_gemm(name):
     flags = EXPORTS[name][1]
     return flags[flags.index("--gemm") + 1] if "--gemm" in flags else "triton"
+
+
+def export_sdpa(name):
+    flags = EXPORTS[name][1]
+    return flags[flags.index("--sdpa") + 1] if "--sdpa" in flags else "triton"
 
 
 class Steps:
@@ -144,7 +153,7 @@ class Steps:
         return found
 
 
-def export_ok(folder, cfg_args, gemm="triton") -> bool:
+def export_ok(folder, cfg_args, gemm="triton", sdpa="triton") -> bool:
     mf = os.path.join(folder, "manifest.json")
     if not os.path.exists(mf) or not os.path.exists(os.path.join(folder, "llm.pte")):
         return False
@@ -152,7 +161,7 @@ def export_ok(folder, cfg_args, gemm="triton") -> bool:
         m = json.load(f)
     return m.get("config_name") == cfg_args["config"] and (
         cfg_args["layers"] is None or m["config"]["n_layers"] == cfg_args["layers"]) and not m.get("stub_backend") and (
-        m.get("gemm", "triton") == gemm)
+        m.get("gemm", "triton") == gemm) and m.get("sdpa", "triton") == sdpa
 
 
 def reset_if_config_changed(a):
@@ -173,7 +182,7 @@ def start_exports(s: Steps, a, cfg_flags):
         if a.exports is not None and quant not in a.exports:
             s.status["export_" + quant] = {"status": "not asked for (--exports)"}
             continue
-        if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}, export_gemm(quant)):
+        if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}, export_gemm(quant), export_sdpa(quant)):
             s.status["export_" + quant] = {"status": "reused"}
             continue
         shutil.rmtree(os.path.join(w, quant), ignore_errors=True)
@@ -476,7 +485,7 @@ def main(argv=None) -> int:
         results["runs"]["compile_warm"] = s.json_of("compile_warm")  # also left by an earlier prepare
         if a.stage == "prepare":
             return 0
-        if a.parts & {"llm", "int4", "cublas", "compile"}:
+        if a.parts & {"llm", "int4", "cublas", "fast", "int4fast", "compile"}:
             phase2_llm(s, a, cfg_flags, results)
         if "fixtures" in a.parts:
             phase2_calls(s, a, results)

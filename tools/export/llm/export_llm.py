@@ -92,16 +92,25 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
-def lower(programs, gemm="triton"):
+def lower(programs, gemm="triton", sdpa="triton"):
     """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py). Returns the program and
-    {extern kernel name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton)."""
+    {extern kernel name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton).
+
+    sdpa "triton" keeps the backend's default (its own Triton SDPA kernel replaces aten SDPA);
+    "decomposed" sets the backend's compile spec triton_kernel_mode=OFF, so SDPA is decomposed into
+    matmuls + softmax (math backend) and compiled with the rest."""
     from executorch.backends.cuda.cuda_backend import CudaBackend
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
+    from executorch.exir.backend.compile_spec_schema import CompileSpec
 
-    partitioners = {
-        name: [CudaPartitioner([CudaBackend.generate_method_name_compile_spec(name)])] for name in programs
-    }
+    def specs(name):
+        out = [CudaBackend.generate_method_name_compile_spec(name)]
+        if sdpa == "decomposed":
+            out.append(CompileSpec("triton_kernel_mode", b"OFF"))
+        return out
+
+    partitioners = {name: [CudaPartitioner(specs(name))] for name in programs}
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
     with gemm_backend.gemm_context(gemm, CudaBackend) as accepted:
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
@@ -117,6 +126,9 @@ def parse_args(argv):
     ap.add_argument("--gemm", choices=gemm_backend.GEMM_CHOICES, default="triton",
                     help="triton: the backend's Triton GEMM templates (its own settings); cublas: "
                          "aoti_torch_cuda_{mm,addmm,bmm}_out calls (see ../gemm_backend.py)")
+    ap.add_argument("--sdpa", choices=["triton", "decomposed"], default="triton",
+                    help="triton: the backend's own Triton SDPA kernel (its default); decomposed: the backend's "
+                         "triton_kernel_mode=OFF, SDPA as matmuls + softmax (with --gemm cublas: cuBLAS bmm)")
     ap.add_argument("--layers", type=int, help="override n_layers")
     ap.add_argument("--max-prefill", type=int, help="override max_prefill (dynamic bound of T)")
     ap.add_argument("--prefill-hint", type=int, default=128, help="example T: Inductor tunes prefill GEMMs for it")
@@ -173,6 +185,7 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels):
         "quant": args.quant,
         "gemm": args.gemm,
         "gemm_kernels": gemm_kernels,
+        "sdpa": args.sdpa,
         "methods": {k: v for k, v in signatures.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
         "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
@@ -214,7 +227,7 @@ def main(argv=None) -> int:
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
-    et_program, gemm_kernels = timed(times, "lower_s", lower, programs, args.gemm)
+    et_program, gemm_kernels = timed(times, "lower_s", lower, programs, args.gemm, args.sdpa)
     print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
     if args.gemm == "cublas":
         print(f"gemm=cublas: extern GEMM kernels accepted: {json.dumps(gemm_kernels)}", flush=True)
