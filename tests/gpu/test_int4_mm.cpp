@@ -112,18 +112,32 @@ Mismatch compare(const std::vector<float>& got, const std::vector<float>& want, 
   return r;
 }
 
+// Random 4-bit values q[n][k] and (scale, zero) pairs [k/group][n] of small magnitude.
+struct RandomWeights {
+  std::vector<uint8_t> q;
+  std::vector<uint16_t> sz;
+};
+RandomWeights random_weights(int64_t n, int64_t k, int64_t group, std::mt19937& rng) {
+  std::uniform_int_distribution<int> nibble(0, 15);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  RandomWeights r;
+  r.q.resize(static_cast<std::size_t>(n * k));
+  for (auto& v : r.q) v = static_cast<uint8_t>(nibble(rng));
+  r.sz.resize(static_cast<std::size_t>(k / group * n * 2));
+  for (std::size_t i = 0; i < r.sz.size(); i += 2) {
+    r.sz[i] = float_to_bf16(0.01f + 0.005f * unit(rng));
+    r.sz[i + 1] = float_to_bf16(0.02f * unit(rng));
+  }
+  return r;
+}
+
 // One self-contained case: random q/scales/zeros/x, host reference with bf16-rounded weights.
 void self_contained_case(int64_t m, int64_t n, int64_t k, int group, int ikt, cudaStream_t stream) {
   std::mt19937 rng(static_cast<uint32_t>(m * 7919 + n * 31 + k + group + ikt));
-  std::uniform_int_distribution<int> nibble(0, 15);
   std::uniform_real_distribution<float> unit(-1.f, 1.f);
-  std::vector<uint8_t> q(static_cast<std::size_t>(n * k));
-  for (auto& v : q) v = static_cast<uint8_t>(nibble(rng));
-  std::vector<uint16_t> sz(static_cast<std::size_t>(k / group * n * 2));
-  for (std::size_t i = 0; i < sz.size(); i += 2) {
-    sz[i] = float_to_bf16(0.01f + 0.005f * unit(rng));
-    sz[i + 1] = float_to_bf16(0.02f * unit(rng));
-  }
+  const RandomWeights rw = random_weights(n, k, group, rng);
+  const std::vector<uint8_t>& q = rw.q;
+  const std::vector<uint16_t>& sz = rw.sz;
   std::vector<uint16_t> x(static_cast<std::size_t>(m * k));
   for (auto& v : x) v = float_to_bf16(unit(rng));
   std::vector<float> want(static_cast<std::size_t>(m * n), 0.f);
@@ -295,18 +309,12 @@ TEST_CASE("int4pack_mm: every kernel variant on the PyTorch vectors" * AOTI_CUDA
 
 TEST_CASE("int4pack_mm: dequantize writes any slice of rows as the kernels dequantize them" * AOTI_CUDA_GPU_CASE) {
   std::mt19937 rng(23);
-  std::uniform_int_distribution<int> nibble(0, 15);
-  std::uniform_real_distribution<float> unit(-1.f, 1.f);
   for (int ikt : {2, 4, 8})
     for (int group : {32, 128}) {
       const int64_t n = 64, k = 256;
-      std::vector<uint8_t> q(static_cast<std::size_t>(n * k));
-      for (auto& v : q) v = static_cast<uint8_t>(nibble(rng));
-      std::vector<uint16_t> sz(static_cast<std::size_t>(k / group * n * 2));
-      for (std::size_t i = 0; i < sz.size(); i += 2) {
-        sz[i] = float_to_bf16(0.01f + 0.005f * unit(rng));
-        sz[i + 1] = float_to_bf16(0.02f * unit(rng));
-      }
+      const RandomWeights rw = random_weights(n, k, group, rng);
+      const std::vector<uint8_t>& q = rw.q;
+      const std::vector<uint16_t>& sz = rw.sz;
       OwnedTensor dw = upload(pack(q, n, k, ikt), {n / 8, k / (16 * ikt), 32, ikt / 2}, kI32);
       OwnedTensor dsz = upload(sz, {k / group, n, 2}, kBF16);
       aoti_cuda::shim::int4mm::Problem p;
@@ -343,15 +351,10 @@ TEST_CASE("int4pack_mm: large M over weights past one dequantized slice (64 MiB)
   const int64_t m = 72, n = 33280, k = 1024, group = 128;
   const int ikt = 8;
   std::mt19937 rng(29);
-  std::uniform_int_distribution<int> nibble(0, 15);
   std::uniform_real_distribution<float> unit(-1.f, 1.f);
-  std::vector<uint8_t> q(static_cast<std::size_t>(n * k));
-  for (auto& v : q) v = static_cast<uint8_t>(nibble(rng));
-  std::vector<uint16_t> sz(static_cast<std::size_t>(k / group * n * 2));
-  for (std::size_t i = 0; i < sz.size(); i += 2) {
-    sz[i] = float_to_bf16(0.01f + 0.005f * unit(rng));
-    sz[i + 1] = float_to_bf16(0.02f * unit(rng));
-  }
+  const RandomWeights rw = random_weights(n, k, group, rng);
+  const std::vector<uint8_t>& q = rw.q;
+  const std::vector<uint16_t>& sz = rw.sz;
   std::vector<uint16_t> x(static_cast<std::size_t>(m * k));
   for (auto& v : x) v = float_to_bf16(unit(rng));
   OwnedTensor dx = upload(x, {m, k}, kBF16);

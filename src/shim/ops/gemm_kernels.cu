@@ -25,7 +25,7 @@ __global__ void broadcast_kernel(T* dst, int64_t dst_rs, int64_t dst_cs, const T
 
 }  // namespace
 
-int broadcast_2d(const Strided2d& dst, const Strided2d& src, int element_bytes, void* stream) {
+int broadcast_2d(const Matrix& dst, const Matrix& src, int element_bytes, void* stream) {
   const int64_t total = dst.rows * dst.cols;
   if (total == 0) return 0;
   constexpr int kThreads = 256;
