@@ -21,6 +21,7 @@
 #include "common/text.hpp"
 #include "format/elf.hpp"
 #include "runtime/sha256.hpp"
+#include "shim/ops/gemm.hpp"
 
 namespace aoti_cuda::runtime {
 namespace {
@@ -289,6 +290,14 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                       " symbol(s) this process does not provide: " + names +
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
                                       " in the global symbol scope)");
+  }
+  // 3b. A library that multiplies through cuBLAS: open cuBLAS meanwhile (hundreds of MB to map
+  // and relocate), so that its first call does not wait for that.
+  for (const std::string& name : elf.undefined_symbols) {
+    if (shim::gemm::uses_cublas(name.substr(0, name.find('@')).c_str())) {
+      shim::gemm::open_in_background();
+      break;
+    }
   }
   // The C/C++ runtime versions it was linked against (GLIBC_2.38, ...): dlopen
   // would name only the first missing one, and less plainly.

@@ -20,6 +20,7 @@
 #include "aoti_cuda/shim.h"
 #include "runtime/library_loader.hpp"
 #include "runtime/sha256.hpp"
+#include "shim/ops/gemm.hpp"
 #include "support/gpu.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
@@ -316,6 +317,23 @@ TEST_CASE("module(fake): a missing shim symbol is named before dlopen") {
   CHECK(contains(e.what(), "method 'forward' delegate 0"));
   CHECK(count_fds() == fds);
   CHECK(count_memfd_maps() == maps);
+}
+
+TEST_CASE("module(fake): a program that imports a cuBLAS-backed shim starts opening cuBLAS at load") {
+  // Pointed at a file that does not exist, the background open fails at once: this test needs no
+  // cuBLAS and maps none (nothing else in this process multiplies through it).
+  REQUIRE(setenv("AOTI_CUDA_CUBLAS", "/nonexistent/aoti_cuda_test/libcublas.so", 1) == 0);
+  TempDir dir;
+  {
+    Module plain(build_program(AOTI_CUDA_FAKE_MODEL_AFFINE, false).write(dir.path, "plain"), cpu_options());
+  }
+  CHECK_FALSE(aoti_cuda::shim::gemm::opening_started());
+  Module m(build_program(AOTI_CUDA_FAKE_MODEL_AFFINE_MM, false).write(dir.path, "mm"), cpu_options());
+  CHECK(aoti_cuda::shim::gemm::opening_started());
+  auto out = m.forward({host_f32({1, 4}, {1, 1, 1, 1}), host_f32({1, 4}, {0, 0, 0, 0})});
+  CHECK(floats(out[0]) == std::vector<float>{0.5f, 1, 2, -1});  // the import is never called: runs as before
+  CHECK(aoti_cuda::shim::gemm::uses_cublas("aoti_torch_cuda__weight_int4pack_mm"));
+  CHECK_FALSE(aoti_cuda::shim::gemm::uses_cublas("aoti_torch_cuda_baddbmm_out"));
 }
 
 TEST_CASE("module(fake): missing .ptd fails the load") {

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstring>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <mutex>
 #include <string>
@@ -244,6 +246,31 @@ bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 bool blas_compatible(const Matrix& m) {
   const ColumnMajor cm = column_major(m);
   return cm.op >= 0 && fits_int(cm.ld) && fits_int(m.rows) && fits_int(m.cols);
+}
+
+std::atomic<bool> g_opening_started{false};
+
+bool opening_started() noexcept { return g_opening_started.load(std::memory_order_acquire); }
+
+void open_in_background() noexcept {
+  static std::once_flag once;
+  try {
+    std::call_once(once, [] {
+      g_opening_started.store(true, std::memory_order_release);
+      // Held in a static: its destructor waits for the thread at exit rather than abandoning it.
+      static std::future<void> opening = std::async(std::launch::async, [] { (void)api(); });
+    });
+  } catch (...) {
+    // No thread to spare: the first multiply opens cuBLAS itself.
+  }
+}
+
+bool uses_cublas(const char* symbol) noexcept {
+  for (const char* name : {"aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out", "aoti_torch_cuda_bmm_out",
+                           "aoti_torch_cuda__weight_int4pack_mm"}) {
+    if (std::strcmp(symbol, name) == 0) return true;
+  }
+  return false;
 }
 
 const char* loaded_library() {

@@ -51,6 +51,18 @@ bool blas_compatible(const Matrix& m);
 void multiply(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count, float alpha, float beta,
               int device, void* stream);
 
+/// Starts opening cuBLAS on a background thread (once per process; a no-op after the first
+/// call), so that the first multiply does not wait for dlopen. The model loader calls it for
+/// libraries that import a shim that multiplies through cuBLAS (see uses_cublas). Never throws;
+/// a missing cuBLAS is reported by the call that needs it.
+void open_in_background() noexcept;
+
+/// True once open_in_background() has started (for tests).
+bool opening_started() noexcept;
+
+/// True for the shim symbols that may multiply through cuBLAS (the extern GEMMs, the int4 matmul).
+bool uses_cublas(const char* symbol) noexcept;
+
 /// Where cuBLAS was loaded from, or "" when nothing has needed it yet (for logs and tests).
 const char* loaded_library();
 
