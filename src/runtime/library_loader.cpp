@@ -291,13 +291,9 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
                                       " in the global symbol scope)");
   }
-  // 3b. A library that multiplies through cuBLAS: open cuBLAS meanwhile (hundreds of MB to map
-  // and relocate), so that its first call does not wait for that.
+  // 3b. Does it multiply through cuBLAS? (The Module opens cuBLAS after the libraries are loaded.)
   for (const std::string& name : elf.undefined_symbols) {
-    if (shim::gemm::uses_cublas(name.substr(0, name.find('@')).c_str())) {
-      shim::gemm::open_in_background();
-      break;
-    }
+    lib->uses_cublas_ = lib->uses_cublas_ || shim::gemm::uses_cublas(name.substr(0, name.find('@')).c_str());
   }
   // The C/C++ runtime versions it was linked against (GLIBC_2.38, ...): dlopen
   // would name only the first missing one, and less plainly.

@@ -100,6 +100,8 @@ class ModelLibrary {
   /// True when the library carries its own libstdc++ (static link) whose
   /// exception-handling emergency pool the destructor frees before dlclose.
   bool frees_own_eh_pool() const noexcept { return freeres_ != nullptr; }
+  /// True when it imports a shim that may multiply through cuBLAS (shim/ops/gemm.hpp).
+  bool uses_cublas() const noexcept { return uses_cublas_; }
 
  private:
   ModelLibrary() = default;
@@ -109,6 +111,7 @@ class ModelLibrary {
   std::string label_;
   std::string sha256_;
   CudaKernelInfo kernels_;
+  bool uses_cublas_ = false;
 };
 
 }  // namespace aoti_cuda::runtime

@@ -13,6 +13,7 @@
 #include "runtime/weight_upload.hpp"
 #include "runtime/weights_io.hpp"
 #include "shim/handle_capture.hpp"
+#include "shim/ops/gemm.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -87,6 +88,14 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
   std::size_t done = 0;
   std::vector<std::unique_ptr<Method>> methods;
   for (const MethodSpec* ms : selected) methods.push_back(load_method(*ms, done, total));
+  // Libraries that multiply through cuBLAS: open it (and make a handle) in the background now,
+  // beside the weights upload. Not earlier: its dlopen would hold the loader lock the model
+  // libraries' own dlopen waits for.
+  const bool uses_cublas = std::any_of(methods.begin(), methods.end(), [](const std::unique_ptr<Method>& m) {
+    return std::any_of(m->delegates.begin(), m->delegates.end(),
+                       [](const std::unique_ptr<Delegate>& d) { return d->library->uses_cublas(); });
+  });
+  if (uses_cublas) shim::gemm::open_in_background(target_.device.is_cuda() ? target_.ordinal() : -1);
 
   // Weights are installed after every container exists, so that methods whose
   // constants are all held by another can adopt them.

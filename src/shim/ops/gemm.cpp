@@ -252,13 +252,21 @@ std::atomic<bool> g_opening_started{false};
 
 bool opening_started() noexcept { return g_opening_started.load(std::memory_order_acquire); }
 
-void open_in_background() noexcept {
+void open_in_background(int device) noexcept {
   static std::once_flag once;
   try {
-    std::call_once(once, [] {
+    std::call_once(once, [device] {
       g_opening_started.store(true, std::memory_order_release);
       // Held in a static: its destructor waits for the thread at exit rather than abandoning it.
-      static std::future<void> opening = std::async(std::launch::async, [] { (void)api(); });
+      static std::future<void> opening = std::async(std::launch::async, [device] {
+        if (!api().error.empty() || device < 0) return;
+        try {  // a handle made here goes to the pool, where the first multiply on `device` finds it
+          DeviceSwitch on_device(device);
+          pool().give_back(device, pool().take(device));
+        } catch (...) {
+          // The first multiply will try again and report what fails.
+        }
+      });
     });
   } catch (...) {
     // No thread to spare: the first multiply opens cuBLAS itself.

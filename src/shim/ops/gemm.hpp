@@ -51,11 +51,12 @@ bool blas_compatible(const Matrix& m);
 void multiply(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count, float alpha, float beta,
               int device, void* stream);
 
-/// Starts opening cuBLAS on a background thread (once per process; a no-op after the first
-/// call), so that the first multiply does not wait for dlopen. The model loader calls it for
-/// libraries that import a shim that multiplies through cuBLAS (see uses_cublas). Never throws;
-/// a missing cuBLAS is reported by the call that needs it.
-void open_in_background() noexcept;
+/// Starts opening cuBLAS and creating a handle for `device` (a CUDA ordinal; < 0: none) on a
+/// background thread (once per process; later calls do nothing), so that the first multiply does
+/// not wait for them. The Module's loader calls it once its libraries are loaded, when one imports
+/// a shim that multiplies through cuBLAS (see uses_cublas). Never throws; a missing cuBLAS is
+/// reported by the call that needs it.
+void open_in_background(int device) noexcept;
 
 /// True once open_in_background() has started (for tests).
 bool opening_started() noexcept;
