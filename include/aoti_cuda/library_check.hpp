@@ -5,7 +5,8 @@
 // the shared libraries and symbol versions it needs (DT_NEEDED, VERNEED such
 // as GLIBC_2.38) against what this machine has, the imports this process must
 // provide (shims, CUDA runtime), the operator shims (aoti_torch_cuda_* /
-// aoti_torch_cpu_*) and whether this build provides each, the GPU kernel
+// aoti_torch_cpu_*) and whether this build provides each, whether cuBLAS can be
+// found when the library's GEMMs need it, the GPU kernel
 // architectures against the GPUs given, and the size of the weights blob
 // against the size the library was compiled for. Each check says pass, fail
 // or "not checked" with the reason. `aoti_cuda inspect` prints the result.
@@ -58,7 +59,9 @@ enum class CheckStatus { kPass, kFail, kNotChecked };
 AOTI_CUDA_API const char* to_string(CheckStatus s) noexcept;
 
 struct LibraryCheck {
-  std::string name;  ///< "elf", "integrity", "needed_libraries", "symbol_versions", "imports", "gpu_architecture", "weights"
+  /// "elf", "integrity", "needed_libraries", "symbol_versions", "imports", "cublas" (only for a library that
+  /// calls the extern GEMM shims, which run on cuBLAS), "gpu_architecture", "weights"
+  std::string name;
   CheckStatus status = CheckStatus::kNotChecked;
   std::string detail;  ///< what was found; for kNotChecked, why not
 };

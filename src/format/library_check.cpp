@@ -150,6 +150,35 @@ void check_imports(const ElfInfo& elf, LibraryReport& r) {
   }
 }
 
+// The extern GEMM shims run on cuBLAS, which libaoti_cuda opens on first use: a library that
+// imports one cannot run its multiplies where cuBLAS cannot be found. (The int4 matmul also uses
+// cuBLAS when present, but runs without it.) Only probed, never loaded.
+void check_cublas(const ElfInfo& elf, LibraryReport& r) {
+  std::vector<std::string> gemms;
+  for (const std::string& s : elf.undefined_symbols) {
+    if (s == "aoti_torch_cuda_mm_out" || s == "aoti_torch_cuda_addmm_out" || s == "aoti_torch_cuda_bmm_out") {
+      gemms.push_back(s);
+    }
+  }
+  if (gemms.empty()) return;
+  const std::string uses = "its GEMMs (" + join(gemms, " ") + ") run on cuBLAS";
+  if (const char* explicit_path = std::getenv("AOTI_CUDA_CUBLAS"); explicit_path != nullptr && *explicit_path) {
+    struct stat st {};
+    const bool found = ::stat(explicit_path, &st) == 0 && S_ISREG(st.st_mode);
+    add(r, "cublas", found ? CheckStatus::kPass : CheckStatus::kFail,
+        uses + (found ? ": " : ", but AOTI_CUDA_CUBLAS names a file that does not exist: ") + explicit_path);
+    return;
+  }
+  const std::string path = locate_library(AOTI_CUDA_CUBLAS_SONAME);
+  if (!path.empty()) {
+    add(r, "cublas", CheckStatus::kPass, uses + ": " + path);
+  } else {
+    add(r, "cublas", CheckStatus::kFail,
+        uses + ", but " AOTI_CUDA_CUBLAS_SONAME " was not found on this machine (install the CUDA toolkit's cuBLAS, "
+               "or set AOTI_CUDA_CUBLAS to its path)");
+  }
+}
+
 void check_gpu(ByteView so, const LibraryCheckOptions& o, LibraryReport& r) {
   const CudaKernelInfo k = inspect_cuda_kernels(so);
   if (o.gpu_sms.empty()) {
@@ -237,6 +266,7 @@ LibraryReport check_library(ByteView so, const LibraryCheckOptions& options) {
   } catch (const Error&) {
   }
   check_imports(elf, r);
+  check_cublas(elf, r);
   check_gpu(so, options, r);
   check_weights(so, options, r);
   std::sort(r.op_shims.begin(), r.op_shims.end(), [](const OpShimImport& a, const OpShimImport& b) { return a.name < b.name; });

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <gnu/libc-version.h>
@@ -149,6 +150,30 @@ TEST_CASE("check_library lists operator shims and whether this build provides th
   CHECK_FALSE(r.op_shims[0].provided);
   CHECK(check_named(r, "imports").status == aoti_cuda::CheckStatus::kFail);
   CHECK(check_named(r, "imports").detail.find("aoti_torch_cpu_") != std::string::npos);
+}
+
+TEST_CASE("check_library: a library whose GEMMs run on cuBLAS is checked for cuBLAS") {
+  // Sets AOTI_CUDA_CUBLAS for the cases, then restores what was there.
+  const char* before = std::getenv("AOTI_CUDA_CUBLAS");
+  const std::string saved = before != nullptr ? before : "";
+  const std::vector<std::uint8_t> so = so_bytes("mlp_cublas");
+  REQUIRE(setenv("AOTI_CUDA_CUBLAS", "/proc/self/exe", 1) == 0);  // any regular file stands in for cuBLAS here
+  const aoti_cuda::LibraryCheck found = check_named(aoti_cuda::check_library(view(so)), "cublas");
+  CHECK(found.status == aoti_cuda::CheckStatus::kPass);
+  CHECK(found.detail.find("aoti_torch_cuda_addmm_out") != std::string::npos);
+  REQUIRE(setenv("AOTI_CUDA_CUBLAS", "/nonexistent/libcublas.so", 1) == 0);
+  const aoti_cuda::LibraryCheck missing = check_named(aoti_cuda::check_library(view(so)), "cublas");
+  CHECK(missing.status == aoti_cuda::CheckStatus::kFail);
+  CHECK(missing.detail.find("/nonexistent/libcublas.so") != std::string::npos);
+  REQUIRE(unsetenv("AOTI_CUDA_CUBLAS") == 0);
+  const aoti_cuda::LibraryCheck searched = check_named(aoti_cuda::check_library(view(so)), "cublas");
+  CHECK(searched.detail.find("libcublas.so") != std::string::npos);  // where it was found, or that it was not
+  MESSAGE("cublas check here: " << aoti_cuda::to_string(searched.status) << ": " << searched.detail);
+  // A library without extern GEMMs gets no such check.
+  const aoti_cuda::LibraryReport plain = aoti_cuda::check_library(view(so_bytes("mlp")));
+  CHECK(std::none_of(plain.checks.begin(), plain.checks.end(),
+                     [](const aoti_cuda::LibraryCheck& c) { return c.name == "cublas"; }));
+  if (!saved.empty()) REQUIRE(setenv("AOTI_CUDA_CUBLAS", saved.c_str(), 1) == 0);
 }
 
 TEST_CASE("aoti_dynamic_input_dims reads which dimensions a fixture library lets vary") {

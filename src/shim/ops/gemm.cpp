@@ -62,9 +62,7 @@ std::string cudart_directory() {
 
 Api open_api() {
   Api api;
-  int runtime = 0;
-  (void)cudaRuntimeGetVersion(&runtime);
-  const std::string soname = "libcublas.so." + std::to_string(runtime / 1000);
+  const std::string soname = AOTI_CUDA_CUBLAS_SONAME;  // the toolkit's major version (CMakeLists.txt)
   std::vector<std::string> candidates;
   if (const char* explicit_path = std::getenv("AOTI_CUDA_CUBLAS"); explicit_path != nullptr && *explicit_path) {
     candidates.push_back(explicit_path);
