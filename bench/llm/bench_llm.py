@@ -69,14 +69,10 @@ def export_names(a):
     return [name for name, (part, _flags) in EXPORTS.items() if part in a.parts]
 
 
-def export_gemm(name):
+def export_flag(name, flag):
+    """The value export `name` passes for `flag` (--gemm, --sdpa), or the exporter's default "triton"."""
     flags = EXPORTS[name][1]
-    return flags[flags.index("--gemm") + 1] if "--gemm" in flags else "triton"
-
-
-def export_sdpa(name):
-    flags = EXPORTS[name][1]
-    return flags[flags.index("--sdpa") + 1] if "--sdpa" in flags else "triton"
+    return flags[flags.index(flag) + 1] if flag in flags else "triton"
 
 
 class Steps:
@@ -182,7 +178,7 @@ def start_exports(s: Steps, a, cfg_flags):
         if a.exports is not None and quant not in a.exports:
             s.status["export_" + quant] = {"status": "not asked for (--exports)"}
             continue
-        if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}, export_gemm(quant), export_sdpa(quant)):
+        if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}, export_flag(quant, "--gemm"), export_flag(quant, "--sdpa")):
             s.status["export_" + quant] = {"status": "reused"}
             continue
         shutil.rmtree(os.path.join(w, quant), ignore_errors=True)

@@ -131,24 +131,33 @@ RandomWeights random_weights(int64_t n, int64_t k, int64_t group, std::mt19937& 
   return r;
 }
 
+// Weight [col][kk] as the kernels use it: dequantized from rw (N = n columns), rounded to bf16.
+float weight_at(const RandomWeights& rw, int64_t n, int64_t k, int64_t group, int64_t col, int64_t kk) {
+  const std::size_t g = static_cast<std::size_t>((kk / group) * n + col) * 2;
+  const float deq = (static_cast<float>(rw.q[static_cast<std::size_t>(col * k + kk)]) - 8.f) * bf16_to_float(rw.sz[g]) +
+                    bf16_to_float(rw.sz[g + 1]);
+  return bf16_to_float(float_to_bf16(deq));
+}
+
+// Random bf16 activations [m, k] in [-1, 1).
+std::vector<uint16_t> random_activations(int64_t m, int64_t k, std::mt19937& rng) {
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  std::vector<uint16_t> x(static_cast<std::size_t>(m * k));
+  for (auto& v : x) v = float_to_bf16(unit(rng));
+  return x;
+}
+
 // One self-contained case: random q/scales/zeros/x, host reference with bf16-rounded weights.
 void self_contained_case(int64_t m, int64_t n, int64_t k, int group, int ikt, cudaStream_t stream) {
   std::mt19937 rng(static_cast<uint32_t>(m * 7919 + n * 31 + k + group + ikt));
-  std::uniform_real_distribution<float> unit(-1.f, 1.f);
   const RandomWeights rw = random_weights(n, k, group, rng);
   const std::vector<uint8_t>& q = rw.q;
   const std::vector<uint16_t>& sz = rw.sz;
-  std::vector<uint16_t> x(static_cast<std::size_t>(m * k));
-  for (auto& v : x) v = float_to_bf16(unit(rng));
+  const std::vector<uint16_t> x = random_activations(m, k, rng);
   std::vector<float> want(static_cast<std::size_t>(m * n), 0.f);
   for (int64_t col = 0; col < n; ++col) {
     std::vector<float> wcol(static_cast<std::size_t>(k));
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const std::size_t g = static_cast<std::size_t>((kk / group) * n + col) * 2;
-      const float deq = (static_cast<float>(q[static_cast<std::size_t>(col * k + kk)]) - 8.f) * bf16_to_float(sz[g]) +
-                        bf16_to_float(sz[g + 1]);
-      wcol[static_cast<std::size_t>(kk)] = bf16_to_float(float_to_bf16(deq));
-    }
+    for (int64_t kk = 0; kk < k; ++kk) wcol[static_cast<std::size_t>(kk)] = weight_at(rw, n, k, group, col, kk);
     for (int64_t row = 0; row < m; ++row) {
       double acc = 0;
       for (int64_t kk = 0; kk < k; ++kk) acc += bf16_to_float(x[static_cast<std::size_t>(row * k + kk)]) * wcol[kk];
@@ -351,15 +360,11 @@ TEST_CASE("int4pack_mm: large M over weights past one dequantized slice (64 MiB)
   const int64_t m = 72, n = 33280, k = 1024, group = 128;
   const int ikt = 8;
   std::mt19937 rng(29);
-  std::uniform_real_distribution<float> unit(-1.f, 1.f);
   const RandomWeights rw = random_weights(n, k, group, rng);
-  const std::vector<uint8_t>& q = rw.q;
-  const std::vector<uint16_t>& sz = rw.sz;
-  std::vector<uint16_t> x(static_cast<std::size_t>(m * k));
-  for (auto& v : x) v = float_to_bf16(unit(rng));
+  const std::vector<uint16_t> x = random_activations(m, k, rng);
   OwnedTensor dx = upload(x, {m, k}, kBF16);
-  OwnedTensor dw = upload(pack(q, n, k, ikt), {n / 8, k / (16 * ikt), 32, ikt / 2}, kI32);
-  OwnedTensor dsz = upload(sz, {k / group, n, 2}, kBF16);
+  OwnedTensor dw = upload(pack(rw.q, n, k, ikt), {n / 8, k / (16 * ikt), 32, ikt / 2}, kI32);
+  OwnedTensor dsz = upload(rw.sz, {k / group, n, 2}, kBF16);
   const std::vector<float> got = run_mm(dx, dw, group, dsz, m, n, nullptr);
   std::vector<int64_t> cols;
   for (int64_t c = 0; c < 8; ++c) cols.push_back(c);
@@ -370,10 +375,7 @@ TEST_CASE("int4pack_mm: large M over weights past one dequantized slice (64 MiB)
     for (int64_t row = 0; row < m; ++row) {
       double acc = 0;
       for (int64_t kk = 0; kk < k; ++kk) {
-        const std::size_t g = static_cast<std::size_t>((kk / group) * n + col) * 2;
-        const float deq = (static_cast<float>(q[static_cast<std::size_t>(col * k + kk)]) - 8.f) *
-                              bf16_to_float(sz[g]) + bf16_to_float(sz[g + 1]);
-        acc += bf16_to_float(x[static_cast<std::size_t>(row * k + kk)]) * bf16_to_float(float_to_bf16(deq));
+        acc += bf16_to_float(x[static_cast<std::size_t>(row * k + kk)]) * weight_at(rw, n, k, group, col, kk);
       }
       want_cols.push_back(static_cast<float>(acc));
       got_cols.push_back(got[static_cast<std::size_t>(row * n + col)]);

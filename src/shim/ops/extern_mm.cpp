@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "aoti_cuda/dtype.hpp"
 #include "aoti_cuda/shim.h"
@@ -25,8 +26,6 @@
 namespace aoti_cuda {
 namespace shim {
 namespace {
-
-using Scratch = StreamScratch;
 
 struct Context {
   const char* op;
@@ -73,35 +72,33 @@ Context on_device_of(const char* op, const AtenTensorOpaque& out, std::initializ
   return Context{op, out.dtype, out.storage->device_index, nullptr};
 }
 
-// The (batch of) matrices of a 2-d or 3-d tensor.
-gemm::Batch batch_of(const AtenTensorOpaque& t) {
+// The (batch of) matrices of a 2-d or 3-d tensor, or of its elements laid out at `data` with `strides`.
+gemm::Batch batch_of(const AtenTensorOpaque& t, void* data, const std::vector<int64_t>& strides) {
   const int64_t d = t.dim();
   gemm::Batch b;
-  b.m.data = t.data_ptr();
-  b.m.rows = t.sizes[d - 2];
-  b.m.cols = t.sizes[d - 1];
-  b.m.row_stride = t.strides[d - 2];
-  b.m.col_stride = t.strides[d - 1];
-  b.batch_stride = d == 3 && t.sizes[0] > 1 ? t.strides[0] : 0;
+  b.m = gemm::Matrix{data, t.sizes[d - 2], t.sizes[d - 1], strides[d - 2], strides[d - 1]};
+  b.batch_stride = d == 3 && t.sizes[0] > 1 ? strides[0] : 0;
   return b;
+}
+gemm::Batch batch_of(const AtenTensorOpaque& t) { return batch_of(t, t.data_ptr(), t.strides); }
+
+// t's elements as a contiguous tensor at `data` (a scratch copy).
+View contiguous_view(const AtenTensorOpaque& t, void* data) {
+  View v = view_of(t);
+  v.data = static_cast<char*>(data);
+  v.strides = contiguous_strides(t.sizes);
+  return v;
 }
 
 bool readable(const gemm::Batch& b) { return gemm::blas_compatible(b.m) && b.batch_stride >= 0; }
 
 // An operand as cuBLAS can read it: the tensor itself, or a contiguous copy in `copy`.
-gemm::Batch readable_input(const AtenTensorOpaque& t, const Context& ctx, std::optional<Scratch>& copy) {
-  gemm::Batch b = batch_of(t);
-  if (readable(b)) return b;
+gemm::Batch readable_input(const AtenTensorOpaque& t, const Context& ctx, std::optional<StreamScratch>& copy) {
+  if (const gemm::Batch b = batch_of(t); readable(b)) return b;
   copy.emplace(static_cast<std::size_t>(t.numel()) * t.itemsize(), ctx.device, ctx.stream);
-  View dst = view_of(t);
-  dst.data = static_cast<char*>(copy->get());
-  dst.strides = contiguous_strides(t.sizes);
+  const View dst = contiguous_view(t, copy->get());
   copy_views(dst, view_of(t), false);
-  b.m.data = dst.data;
-  b.m.row_stride = b.m.cols;
-  b.m.col_stride = 1;
-  b.batch_stride = t.dim() == 3 ? b.m.rows * b.m.cols : 0;
-  return b;
+  return batch_of(t, dst.data, dst.strides);
 }
 
 // out = beta * self + alpha * (a · b) for each batch; self (2-d: broadcast over the batch of out)
@@ -115,13 +112,10 @@ void run(const Context& ctx, const AtenTensorOpaque& out, const AtenTensorOpaque
   if (out.numel() == 0) return;
 
   gemm::Batch c = batch_of(out);
-  std::optional<Scratch> out_copy;
+  std::optional<StreamScratch> out_copy;
   if (!readable(c)) {
     out_copy.emplace(static_cast<std::size_t>(out.numel()) * out.itemsize(), ctx.device, ctx.stream);
-    c.m.data = out_copy->get();
-    c.m.row_stride = n;
-    c.m.col_stride = 1;
-    c.batch_stride = d == 3 ? m * n : 0;
+    c = batch_of(out, out_copy->get(), contiguous_strides(out.sizes));
   }
   // The addend first: self broadcast into the output, unless it already is the output.
   if (self != nullptr && beta != 0.0f) {
@@ -147,26 +141,19 @@ void run(const Context& ctx, const AtenTensorOpaque& out, const AtenTensorOpaque
 
   if (k == 0) {  // no products: out = beta * self
     if (beta == 0.0f) {
-      View z = view_of(out);
-      if (out_copy) z.data = static_cast<char*>(out_copy->get()), z.strides = contiguous_strides(out.sizes);
-      zero_view(z);
+      zero_view(out_copy ? contiguous_view(out, out_copy->get()) : view_of(out));
     } else if (beta != 1.0f) {
       throw Error(ErrorCode::kUnsupported, std::string(ctx.op) + " with K = 0 and beta other than 0 or 1");
     }
   } else {
-    std::optional<Scratch> a_copy, b_copy;
+    std::optional<StreamScratch> a_copy, b_copy;
     const gemm::Batch ga = readable_input(a, ctx, a_copy);
     const gemm::Batch gb = readable_input(b, ctx, b_copy);
     common::KernelTimer::Launch timed(common::KernelTimer::current(), nullptr, "aoti_cuda cuBLAS GEMM", ctx.stream);
     gemm::multiply(ctx.dtype, ga, gb, c, count, alpha, beta, ctx.device, ctx.stream);
     timed.done(true);
   }
-  if (out_copy) {
-    View src = view_of(out);
-    src.data = static_cast<char*>(out_copy->get());
-    src.strides = contiguous_strides(out.sizes);
-    copy_views(view_of(out), src, false);
-  }
+  if (out_copy) copy_views(view_of(out), contiguous_view(out, out_copy->get()), false);
 }
 
 // out = a · b, or (addmm, bias_h given) out = beta * bias + alpha * (a · b).

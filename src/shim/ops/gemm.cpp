@@ -105,6 +105,7 @@ Api open_api() {
 }
 
 std::atomic<const Api*> g_opened{nullptr};
+std::atomic<bool> g_opening_started{false};
 
 const Api& api() {
   static const Api instance = open_api();
@@ -245,8 +246,6 @@ bool blas_compatible(const Matrix& m) {
   const ColumnMajor cm = column_major(m);
   return cm.op >= 0 && fits_int(cm.ld) && fits_int(m.rows) && fits_int(m.cols);
 }
-
-std::atomic<bool> g_opening_started{false};
 
 bool opening_started() noexcept { return g_opening_started.load(std::memory_order_acquire); }
 
