@@ -88,7 +88,7 @@ class Steps:
     def left(self) -> float:
         return self.deadline - time.time()
 
-    def start(self, name, cmd, timeout, cwd=ROOT):
+    def start(self, name, cmd, timeout, cwd=ROOT, env=None):
         timeout = min(timeout, self.left() - 5)
         if timeout < 10:
             self.status[name] = {"status": "skipped", "reason": "time budget spent"}
@@ -97,7 +97,8 @@ class Steps:
         log.write("$ " + " ".join(cmd) + "\n")
         log.flush()
         try:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True,
+                                    env=None if env is None else dict(os.environ, **env))
         except OSError as exc:  # e.g. the runner did not build
             log.write(f"cannot start: {exc}\n")
             log.close()
@@ -129,8 +130,8 @@ class Steps:
             time.sleep(0.5)
             self.poll()
 
-    def run(self, name, cmd, timeout):
-        if self.start(name, cmd, timeout):
+    def run(self, name, cmd, timeout, env=None):
+        if self.start(name, cmd, timeout, env=env):
             self.wait([name])
         return self.json_of(name)
 
@@ -267,6 +268,11 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
         results["exports"][quant] = manifest
         if manifest:
             results["runs"]["aoti_cuda_" + quant] = s.run("aoti_cuda_" + quant, generate_cmd(a, quant, manifest), 90)
+            if a.gemv_ab and export_flag(quant, "--gemm") == "cublas":
+                # A/B: the same program with every extern GEMM on cuBLAS, decode's few-row ones included.
+                name = "aoti_cuda_" + quant + "_nogemv"
+                results["runs"][name] = s.run(name, generate_cmd(a, quant, manifest), 90,
+                                              env={"AOTI_CUDA_GEMV_MAX_ROWS": "0"})
     cfg = (results["exports"].get("bf16") or {}).get("config") or {}
     runner = [os.path.join(w, "runner", "aoti_runner"), "llm", os.path.join(w, "aoti_llm", "prefill.pt2"),
               os.path.join(w, "aoti_llm", "decode.pt2"), "--vocab", str(cfg.get("vocab", 32000)),
@@ -457,6 +463,9 @@ def main(argv=None) -> int:
     ap.add_argument("--exports", help="comma list of the ExecuTorch exports to make (bf16,int4,bf16cublas; default: "
                                       "those the parts need); e.g. int4 alone when the bf16 numbers come from "
                                       "another job")
+    ap.add_argument("--gemv-ab", action="store_true",
+                    help="also run each export with cuBLAS GEMMs once more with AOTI_CUDA_GEMV_MAX_ROWS=0 (decode's "
+                         "few-row multiplies on cuBLAS instead of aoti_cuda's kernels): run aoti_cuda_<export>_nogemv")
     ap.add_argument("--stage", choices=["all", "prepare", "measure"], default="all",
                     help="prepare: only phase 1 (exports, packages, builds); measure: only phase 2, reusing WORK")
     a = ap.parse_args(argv)

@@ -11,6 +11,7 @@
 #include "aoti_cuda/shim.h"
 #include "shim/error_state.hpp"
 #include "shim/ops/gemm.hpp"
+#include "shim/ops/gemv.hpp"
 #include "support/shim_testing.hpp"
 
 using aoti_cuda_test::empty;
@@ -102,4 +103,48 @@ TEST_CASE("extern mm: which layouts cuBLAS reads directly") {
   CHECK_FALSE(blas_compatible(Matrix{nullptr, 4, 8, 0, 1}));   // broadcast rows
   CHECK_FALSE(blas_compatible(Matrix{nullptr, int64_t{1} << 31, 2, 2, 1}));  // beyond cuBLAS's int sizes
   CHECK(std::string(aoti_cuda::shim::gemm::loaded_library()).empty());  // nothing has needed cuBLAS here
+}
+
+TEST_CASE("extern mm: which multiplies go to the few-row kernels (layout and alignment rules)") {
+  namespace gemv = aoti_cuda::shim::gemm::gemv;
+  using aoti_cuda::shim::gemm::Batch;
+  using aoti_cuda::shim::gemm::Matrix;
+  alignas(16) static unsigned char arena[64];
+  void* p = arena;  // only addresses are looked at
+  void* odd = arena + 2;
+  const auto bf16 = gemv::Element::kBFloat16;
+  // x [m, k] row-major; w as nn.Linear's weight [n, k] seen transposed ([k, n], strides (1, k)).
+  auto x = [&](int64_t m, int64_t k, void* d = nullptr) { return Batch{Matrix{d ? d : p, m, k, k, 1}, 0}; };
+  auto linear = [&](int64_t k, int64_t n, void* d = nullptr) { return Batch{Matrix{d ? d : p, k, n, 1, k}, 0}; };
+  auto rows = [&](int64_t k, int64_t n) { return Batch{Matrix{p, k, n, n, 1}, 0}; };
+  auto out = [&](int64_t m, int64_t n) { return Batch{Matrix{p, m, n, n, 1}, 0}; };
+
+  CHECK(gemv::pick(bf16, x(1, 2048), linear(2048, 3072), out(1, 3072), 1) == gemv::Kernel::kDot);
+  CHECK(gemv::pick(bf16, x(8, 2048), linear(2048, 5632), out(8, 5632), 1) == gemv::Kernel::kDot);
+  CHECK(gemv::pick(bf16, x(9, 2048), linear(2048, 64), out(9, 64), 1) == gemv::Kernel::kNone);  // 9 rows
+  CHECK(gemv::pick(bf16, x(1, 2044), linear(2044, 64), out(1, 64), 1) == gemv::Kernel::kNone);  // K % 8
+  CHECK(gemv::pick(bf16, x(1, 2048, odd), linear(2048, 64), out(1, 64), 1) == gemv::Kernel::kNone);  // unaligned
+  CHECK(gemv::pick(bf16, x(1, 2048), linear(2048, 64, odd), out(1, 64), 1) == gemv::Kernel::kNone);
+  CHECK(gemv::pick(gemv::Element::kFloat32, x(2, 2044), linear(2044, 8), out(2, 8), 1) == gemv::Kernel::kDot);
+  // p · V: V's rows contiguous; K within 32 per thread of a block (512 threads, <= 32 column vectors).
+  CHECK(gemv::pick(bf16, x(4, 1024), rows(1024, 128), out(4, 128), 4) == gemv::Kernel::kAxpy);
+  CHECK(gemv::pick(bf16, x(4, 8192), rows(8192, 128), out(4, 128), 4) == gemv::Kernel::kNone);
+  CHECK(gemv::pick(bf16, x(4, 1024), rows(1024, 124), out(4, 124), 1) == gemv::Kernel::kNone);  // N % 8
+  // Batches: more than a grid dimension holds goes to cuBLAS.
+  CHECK(gemv::pick(bf16, x(1, 64), linear(64, 64), out(1, 64), 65536) == gemv::Kernel::kNone);
+  // a read with a column stride other than 1 (a transposed activation): not a dot; b's rows then decide.
+  const Batch xt{Matrix{p, 2, 64, 1, 2}, 0};
+  CHECK(gemv::pick(bf16, xt, linear(64, 64), out(2, 64), 1) == gemv::Kernel::kNone);
+  CHECK(gemv::pick(bf16, xt, rows(64, 64), out(2, 64), 1) == gemv::Kernel::kAxpy);
+
+  // The dispatcher's row limit: AOTI_CUDA_GEMV_MAX_ROWS / set_gemv_max_rows, clamped to 0..8.
+  namespace gemm = aoti_cuda::shim::gemm;
+  const int saved = gemm::gemv_max_rows();
+  gemm::set_gemv_max_rows(0);
+  CHECK_FALSE(gemm::uses_gemv(kBF16, x(1, 2048), linear(2048, 64), out(1, 64), 1));
+  gemm::set_gemv_max_rows(100);
+  CHECK(gemm::gemv_max_rows() == 8);
+  CHECK(gemm::uses_gemv(kBF16, x(1, 2048), linear(2048, 64), out(1, 64), 1));
+  CHECK_FALSE(gemm::uses_gemv(kI32, x(1, 2048), linear(2048, 64), out(1, 64), 1));
+  gemm::set_gemv_max_rows(saved);
 }

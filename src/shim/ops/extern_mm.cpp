@@ -1,6 +1,7 @@
 // Shim operators: aoti_torch_cuda_mm_out, aoti_torch_cuda_addmm_out, aoti_torch_cuda_bmm_out —
 // the extern GEMMs of a program exported with Inductor's ATEN GEMM backend (PyTorch's
-// mm.out / addmm.out / bmm.out semantics), on cuBLAS (gemm.hpp).
+// mm.out / addmm.out / bmm.out semantics), on cuBLAS, or with at most 8 rows (an LLM's decode
+// step) on aoti_cuda's own bandwidth-bound kernels (gemm.hpp, gemv.hpp).
 //
 // Validation and layout here. Operands cuBLAS can read as they are (one unit stride: the
 // row-major tensors and transposed views Inductor passes) go straight through; any other
@@ -149,7 +150,9 @@ void run(const Context& ctx, const AtenTensorOpaque& out, const AtenTensorOpaque
     std::optional<StreamScratch> a_copy, b_copy;
     const gemm::Batch ga = readable_input(a, ctx, a_copy);
     const gemm::Batch gb = readable_input(b, ctx, b_copy);
-    common::KernelTimer::Launch timed(common::KernelTimer::current(), nullptr, "aoti_cuda cuBLAS GEMM", ctx.stream);
+    const char* label = gemm::uses_gemv(ctx.dtype, ga, gb, c, count) ? "aoti_cuda GEMV (few rows)"
+                                                                      : "aoti_cuda cuBLAS GEMM";
+    common::KernelTimer::Launch timed(common::KernelTimer::current(), nullptr, label, ctx.stream);
     gemm::multiply(ctx.dtype, ga, gb, c, count, alpha, beta, ctx.device, ctx.stream);
     timed.done(true);
   }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <future>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -21,6 +22,7 @@
 #include "aoti_cuda/error.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
+#include "shim/ops/gemv.hpp"
 
 namespace aoti_cuda {
 namespace shim {
@@ -247,6 +249,54 @@ bool blas_compatible(const Matrix& m) {
   return cm.op >= 0 && fits_int(cm.ld) && fits_int(m.rows) && fits_int(m.cols);
 }
 
+namespace {
+
+std::optional<gemv::Element> gemv_element(int32_t dtype) {
+  switch (static_cast<DType>(dtype)) {
+    case DType::kFloat32: return gemv::Element::kFloat32;
+    case DType::kFloat16: return gemv::Element::kFloat16;
+    case DType::kBFloat16: return gemv::Element::kBFloat16;
+    default: return std::nullopt;
+  }
+}
+
+int gemv_rows_from_env() {
+  const char* e = std::getenv("AOTI_CUDA_GEMV_MAX_ROWS");
+  if (e == nullptr || *e == '\0') return gemv::kMaxRows;
+  const int v = std::atoi(e);
+  return v < 0 ? 0 : std::min(v, gemv::kMaxRows);
+}
+
+std::atomic<int> g_gemv_max_rows{-1};  // -1: not read yet
+std::atomic<uint64_t> g_gemv_calls{0};
+
+gemv::Kernel gemv_kernel(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count) {
+  const std::optional<gemv::Element> e = gemv_element(dtype);
+  if (!e || a.m.rows > gemv_max_rows()) return gemv::Kernel::kNone;
+  return gemv::pick(*e, a, b, c, count);
+}
+
+}  // namespace
+
+int gemv_max_rows() {
+  int v = g_gemv_max_rows.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = gemv_rows_from_env();
+    g_gemv_max_rows.store(v, std::memory_order_relaxed);
+  }
+  return v;
+}
+
+void set_gemv_max_rows(int rows) {
+  g_gemv_max_rows.store(std::clamp(rows, 0, gemv::kMaxRows), std::memory_order_relaxed);
+}
+
+uint64_t gemv_calls() { return g_gemv_calls.load(std::memory_order_relaxed); }
+
+bool uses_gemv(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count) {
+  return gemv_kernel(dtype, a, b, c, count) != gemv::Kernel::kNone;
+}
+
 bool opening_started() noexcept { return g_opening_started.load(std::memory_order_acquire); }
 
 void open_in_background(int device) noexcept {
@@ -297,6 +347,12 @@ void multiply(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int
   }
   if (m == 0 || n == 0 || count == 0) return;
   if (k <= 0) throw_invalid("matrix multiply with K = 0 (internal: the caller handles it)");
+  if (const gemv::Kernel few_rows = gemv_kernel(dtype, a, b, c, count); few_rows != gemv::Kernel::kNone) {
+    const int err = gemv::launch(few_rows, *gemv_element(dtype), a, b, c, count, alpha, beta, stream);
+    if (err != 0) throw_cuda_error(err, "few-row matrix multiply kernel");
+    g_gemv_calls.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   const int type = cuda_type(dtype);
   const Api& blas = api();
   if (!blas.error.empty()) throw Error(ErrorCode::kLoad, blas.error);

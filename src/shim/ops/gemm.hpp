@@ -42,9 +42,23 @@ struct Batch {
 /// True when cuBLAS can read `m` as it is (one unit stride, a leading dimension that fits).
 bool blas_compatible(const Matrix& m);
 
+/// True when multiply() would run these operands on aoti_cuda's own few-row kernels (gemv.hpp:
+/// at most gemv_max_rows() rows, layouts they read) rather than cuBLAS; such calls never open
+/// cuBLAS.
+bool uses_gemv(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count);
+
+/// The most rows of `a` that go to the few-row kernels: AOTI_CUDA_GEMV_MAX_ROWS (0 = never,
+/// up to 8, the default), read once; set_gemv_max_rows() overrides it (benchmarks, A/B runs).
+int gemv_max_rows();
+void set_gemv_max_rows(int rows);
+
+/// How many multiplies ran on the few-row kernels in this process (for tests).
+uint64_t gemv_calls();
+
 /// c[i] = alpha * a[i]·b[i] + beta * c[i] for i < count, in `dtype` (float32, float16 or bfloat16,
 /// the same for all three) with fp32 accumulation, on `device`, enqueued on `stream` (a
-/// cudaStream_t; the caller has made `device` current). Shapes must agree (a: MxK, b: KxN,
+/// cudaStream_t; the caller has made `device` current); on the few-row kernels where uses_gemv(),
+/// else on cuBLAS. Shapes must agree (a: MxK, b: KxN,
 /// c: MxN, K >= 1) and every matrix must be blas_compatible. Throws aoti_cuda::Error
 /// (kInvalidArgument for shapes, kUnsupported for other dtypes, kLoad when cuBLAS cannot be
 /// opened, kCuda when it fails).
