@@ -57,7 +57,7 @@ EXPORTS = {
     "bf16": ("llm", ["--quant", "bf16"]),
     "int4": ("int4", ["--quant", "int4"]),
     "bf16cublas": ("cublas", ["--quant", "bf16", "--gemm", "cublas"]),
-    # cuBLAS GEMMs and SDPA decomposed into matmuls + softmax (the backend's triton_kernel_mode=OFF) instead
+    # cuBLAS GEMMs and SDPA decomposed into bf16 matmuls + softmax (the backend's triton_kernel_mode=OFF) instead
     # of the backend's Triton SDPA kernel, which runs one block per KV head at decode.
     "bf16fast": ("fast", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "decomposed"]),
     "int4fast": ("int4fast", ["--quant", "int4", "--gemm", "cublas", "--sdpa", "decomposed"]),
@@ -269,10 +269,12 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
         if manifest:
             results["runs"]["aoti_cuda_" + quant] = s.run("aoti_cuda_" + quant, generate_cmd(a, quant, manifest), 90)
             if a.gemv_ab and export_flag(quant, "--gemm") == "cublas":
-                # A/B: the same program with every extern GEMM on cuBLAS, decode's few-row ones included.
-                name = "aoti_cuda_" + quant + "_nogemv"
-                results["runs"][name] = s.run(name, generate_cmd(a, quant, manifest), 90,
-                                              env={"AOTI_CUDA_GEMV_MAX_ROWS": "0"})
+                # A/B of the extern GEMMs' few-row kernels (default: 1 row, decode's projections): off (every
+                # GEMM on cuBLAS), and up to 8 rows (decode's attention matmuls too, 4 query rows per KV head).
+                for suffix, rows in (("_nogemv", "0"), ("_gemv8", "8")):
+                    name = "aoti_cuda_" + quant + suffix
+                    results["runs"][name] = s.run(name, generate_cmd(a, quant, manifest), 90,
+                                                  env={"AOTI_CUDA_GEMV_MAX_ROWS": rows})
     cfg = (results["exports"].get("bf16") or {}).get("config") or {}
     runner = [os.path.join(w, "runner", "aoti_runner"), "llm", os.path.join(w, "aoti_llm", "prefill.pt2"),
               os.path.join(w, "aoti_llm", "decode.pt2"), "--vocab", str(cfg.get("vocab", 32000)),
@@ -464,8 +466,8 @@ def main(argv=None) -> int:
                                       "those the parts need); e.g. int4 alone when the bf16 numbers come from "
                                       "another job")
     ap.add_argument("--gemv-ab", action="store_true",
-                    help="also run each export with cuBLAS GEMMs once more with AOTI_CUDA_GEMV_MAX_ROWS=0 (decode's "
-                         "few-row multiplies on cuBLAS instead of aoti_cuda's kernels): run aoti_cuda_<export>_nogemv")
+                    help="also run each export with cuBLAS GEMMs with AOTI_CUDA_GEMV_MAX_ROWS=0 (every GEMM on cuBLAS; "
+                         "run aoti_cuda_<export>_nogemv) and =8 (the few-row kernels up to 8 rows; _gemv8)")
     ap.add_argument("--stage", choices=["all", "prepare", "measure"], default="all",
                     help="prepare: only phase 1 (exports, packages, builds); measure: only phase 2, reusing WORK")
     a = ap.parse_args(argv)

@@ -126,9 +126,10 @@ TEST_CASE("extern mm: which multiplies go to the few-row kernels (layout and ali
   CHECK(gemv::pick(bf16, x(1, 2048, odd), linear(2048, 64), out(1, 64), 1) == gemv::Kernel::kNone);  // unaligned
   CHECK(gemv::pick(bf16, x(1, 2048), linear(2048, 64, odd), out(1, 64), 1) == gemv::Kernel::kNone);
   CHECK(gemv::pick(gemv::Element::kFloat32, x(2, 2044), linear(2044, 8), out(2, 8), 1) == gemv::Kernel::kDot);
-  // p · V: V's rows contiguous; K within 32 per thread of a block (512 threads, <= 32 column vectors).
+  // p · V: V's rows contiguous; K within 32 per thread of a block (512 threads, 2 of them along N here).
   CHECK(gemv::pick(bf16, x(4, 1024), rows(1024, 128), out(4, 128), 4) == gemv::Kernel::kAxpy);
-  CHECK(gemv::pick(bf16, x(4, 8192), rows(8192, 128), out(4, 128), 4) == gemv::Kernel::kNone);
+  CHECK(gemv::pick(bf16, x(4, 8192), rows(8192, 128), out(4, 128), 4) == gemv::Kernel::kAxpy);
+  CHECK(gemv::pick(bf16, x(4, 16384), rows(16384, 128), out(4, 128), 4) == gemv::Kernel::kNone);
   CHECK(gemv::pick(bf16, x(4, 1024), rows(1024, 124), out(4, 124), 1) == gemv::Kernel::kNone);  // N % 8
   // Batches: more than a grid dimension holds goes to cuBLAS.
   CHECK(gemv::pick(bf16, x(1, 64), linear(64, 64), out(1, 64), 65536) == gemv::Kernel::kNone);
@@ -145,6 +146,9 @@ TEST_CASE("extern mm: which multiplies go to the few-row kernels (layout and ali
   gemm::set_gemv_max_rows(100);
   CHECK(gemm::gemv_max_rows() == 8);
   CHECK(gemm::uses_gemv(kBF16, x(1, 2048), linear(2048, 64), out(1, 64), 1));
+  CHECK(gemm::uses_gemv(kBF16, x(8, 2048), linear(2048, 64), out(8, 64), 1));
+  gemm::set_gemv_max_rows(1);
+  CHECK_FALSE(gemm::uses_gemv(kBF16, x(2, 2048), linear(2048, 64), out(2, 64), 1));
   CHECK_FALSE(gemm::uses_gemv(kI32, x(1, 2048), linear(2048, 64), out(1, 64), 1));
   gemm::set_gemv_max_rows(saved);
 }

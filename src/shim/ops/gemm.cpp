@@ -108,6 +108,19 @@ Api open_api() {
 
 std::atomic<const Api*> g_opened{nullptr};
 std::atomic<bool> g_opening_started{false};
+std::mutex g_opening_mu;
+std::shared_future<void> g_opening;  // the background open (see open_in_background), once started
+
+// A first multiply on a thread waits for a background open in progress rather than making a
+// second handle beside it.
+void wait_for_background_open() {
+  std::shared_future<void> opening;
+  {
+    std::lock_guard<std::mutex> lock(g_opening_mu);
+    opening = g_opening;
+  }
+  if (opening.valid()) opening.wait();
+}
 
 const Api& api() {
   static const Api instance = open_api();
@@ -165,6 +178,7 @@ Handle thread_handle(int device) {
   thread_local ThreadHandles handles;
   auto it = handles.by_device.find(device);
   if (it != handles.by_device.end()) return it->second;
+  wait_for_background_open();
   Handle h = pool().take(device);
   handles.by_device.emplace(device, h);
   return h;
@@ -260,9 +274,13 @@ std::optional<gemv::Element> gemv_element(int32_t dtype) {
   }
 }
 
+// One row by default: on the H200 the kernels beat cuBLAS there (an LLM's decode step), while
+// with 4 rows cuBLAS was faster for weight-sized operands (bench/gemv_bench.cu).
+constexpr int kGemvDefaultRows = 1;
+
 int gemv_rows_from_env() {
   const char* e = std::getenv("AOTI_CUDA_GEMV_MAX_ROWS");
-  if (e == nullptr || *e == '\0') return gemv::kMaxRows;
+  if (e == nullptr || *e == '\0') return kGemvDefaultRows;
   const int v = std::atoi(e);
   return v < 0 ? 0 : std::min(v, gemv::kMaxRows);
 }
@@ -305,7 +323,7 @@ void open_in_background(int device) noexcept {
     std::call_once(once, [device] {
       g_opening_started.store(true, std::memory_order_release);
       // Held in a static: its destructor waits for the thread at exit rather than abandoning it.
-      static std::future<void> opening = std::async(std::launch::async, [device] {
+      static std::shared_future<void> opening = std::async(std::launch::async, [device] {
         if (!api().error.empty() || device < 0) return;
         try {  // a handle made here goes to the pool, where the first multiply on `device` finds it
           DeviceSwitch on_device(device);
@@ -313,7 +331,9 @@ void open_in_background(int device) noexcept {
         } catch (...) {
           // The first multiply will try again and report what fails.
         }
-      });
+      }).share();
+      std::lock_guard<std::mutex> lock(g_opening_mu);
+      g_opening = opening;
     });
   } catch (...) {
     // No thread to spare: the first multiply opens cuBLAS itself.

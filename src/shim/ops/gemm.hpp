@@ -48,7 +48,8 @@ bool blas_compatible(const Matrix& m);
 bool uses_gemv(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count);
 
 /// The most rows of `a` that go to the few-row kernels: AOTI_CUDA_GEMV_MAX_ROWS (0 = never,
-/// up to 8, the default), read once; set_gemv_max_rows() overrides it (benchmarks, A/B runs).
+/// up to 8; 1 by default, where they measured faster than cuBLAS), read once;
+/// set_gemv_max_rows() overrides it (tests, benchmarks, A/B runs).
 int gemv_max_rows();
 void set_gemv_max_rows(int rows);
 

@@ -169,11 +169,17 @@ __global__ void __launch_bounds__(kAxpyThreads) axpy_kernel(Args p) {
     const T* b = static_cast<const T*>(p.b) + batch * p.b_bs + vec * V;
     const T* a = static_cast<const T*>(p.a) + batch * p.a_bs;
     for (int k0 = slice; k0 < p.k; k0 += kt * kAxpyUnroll<R>) {
+      // Every load of the round first (b's rows and a's values), then the arithmetic.
       uint4 bv[kAxpyUnroll<R>];
+      float xs[kAxpyUnroll<R>][R];
 #pragma unroll
       for (int u = 0; u < kAxpyUnroll<R>; ++u) {
         const int k = k0 + u * kt;
-        if (k < p.k) bv[u] = __ldcs(reinterpret_cast<const uint4*>(b + k * p.b_rs));
+        if (k < p.k) {
+          bv[u] = __ldcs(reinterpret_cast<const uint4*>(b + k * p.b_rs));
+#pragma unroll
+          for (int r = 0; r < R; ++r) xs[u][r] = r < p.m ? to_float(__ldg(a + r * p.a_rs + k * p.a_cs)) : 0.0f;
+        }
       }
 #pragma unroll
       for (int u = 0; u < kAxpyUnroll<R>; ++u) {
@@ -184,9 +190,8 @@ __global__ void __launch_bounds__(kAxpyThreads) axpy_kernel(Args p) {
 #pragma unroll
         for (int r = 0; r < R; ++r) {
           if (r >= p.m) break;
-          const float x = to_float(__ldg(a + r * p.a_rs + k * p.a_cs));
 #pragma unroll
-          for (int v = 0; v < V; ++v) acc[r][v] = fmaf(x, bf[v], acc[r][v]);
+          for (int v = 0; v < V; ++v) acc[r][v] = fmaf(xs[u][r], bf[v], acc[r][v]);
         }
       }
     }
@@ -273,9 +278,15 @@ int dot_split(int64_t n, int64_t count, int64_t k, int per_vec) {
   return split;
 }
 
-int axpy_columns(int64_t n, int per_vec) {
-  const int nvecs = static_cast<int>(n / per_vec);
-  return next_pow2(nvecs < kLanes ? nvecs : kLanes);
+// Threads along N for the axpy kernel (its block's other threads split K): at least two (32-byte
+// segments of b's rows), more while that leaves over 512 blocks (about four per SM), at most 32 and
+// no more than the columns need.
+int axpy_columns(int64_t n, int64_t count, int per_vec) {
+  const int64_t nvecs = n / per_vec;
+  const int most = next_pow2(static_cast<int>(nvecs < kLanes ? nvecs : kLanes));
+  int tn = most < 2 ? most : 2;
+  while (tn < most && (nvecs + tn - 1) / tn * count > 512) tn *= 2;
+  return tn;
 }
 
 }  // namespace
@@ -295,7 +306,7 @@ Kernel pick(Element e, const Batch& a, const Batch& b, const Batch& c, int64_t c
   }
   if (b.m.col_stride == 1 && n % per_vec == 0 && aligned(b.m.data) && vector_strides(per_vec, k, b.m.row_stride) &&
       vector_strides(per_vec, count, b.batch_stride)) {
-    const int tn = axpy_columns(n, per_vec);
+    const int tn = axpy_columns(n, count, per_vec);
     if ((k + kAxpyThreads / tn - 1) / (kAxpyThreads / tn) <= kAxpyMaxPerThread) return Kernel::kAxpy;
   }
   return Kernel::kNone;
@@ -317,7 +328,7 @@ int launch(Kernel kernel, Element e, const Batch& a, const Batch& b, const Batch
   p.alpha = alpha;
   p.beta = beta;
   const int per_vec = 16 / itemsize(e);
-  p.split = kernel == Kernel::kDot ? dot_split(p.n, count, p.k, per_vec) : axpy_columns(p.n, per_vec);
+  p.split = kernel == Kernel::kDot ? dot_split(p.n, count, p.k, per_vec) : axpy_columns(p.n, count, per_vec);
   auto s = static_cast<cudaStream_t>(stream);
   switch (e) {
     case Element::kFloat32: return launch_typed<float>(kernel, p, count, s);

@@ -31,6 +31,7 @@ With --gemm cublas no GEMM is tuned.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -92,13 +93,41 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
+@contextlib.contextmanager
+def bf16_math_sdpa(enabled: bool):
+    """Within the block (when enabled), PyTorch's math SDPA keeps bf16/fp16 inputs in their dtype.
+
+    By default it upcasts them to float32 (torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp is
+    off), so a decomposed SDPA would convert the whole KV cache to float32 at every decode step and
+    multiply in float32. Softmax still reduces in float32: Inductor computes bf16 reductions in
+    float32. Restored on exit; without the switch (older torch) nothing changes, and it says so."""
+    import torch
+
+    cuda = torch.backends.cuda
+    setter = getattr(cuda, "allow_fp16_bf16_reduction_math_sdp", None)
+    getter = getattr(cuda, "fp16_bf16_reduction_math_sdp_allowed", None)
+    if not enabled or setter is None or getter is None:
+        if enabled:
+            print("sdpa=decomposed: this torch has no allow_fp16_bf16_reduction_math_sdp; math SDPA upcasts to "
+                  "float32", flush=True)
+        yield
+        return
+    before = getter()
+    setter(True)
+    print("sdpa=decomposed: math SDPA in bf16 (allow_fp16_bf16_reduction_math_sdp)", flush=True)
+    try:
+        yield
+    finally:
+        setter(before)
+
+
 def lower(programs, gemm="triton", sdpa="triton"):
     """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py). Returns the program and
     {extern kernel name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton).
 
     sdpa "triton" keeps the backend's default (its own Triton SDPA kernel replaces aten SDPA);
     "decomposed" sets the backend's compile spec triton_kernel_mode=OFF, so SDPA is decomposed into
-    matmuls + softmax (math backend) and compiled with the rest."""
+    matmuls + softmax (math backend) and compiled with the rest, in bf16 (see bf16_math_sdpa)."""
     from executorch.backends.cuda.cuda_backend import CudaBackend
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
@@ -112,7 +141,7 @@ def lower(programs, gemm="triton", sdpa="triton"):
 
     partitioners = {name: [CudaPartitioner(specs(name))] for name in programs}
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
-    with gemm_backend.gemm_context(gemm, CudaBackend) as accepted:
+    with gemm_backend.gemm_context(gemm, CudaBackend) as accepted, bf16_math_sdpa(sdpa == "decomposed"):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
     return et_program, dict(accepted)
