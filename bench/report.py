@@ -165,6 +165,25 @@ def model_config(res):
     return ((exports.get("bf16") or {}).get("config") or (exports.get("bf16cublas") or {}).get("config"))
 
 
+def fast_notes(res, rows):
+    """Lines on the exports with cuBLAS GEMMs and decomposed SDPA, and the few-row kernels' A/B rows."""
+    keys = [r["key"] for r in rows]
+    if not any(k.startswith(("aoti_cuda_bf16fast", "aoti_cuda_int4fast")) for k in keys):
+        return []
+    text = ("- \"decomposed SDPA\": exported with `--gemm cublas --sdpa decomposed` (the backend's "
+            "triton_kernel_mode=OFF): attention is Inductor's matmuls + softmax, the matmuls extern GEMMs. "
+            "In bf16 since job s24-4 (the exporter allows math SDPA's bf16 reductions; before, PyTorch upcast q, K, V "
+            "to float32, so each decode step converted the whole KV cache and multiplied in float32).")
+    lines = [text]
+    if any(k.endswith(("_nogemv", "_gemv8")) for k in keys):
+        lines.append("- aoti_cuda runs extern GEMMs with one row of activations (decode's projections and the "
+                     "output head) on its own bandwidth-bound kernels (`src/shim/ops/gemv.cu`), the rest on cuBLAS; "
+                     "\"decode's too\" is the same program with `AOTI_CUDA_GEMV_MAX_ROWS=0` (every GEMM on cuBLAS), "
+                     "\"few-row kernels to 8 rows\" with `=8` (decode's attention matmuls, 4 query rows per KV head, "
+                     "on them too: slower than cuBLAS), each in the same job.")
+    return lines
+
+
 def cublas_notes(res, rows):
     """Lines on the bf16 export with cuBLAS GEMMs (export_llm.py --gemm cublas), when the results have it."""
     exp = (res.get("exports") or {}).get("bf16cublas") or {}
@@ -266,6 +285,7 @@ def llm_markdown(res, rows, lens, targets, date):
         lines.append(f"- Export (ExecuTorch 1.2 CUDA backend, max_autotune): {fmt(et.get('total_s'))} s in all, of which "
                      f"lowering (AOTInductor + Triton autotuning) {fmt(et.get('lower_s'))} s.")
     lines += cublas_notes(res, rows)
+    lines += fast_notes(res, rows)
     lines += kernel_sections(res)
     if targets:
         lines += ["", "## Targets (issue 13)", "", "| target | aoti_cuda | reference | ratio | met |", "|---|---|---|---|---|"]
