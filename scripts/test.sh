@@ -65,6 +65,10 @@ echo "== exporter --gemm cublas patch (tools/export/test_gemm_backend.py; no tor
 if python3 "$ROOT/tools/export/test_gemm_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo
+echo "== LLM exporter's lowering options (tools/export/llm/test_export_options.py; no torch needed)"
+if python3 "$ROOT/tools/export/llm/test_export_options.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+echo
 echo "== LLM benchmark model (tools/export/llm; needs torch, skipped without it)"
 if python3 -c 'import torch' >/dev/null 2>&1; then
   if python3 "$ROOT/tools/export/llm/test_model.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi

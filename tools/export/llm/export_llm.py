@@ -94,18 +94,20 @@ def export_methods(model, cfg, hint: int, device):
 
 
 @contextlib.contextmanager
-def bf16_math_sdpa(enabled: bool):
+def bf16_math_sdpa(enabled: bool, backends=None):
     """Within the block (when enabled), PyTorch's math SDPA keeps bf16/fp16 inputs in their dtype.
 
     By default it upcasts them to float32 (torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp is
     off), so a decomposed SDPA would convert the whole KV cache to float32 at every decode step and
     multiply in float32. Softmax still reduces in float32: Inductor computes bf16 reductions in
-    float32. Restored on exit; without the switch (older torch) nothing changes, and it says so."""
-    import torch
+    float32. Restored on exit; without the switch (older torch) nothing changes, and it says so.
+    `backends` stands in for torch.backends.cuda (tests)."""
+    if backends is None and enabled:
+        import torch
 
-    cuda = torch.backends.cuda
-    setter = getattr(cuda, "allow_fp16_bf16_reduction_math_sdp", None)
-    getter = getattr(cuda, "fp16_bf16_reduction_math_sdp_allowed", None)
+        backends = torch.backends.cuda
+    setter = getattr(backends, "allow_fp16_bf16_reduction_math_sdp", None)
+    getter = getattr(backends, "fp16_bf16_reduction_math_sdp_allowed", None)
     if not enabled or setter is None or getter is None:
         if enabled:
             print("sdpa=decomposed: this torch has no allow_fp16_bf16_reduction_math_sdp; math SDPA upcasts to "

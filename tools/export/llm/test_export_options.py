@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Checks of export_llm.py's lowering options that need no torch (stdlib only).
+
+    python3 tools/export/llm/test_export_options.py   # prints "export options: N passed, M failed"
+
+bf16_math_sdpa (what --sdpa decomposed wraps the lowering in): turns PyTorch's
+allow_fp16_bf16_reduction_math_sdp on inside the block only, restores the value it found (also after an
+exception), changes nothing when disabled, and says so when the torch it runs with has no such switch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from export_llm import bf16_math_sdpa  # noqa: E402
+
+
+class FakeBackends:
+    """torch.backends.cuda's two functions, recording every change."""
+
+    def __init__(self, allowed: bool):
+        self.allowed = allowed
+        self.changes = []
+
+    def allow_fp16_bf16_reduction_math_sdp(self, enabled: bool):
+        self.allowed = bool(enabled)
+        self.changes.append(bool(enabled))
+
+    def fp16_bf16_reduction_math_sdp_allowed(self) -> bool:
+        return self.allowed
+
+
+def main() -> int:
+    results = []
+
+    def check(name, ok):
+        results.append(ok)
+        print(("ok   " if ok else "FAIL ") + name)
+
+    quiet = io.StringIO()
+    for start in (False, True):
+        b = FakeBackends(start)
+        with contextlib.redirect_stdout(quiet):
+            with bf16_math_sdpa(True, b):
+                inside = b.allowed
+        check(f"enabled (found {start}): on inside the block", inside is True)
+        check(f"enabled (found {start}): the value found is restored", b.allowed is start and b.changes[-1] is start)
+
+    b = FakeBackends(False)
+    try:
+        with contextlib.redirect_stdout(quiet):
+            with bf16_math_sdpa(True, b):
+                raise RuntimeError("lowering failed")
+    except RuntimeError:
+        pass
+    check("an exception in the block still restores the switch", b.allowed is False)
+
+    b = FakeBackends(False)
+    with bf16_math_sdpa(False, b):
+        inside = b.allowed
+    check("disabled: nothing changes", inside is False and b.changes == [])
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        with bf16_math_sdpa(True, object()):  # a torch without the switch
+            pass
+    check("a torch without the switch: the block runs and the log says math SDPA upcasts",
+          "upcasts to float32" in out.getvalue())
+
+    passed = sum(results)
+    print(f"export options: {passed} passed, {len(results) - passed} failed")
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
