@@ -84,7 +84,7 @@ float bf16(uint16_t b) {
 struct Case {
   const char* name;
   int64_t count, m, n, k;
-  bool transposed;  // b as a transposed weight / cache (dot kernel), else rows (axpy kernel)
+  bool transposed;  // b as a transposed weight / cache (the kernel's layout), else rows (cuBLAS only)
 };
 
 }  // namespace

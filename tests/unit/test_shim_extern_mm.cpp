@@ -126,17 +126,20 @@ TEST_CASE("extern mm: which multiplies go to the few-row kernels (layout and ali
   CHECK(gemv::pick(bf16, x(1, 2048, odd), linear(2048, 64), out(1, 64), 1) == gemv::Kernel::kNone);  // unaligned
   CHECK(gemv::pick(bf16, x(1, 2048), linear(2048, 64, odd), out(1, 64), 1) == gemv::Kernel::kNone);
   CHECK(gemv::pick(gemv::Element::kFloat32, x(2, 2044), linear(2044, 8), out(2, 8), 1) == gemv::Kernel::kDot);
-  // p · V: V's rows contiguous; K within 32 per thread of a block (512 threads, 2 of them along N here).
-  CHECK(gemv::pick(bf16, x(4, 1024), rows(1024, 128), out(4, 128), 4) == gemv::Kernel::kAxpy);
-  CHECK(gemv::pick(bf16, x(4, 8192), rows(8192, 128), out(4, 128), 4) == gemv::Kernel::kAxpy);
-  CHECK(gemv::pick(bf16, x(4, 16384), rows(16384, 128), out(4, 128), 4) == gemv::Kernel::kNone);
-  CHECK(gemv::pick(bf16, x(4, 1024), rows(1024, 124), out(4, 124), 1) == gemv::Kernel::kNone);  // N % 8
+  // b's rows contiguous (p · V, or a weight stored K x N): cuBLAS.
+  CHECK(gemv::pick(bf16, x(4, 1024), rows(1024, 128), out(4, 128), 4) == gemv::Kernel::kNone);
+  CHECK(gemv::pick(bf16, x(1, 1024), rows(1024, 128), out(1, 128), 1) == gemv::Kernel::kNone);
   // Batches: more than a grid dimension holds goes to cuBLAS.
   CHECK(gemv::pick(bf16, x(1, 64), linear(64, 64), out(1, 64), 65536) == gemv::Kernel::kNone);
-  // a read with a column stride other than 1 (a transposed activation): not a dot; b's rows then decide.
+  // a read with a column stride other than 1 (a transposed activation): cuBLAS.
   const Batch xt{Matrix{p, 2, 64, 1, 2}, 0};
   CHECK(gemv::pick(bf16, xt, linear(64, 64), out(2, 64), 1) == gemv::Kernel::kNone);
-  CHECK(gemv::pick(bf16, xt, rows(64, 64), out(2, 64), 1) == gemv::Kernel::kAxpy);
+  // A batch of transposed caches (q · K^T): 16-byte aligned batches only.
+  const Batch kt{Matrix{p, 128, 1024, 1, 128}, 1024 * 128};
+  CHECK(gemv::pick(bf16, Batch{Matrix{p, 4, 128, 128, 1}, 512}, kt, Batch{Matrix{p, 4, 1024, 1024, 1}, 4096}, 4) ==
+        gemv::Kernel::kDot);
+  CHECK(gemv::pick(bf16, Batch{Matrix{p, 4, 128, 128, 1}, 516}, kt, Batch{Matrix{p, 4, 1024, 1024, 1}, 4096}, 4) ==
+        gemv::Kernel::kNone);
 
   // The dispatcher's row limit: AOTI_CUDA_GEMV_MAX_ROWS / set_gemv_max_rows, clamped to 0..8.
   namespace gemm = aoti_cuda::shim::gemm;

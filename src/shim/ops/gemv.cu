@@ -16,14 +16,9 @@ namespace {
 
 constexpr int kLanes = 32;
 constexpr int kDotThreads = 256;     // 8 warps
-constexpr int kAxpyThreads = 512;     // up to 128 registers a thread: 8 rows x 8 columns of sums fit
-constexpr int kAxpyMaxPerThread = 32;  // k values one axpy thread sums at most
-constexpr int kUnroll = 4;           // dot: 16-byte loads of b in flight per thread per round
-// axpy: the same; 8 rows of sums leave registers for 4 (more would spill), fewer rows for 8.
-template <int R>
-constexpr int kAxpyUnroll = R >= 8 ? 4 : 8;
+constexpr int kUnroll = 4;           // 16-byte loads of b in flight per thread per round
 
-// 16 bytes of T as floats.
+// How many T one 16-byte load holds.
 template <typename T>
 struct Vec {
   static constexpr int kCount = 16 / static_cast<int>(sizeof(T));
@@ -71,11 +66,11 @@ struct Args {
   const void* a;
   const void* b;
   void* c;
-  int64_t a_rs, a_cs, a_bs;  // element strides: row, column, batch
-  int64_t b_rs, b_cs, b_bs;
-  int64_t c_rs, c_cs, c_bs;
+  int64_t a_rs, a_bs;        // element strides of a: row, batch (its columns are contiguous)
+  int64_t b_cs, b_bs;        // of b: column, batch (its rows are contiguous)
+  int64_t c_rs, c_cs, c_bs;  // of c: row, column, batch
   int m, n, k;
-  int split;  // dot: warps per output column; axpy: threads along N (the rest split K)
+  int split;  // warps per output column
   float alpha, beta;
 };
 
@@ -146,110 +141,17 @@ __global__ void __launch_bounds__(kDotThreads) dot_kernel(Args p) {
   }
 }
 
-// axpy: columns [V * j, V * j + V) of c, j = blockIdx.x * split + threadIdx.x % split, are
-// sum over k of a[:, k] * b[k, those columns]; b's rows are contiguous. The block's
-// kAxpyThreads / split groups of threads take every (kAxpyThreads / split)-th k; lanes of a
-// warp with the same j, then warps (through shared memory, one row at a time), sum.
-template <typename T, int R>
-__global__ void __launch_bounds__(kAxpyThreads) axpy_kernel(Args p) {
-  constexpr int V = Vec<T>::kCount;
-  const int tn = p.split;
-  const int kt = kAxpyThreads / tn;
-  const int j = threadIdx.x % tn;
-  const int slice = threadIdx.x / tn;
-  const int64_t vec = static_cast<int64_t>(blockIdx.x) * tn + j;
-  const int64_t batch = blockIdx.y;
-  const int nvecs = p.n / V;
-  float acc[R][V];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int v = 0; v < V; ++v) acc[r][v] = 0.0f;
-  if (vec < nvecs) {
-    const T* b = static_cast<const T*>(p.b) + batch * p.b_bs + vec * V;
-    const T* a = static_cast<const T*>(p.a) + batch * p.a_bs;
-    for (int k0 = slice; k0 < p.k; k0 += kt * kAxpyUnroll<R>) {
-      // Every load of the round first (b's rows and a's values), then the arithmetic.
-      uint4 bv[kAxpyUnroll<R>];
-      float xs[kAxpyUnroll<R>][R];
-#pragma unroll
-      for (int u = 0; u < kAxpyUnroll<R>; ++u) {
-        const int k = k0 + u * kt;
-        if (k < p.k) {
-          bv[u] = __ldcs(reinterpret_cast<const uint4*>(b + k * p.b_rs));
-#pragma unroll
-          for (int r = 0; r < R; ++r) xs[u][r] = r < p.m ? to_float(__ldg(a + r * p.a_rs + k * p.a_cs)) : 0.0f;
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kAxpyUnroll<R>; ++u) {
-        const int k = k0 + u * kt;
-        if (k >= p.k) break;
-        float bf[V];
-        unpack(bv[u], bf, static_cast<T*>(nullptr));
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          if (r >= p.m) break;
-#pragma unroll
-          for (int v = 0; v < V; ++v) acc[r][v] = fmaf(xs[u][r], bf[v], acc[r][v]);
-        }
-      }
-    }
-  }
-  // Lanes j, j + tn, j + 2 tn, ... of a warp hold the same columns.
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int v = 0; v < V; ++v)
-      for (int off = tn; off < kLanes; off *= 2) acc[r][v] += __shfl_xor_sync(0xffffffffu, acc[r][v], off);
-  // Then the warps: lanes < tn of each warp hold its sums (tn <= 32).
-  __shared__ float partial[kAxpyThreads / kLanes][kLanes * V];
-  const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int warps = kAxpyThreads / kLanes;
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    if (r >= p.m) break;
-    if (lane < tn) {
-#pragma unroll
-      for (int v = 0; v < V; ++v) partial[warp][lane * V + v] = acc[r][v];
-    }
-    __syncthreads();
-    const int out = threadIdx.x;  // (column j, element v) pairs: tn * V <= 256 threads
-    if (out < tn * V) {
-      const int oj = out / V, ov = out % V;
-      const int64_t ovec = static_cast<int64_t>(blockIdx.x) * tn + oj;
-      if (ovec < nvecs) {
-        float sum = 0.0f;
-        for (int w = 0; w < warps; ++w) sum += partial[w][oj * V + ov];
-        store<T>(p, batch, r, ovec * V + ov, sum);
-      }
-    }
-    __syncthreads();
-  }
-}
-
 template <typename T>
-int launch_typed(Kernel kernel, Args p, int64_t count, cudaStream_t stream) {
+int launch_typed(Args p, int64_t count, cudaStream_t stream) {
   const int rows = p.m <= 1 ? 1 : p.m <= 2 ? 2 : p.m <= 4 ? 4 : 8;
   dim3 grid;
   grid.y = static_cast<unsigned>(count);
-  if (kernel == Kernel::kDot) {
-    grid.x = static_cast<unsigned>((p.n + kDotThreads / kLanes / p.split - 1) / (kDotThreads / kLanes / p.split));
-    switch (rows) {
-      case 1: dot_kernel<T, 1><<<grid, kDotThreads, 0, stream>>>(p); break;
-      case 2: dot_kernel<T, 2><<<grid, kDotThreads, 0, stream>>>(p); break;
-      case 4: dot_kernel<T, 4><<<grid, kDotThreads, 0, stream>>>(p); break;
-      default: dot_kernel<T, 8><<<grid, kDotThreads, 0, stream>>>(p); break;
-    }
-  } else {
-    const int nvecs = p.n / Vec<T>::kCount;
-    grid.x = static_cast<unsigned>((nvecs + p.split - 1) / p.split);
-    switch (rows) {
-      case 1: axpy_kernel<T, 1><<<grid, kAxpyThreads, 0, stream>>>(p); break;
-      case 2: axpy_kernel<T, 2><<<grid, kAxpyThreads, 0, stream>>>(p); break;
-      case 4: axpy_kernel<T, 4><<<grid, kAxpyThreads, 0, stream>>>(p); break;
-      default: axpy_kernel<T, 8><<<grid, kAxpyThreads, 0, stream>>>(p); break;
-    }
+  grid.x = static_cast<unsigned>((p.n + kDotThreads / kLanes / p.split - 1) / (kDotThreads / kLanes / p.split));
+  switch (rows) {
+    case 1: dot_kernel<T, 1><<<grid, kDotThreads, 0, stream>>>(p); break;
+    case 2: dot_kernel<T, 2><<<grid, kDotThreads, 0, stream>>>(p); break;
+    case 4: dot_kernel<T, 4><<<grid, kDotThreads, 0, stream>>>(p); break;
+    default: dot_kernel<T, 8><<<grid, kDotThreads, 0, stream>>>(p); break;
   }
   return static_cast<int>(cudaGetLastError());
 }
@@ -263,12 +165,6 @@ bool vector_strides(int64_t per_vec, int64_t count, int64_t stride) { return cou
 
 bool fits(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-int next_pow2(int v) {
-  int p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
-
 // Warps per output column for the dot kernel: enough warps in flight to cover the GPU's memory
 // latency (about 8192 over all columns), while each warp keeps at least two runs of K.
 int dot_split(int64_t n, int64_t count, int64_t k, int per_vec) {
@@ -276,17 +172,6 @@ int dot_split(int64_t n, int64_t count, int64_t k, int per_vec) {
   int split = 1;
   while (split < 8 && n * count * split < 8192 && runs >= 2 * split * 2) split *= 2;
   return split;
-}
-
-// Threads along N for the axpy kernel (its block's other threads split K): at least two (32-byte
-// segments of b's rows), more while that leaves over 512 blocks (about four per SM), at most 32 and
-// no more than the columns need.
-int axpy_columns(int64_t n, int64_t count, int per_vec) {
-  const int64_t nvecs = n / per_vec;
-  const int most = next_pow2(static_cast<int>(nvecs < kLanes ? nvecs : kLanes));
-  int tn = most < 2 ? most : 2;
-  while (tn < most && (nvecs + tn - 1) / tn * count > 512) tn *= 2;
-  return tn;
 }
 
 }  // namespace
@@ -304,11 +189,6 @@ Kernel pick(Element e, const Batch& a, const Batch& b, const Batch& c, int64_t c
       vector_strides(per_vec, count, a.batch_stride) && vector_strides(per_vec, count, b.batch_stride)) {
     return Kernel::kDot;
   }
-  if (b.m.col_stride == 1 && n % per_vec == 0 && aligned(b.m.data) && vector_strides(per_vec, k, b.m.row_stride) &&
-      vector_strides(per_vec, count, b.batch_stride)) {
-    const int tn = axpy_columns(n, count, per_vec);
-    if ((k + kAxpyThreads / tn - 1) / (kAxpyThreads / tn) <= kAxpyMaxPerThread) return Kernel::kAxpy;
-  }
   return Kernel::kNone;
 }
 
@@ -319,8 +199,8 @@ int launch(Kernel kernel, Element e, const Batch& a, const Batch& b, const Batch
   p.a = a.m.data;
   p.b = b.m.data;
   p.c = c.m.data;
-  p.a_rs = a.m.row_stride, p.a_cs = a.m.col_stride, p.a_bs = a.batch_stride;
-  p.b_rs = b.m.row_stride, p.b_cs = b.m.col_stride, p.b_bs = b.batch_stride;
+  p.a_rs = a.m.row_stride, p.a_bs = a.batch_stride;
+  p.b_cs = b.m.col_stride, p.b_bs = b.batch_stride;
   p.c_rs = c.m.row_stride, p.c_cs = c.m.col_stride, p.c_bs = c.batch_stride;
   p.m = static_cast<int>(a.m.rows);
   p.n = static_cast<int>(b.m.cols);
@@ -328,12 +208,12 @@ int launch(Kernel kernel, Element e, const Batch& a, const Batch& b, const Batch
   p.alpha = alpha;
   p.beta = beta;
   const int per_vec = 16 / itemsize(e);
-  p.split = kernel == Kernel::kDot ? dot_split(p.n, count, p.k, per_vec) : axpy_columns(p.n, count, per_vec);
+  p.split = dot_split(p.n, count, p.k, per_vec);
   auto s = static_cast<cudaStream_t>(stream);
   switch (e) {
-    case Element::kFloat32: return launch_typed<float>(kernel, p, count, s);
-    case Element::kFloat16: return launch_typed<__half>(kernel, p, count, s);
-    case Element::kBFloat16: return launch_typed<__nv_bfloat16>(kernel, p, count, s);
+    case Element::kFloat32: return launch_typed<float>(p, count, s);
+    case Element::kFloat16: return launch_typed<__half>(p, count, s);
+    case Element::kBFloat16: return launch_typed<__nv_bfloat16>(p, count, s);
   }
   return static_cast<int>(cudaErrorInvalidValue);
 }

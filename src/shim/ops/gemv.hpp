@@ -5,14 +5,17 @@
 // weights well below the GPU's bandwidth at one row. These kernels stream the weights with
 // 16-byte loads, many in flight per warp, and keep the few activation rows in the cache.
 //
-// Two layouts of b (a·b with a: M x K, b: K x N, M <= kMaxRows), the ones exported programs pass:
-//   * dot:  b's columns contiguous (b.row_stride == 1): a transposed nn.Linear weight, or the
-//           transposed key cache of q·K^T. One warp (or a few, splitting K) per output column:
-//           a dot product of a row of `a` with a column of `b`, both read as 16-byte vectors.
-//   * axpy: b's rows contiguous (b.col_stride == 1): the value cache of p·V, or a weight stored
-//           K x N. One 512-thread block per (batch, up to 32 vectors of columns); its threads
-//           split K (at most 32 values each, else cuBLAS), then sum through shared memory.
-// Both accumulate in fp32 and write c = alpha * a·b + beta * c (beta == 0: c is not read).
+// One layout of b (a·b with a: M x K, b: K x N, M <= kMaxRows), the one exported programs pass
+// for linear layers: b's columns contiguous (b.row_stride == 1), i.e. a transposed nn.Linear
+// weight (also the transposed key cache of q·K^T). One warp (or a few, splitting K) per output
+// column: a dot product of a row of `a` with a column of `b`, both read as 16-byte vectors; warps
+// then sum through shared memory. fp32 accumulation; c = alpha * a·b + beta * c (beta == 0: c is
+// not read).
+//
+// Measured on the H200 (bench/gemv_bench.cu, docs/benchmarks/llm.md): at one row they match or
+// beat cuBLAS (the 1.1 B LLM's decode +4 %); at four rows cuBLAS was faster, hence
+// gemm::gemv_max_rows() defaults to 1. A second kernel for b's rows contiguous (p·V) was slower
+// than cuBLAS at the LLM's shape (11.3 against 6.2 µs) and was removed.
 #pragma once
 
 #include <cstdint>
@@ -30,17 +33,15 @@ enum class Element { kFloat32, kFloat16, kBFloat16 };
 constexpr int kMaxRows = 8;
 
 /// Which kernel (if any) handles c[i] = alpha * a[i]·b[i] + beta * c[i], i < count.
-enum class Kernel { kNone, kDot, kAxpy };
+enum class Kernel { kNone, kDot };
 
-/// The kernel for these operands, or kNone: a has 1..kMaxRows rows; count <= 65535; sizes
-/// below 2^31; for kDot, a's rows and b's columns contiguous, 16-byte aligned at every row /
-/// column / batch, and K a multiple of 16 bytes' elements; for kAxpy, b's rows contiguous and
-/// aligned likewise with N a multiple of 16 bytes' elements, and K at most 16 per thread of a
-/// block. c may have any strides.
+/// kDot when the kernel takes these operands, else kNone: a has 1..kMaxRows rows; count <=
+/// 65535; sizes below 2^31; a's rows and b's columns contiguous and 16-byte aligned at every row,
+/// column and batch; K a multiple of 16 bytes' elements. c may have any strides.
 Kernel pick(Element e, const Batch& a, const Batch& b, const Batch& c, int64_t count);
 
-/// Enqueues the multiply with the kernel pick() chose (not kNone) on `stream` of the current
-/// device. Returns the launch's cudaError_t (0 = success).
+/// Enqueues the multiply with the kernel pick() chose (not kNone; checked) on `stream` of the
+/// current device. Returns the launch's cudaError_t (0 = success).
 int launch(Kernel kernel, Element e, const Batch& a, const Batch& b, const Batch& c, int64_t count, float alpha,
            float beta, void* stream);
 
