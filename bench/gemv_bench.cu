@@ -21,21 +21,12 @@
 #include <vector>
 
 #include "aoti_cuda/shim.h"
+#include "l2_flush.cuh"
 #include "shim/ops/gemv.hpp"
 
 namespace {
 
 namespace gemm = aoti_cuda::shim::gemm;
-
-__global__ void read_flush(const uint4* p, std::size_t n, uint4* sink) {
-  uint32_t acc = 0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const uint4 v = p[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9E3779B9u) sink[0] = make_uint4(acc, 0, 0, 0);
-}
 
 void check(bool ok, const char* what) {
   if (!ok) {
@@ -137,7 +128,7 @@ int main(int argc, char** argv) {
       for (int which = 0; which < 2; ++which) {
         std::vector<double> times;
         for (int i = -3; i < iters; ++i) {
-          read_flush<<<1024, 512>>>(static_cast<const uint4*>(flush), flush_bytes / 16, static_cast<uint4*>(flush));
+          aoti_cuda_bench::flush_l2(flush, flush_bytes);
           check(cudaEventRecord(start, nullptr) == cudaSuccess, "record");
           if (which == 0) {
             check(aoti_torch_cuda_bmm_out(c1, a, b) == 0, "cuBLAS bmm");

@@ -29,21 +29,10 @@
 #include <vector>
 
 #include "aoti_cuda/shim.h"
+#include "l2_flush.cuh"
 #include "shim/ops/weight_int4pack_mm.hpp"
 
 namespace {
-
-// Reads every 16 bytes of `p`; never writes in practice (the data is never the magic value),
-// but the compiler cannot drop the loads.
-__global__ void read_flush(const uint4* p, std::size_t n, uint4* sink) {
-  uint32_t acc = 0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const uint4 v = p[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9E3779B9u) sink[0] = make_uint4(acc, 0, 0, 0);
-}
 
 void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) {
@@ -97,7 +86,7 @@ Result measure(int64_t m, int64_t n, int64_t k, int group, int ikt, int iters, v
   check(cudaEventCreate(&stop), "cudaEventCreate");
   std::vector<double> times;
   for (int i = -3; i < iters; ++i) {  // 3 warm-up calls
-    read_flush<<<1024, 512>>>(static_cast<const uint4*>(flush), flush_bytes / 16, static_cast<uint4*>(flush));
+    aoti_cuda_bench::flush_l2(flush, flush_bytes);
     check(cudaGetLastError(), "flush");
     check(cudaEventRecord(start, nullptr), "cudaEventRecord");
     AtenTensorHandle out = nullptr;
@@ -142,7 +131,7 @@ double measure_variant(int v, int64_t m, int64_t n, int64_t k, int group, int it
   check(cudaEventCreate(&stop), "cudaEventCreate");
   std::vector<double> times;
   for (int i = -3; i < iters; ++i) {
-    read_flush<<<1024, 512>>>(static_cast<const uint4*>(flush), flush_bytes / 16, static_cast<uint4*>(flush));
+    aoti_cuda_bench::flush_l2(flush, flush_bytes);
     check(cudaEventRecord(start, nullptr), "cudaEventRecord");
     if (mm::launch_variant(p, nullptr, v) != 0) break;
     check(cudaEventRecord(stop, nullptr), "cudaEventRecord");
