@@ -66,8 +66,8 @@ struct Args {
   const void* a;
   const void* b;
   void* c;
-  int64_t a_rs, a_bs;        // element strides of a: row, batch (its columns are contiguous)
-  int64_t b_cs, b_bs;        // of b: column, batch (its rows are contiguous)
+  int64_t a_rs, a_bs;        // element strides of a: row, batch (each row is contiguous)
+  int64_t b_cs, b_bs;        // of b: column, batch (each column is contiguous)
   int64_t c_rs, c_cs, c_bs;  // of c: row, column, batch
   int m, n, k;
   int split;  // warps per output column
