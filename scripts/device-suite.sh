@@ -34,6 +34,9 @@ stdbuf -oL -eL "$BUILD/tests/aoti_cuda_gpu_tests" -s=false --duration=true 2>&1 
 echo "== CPU test suite on the GPU machine" | tee "$OUT_DIR/unit_tests.log"
 "$BUILD/tests/aoti_cuda_unit_tests" 2>&1 | tail -5 | tee -a "$OUT_DIR/unit_tests.log" || status=1
 
+echo "== heap allocations per call (tests/alloc)" | tee "$OUT_DIR/alloc_tests.log"
+"$BUILD/tests/aoti_cuda_alloc_tests" 2>&1 | tee -a "$OUT_DIR/alloc_tests.log" || status=1
+
 {
   echo "== aoti_cuda run (every fixture, reference inputs, --expect)"
   for dir in "$ROOT"/tests/fixtures/*/; do

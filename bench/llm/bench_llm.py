@@ -275,6 +275,12 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
                     name = "aoti_cuda_" + quant + suffix
                     results["runs"][name] = s.run(name, generate_cmd(a, quant, manifest), 90,
                                                   env={"AOTI_CUDA_GEMV_MAX_ROWS": rows})
+            if a.cache_ab:
+                # A/B of the call slots' block cache: without it every intermediate of prefill is a
+                # cudaMallocAsync / cudaFreeAsync pair again.
+                name = "aoti_cuda_" + quant + "_nocache"
+                results["runs"][name] = s.run(name, generate_cmd(a, quant, manifest), 90,
+                                              env={"AOTI_CUDA_BLOCK_CACHE_MIB": "0"})
     cfg = (results["exports"].get("bf16") or {}).get("config") or {}
     runner = [os.path.join(w, "runner", "aoti_runner"), "llm", os.path.join(w, "aoti_llm", "prefill.pt2"),
               os.path.join(w, "aoti_llm", "decode.pt2"), "--vocab", str(cfg.get("vocab", 32000)),
@@ -465,6 +471,8 @@ def main(argv=None) -> int:
     ap.add_argument("--exports", help="comma list of the ExecuTorch exports to make (bf16,int4,bf16cublas; default: "
                                       "those the parts need); e.g. int4 alone when the bf16 numbers come from "
                                       "another job")
+    ap.add_argument("--cache-ab", action="store_true",
+                    help="also run each export with AOTI_CUDA_BLOCK_CACHE_MIB=0 (no block cache; run aoti_cuda_<name>_nocache)")
     ap.add_argument("--gemv-ab", action="store_true",
                     help="also run each export with cuBLAS GEMMs with AOTI_CUDA_GEMV_MAX_ROWS=0 (every GEMM on cuBLAS; "
                          "run aoti_cuda_<export>_nogemv) and =8 (the few-row kernels up to 8 rows; _gemv8)")

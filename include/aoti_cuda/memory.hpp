@@ -3,8 +3,12 @@
 // CUDA tensors a model creates through the shim while it runs (intermediates,
 // outputs, aoti_torch_cuda_caching_allocator_raw_alloc workspaces) are
 // allocated stream-ordered (cudaMallocAsync on the run's stream) from each
-// device's current memory pool. The pool keeps freed memory cached for the
-// next run; trim_device_memory() gives it back to the driver. Only these shim
+// device's current memory pool, in blocks rounded up to 512 bytes (an eighth
+// of a power of two above 1 MiB). The pool keeps freed memory cached for the
+// next run; trim_device_memory() gives it back to the driver. Blocks a model
+// frees during a call are kept by that call slot of the Module for its next
+// call (up to AOTI_CUDA_BLOCK_CACHE_MIB, default 1024 MiB per slot; 0 turns
+// this off) and return to the pool when the Module is destroyed. Only these shim
 // allocations are counted: Tensor::empty(), the Module's pinned input staging
 // and what the model library allocates itself with cudaMalloc (its weights)
 // are not.
@@ -27,6 +31,11 @@ struct MemoryStats {
   std::size_t live_allocations = 0;   ///< allocations currently alive
   std::size_t total_allocations = 0;  ///< allocations made since start
   std::size_t pool_reserved_bytes = 0;///< bytes the device's pool holds from the driver (in use + cached)
+  /// Bytes models freed during calls that the Modules' call slots keep for
+  /// their next calls (not in bytes_in_use; part of pool_reserved_bytes).
+  std::size_t cached_bytes = 0;
+  /// Allocations served from those kept blocks (counted in total_allocations too).
+  std::size_t cache_hits = 0;
 };
 
 /// Statistics of the shim allocator for CUDA device `device`. Never throws:

@@ -108,7 +108,7 @@ AtenTensorHandle to_model_input(RunState& run, const Value& v, const TensorSpec&
   try {
     void* dst = nullptr;
     if (aoti_torch_get_data_ptr(h, &dst) != AOTI_TORCH_SUCCESS) throw shim_fail("aoti_torch_get_data_ptr");
-    const bool contiguous_target = runtime::same_layout(t.shape(), want_strides, contiguous_strides(t.shape()));
+    const bool contiguous_target = runtime::row_major(t.shape(), want_strides);
     const bool staged = device.is_cuda() && t.device().is_cpu() && contiguous_target && t.nbytes() > 0 &&
                         stage_upload(run, t, dst);
     if (!staged && t.nbytes() > 0) {
@@ -377,6 +377,8 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
     want_device = ro.outputs == OutputLocation::kDevice ||
                   (ro.outputs == OutputLocation::kSameAsInputs && !inputs.empty() && inputs[0].device().is_cuda());
   }
+  // Intermediates the model frees stay with the slot for its next call.
+  const shim::BlockCacheScope block_cache(cuda ? &run.slot.block_cache : nullptr, target.device.index, run.stream);
   // Mutable state: the selected session's copy in place, this call ordered
   // after the previous stateful one (runtime/state.hpp). Held until return.
   // State buffers keep their addresses, so captured graphs stay valid.

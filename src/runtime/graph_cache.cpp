@@ -130,7 +130,7 @@ bool plan_inputs(const GraphEntry& e, const std::vector<Tensor>& inputs, int dev
         same_layout(src.shape(), src.strides(), dst.strides())) {
       c.kinds.push_back(kIoDevice);
     } else if (src.device().is_cpu() && src.is_contiguous() &&
-               same_layout(dst.shape(), dst.strides(), contiguous_strides(dst.shape()))) {
+               row_major(dst.shape(), dst.strides())) {
       c.kinds.push_back(kIoStagedHost);
     } else {
       return false;
@@ -369,7 +369,7 @@ void replay(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs) {
     const Tensor& src = inputs[i];
     Tensor& dst = e.inputs[i];
     if (src.nbytes() == 0) continue;
-    const bool dense_dst = same_layout(dst.shape(), dst.strides(), contiguous_strides(dst.shape()));
+    const bool dense_dst = row_major(dst.shape(), dst.strides());
     if (src.device().is_cuda() && same_layout(src.shape(), src.strides(), dst.strides())) {
       check_cuda(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDeviceToDevice, stream),
                  "cudaMemcpyAsync (graph input)");

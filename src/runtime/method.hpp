@@ -21,6 +21,7 @@
 #include "aoti_cuda/tensor.hpp"
 #include "runtime/driver_modules.hpp"
 #include "runtime/library_loader.hpp"
+#include "shim/allocator.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -127,6 +128,10 @@ struct Slot {
   std::vector<AtenTensorHandle> ins, outs;
   /// This slot's captured graphs (created on first use).
   std::unique_ptr<SlotGraphs> graphs;
+  /// Device blocks the model freed during this slot's calls, for its next
+  /// calls (shim/allocator.hpp). Destroyed after the stream: it waits for the
+  /// last call by its own event.
+  shim::BlockCache block_cache;
 
   Slot();
   Slot(const Slot&) = delete;

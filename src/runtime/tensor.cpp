@@ -67,6 +67,19 @@ bool same_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& 
   return true;
 }
 
+bool row_major(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) noexcept {
+  if (strides.size() != shape.size()) return false;
+  int64_t expect = 1;
+  bool empty = false;
+  bool dense = true;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) empty = true;
+    if (shape[i] > 1 && strides[i] != expect) dense = false;
+    expect *= shape[i];
+  }
+  return dense || empty;
+}
+
 std::string shape_str(const std::vector<int64_t>& shape) {
   std::ostringstream os;
   os << '[';
@@ -111,9 +124,7 @@ std::size_t Tensor::nbytes() const noexcept {
   return static_cast<std::size_t>(numel()) * element_size(dtype_);
 }
 
-bool Tensor::is_contiguous() const noexcept {
-  return runtime::same_layout(shape_, strides_, contiguous_strides(shape_));
-}
+bool Tensor::is_contiguous() const noexcept { return runtime::row_major(shape_, strides_); }
 
 Tensor Tensor::empty(std::vector<int64_t> shape, DType dtype, Device device, bool pinned) {
   const std::size_t es = element_size(dtype);
@@ -194,6 +205,10 @@ void Tensor::copy_from(const Tensor& src, void* stream) {
   }
   if (nbytes() == 0) return;
   const bool cuda = device_.is_cuda() || src.device_.is_cuda();
+  if (!cuda && is_contiguous() && src.is_contiguous()) {  // the common host case, without building views
+    std::memmove(data(), src.data(), nbytes());
+    return;
+  }
   if (cuda && (runtime::has_negative_stride(*this) || runtime::has_negative_stride(src))) {
     throw Error(ErrorCode::kInvalidArgument, "Tensor::copy_from: negative strides are only supported for host copies");
   }

@@ -22,6 +22,10 @@ std::vector<int64_t> strides_for_dim_order(const std::vector<int64_t>& sizes, co
 bool same_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                  const std::vector<int64_t>& want);
 
+/// True when (shape, strides) is dense row-major (contiguous), ignoring the
+/// strides of size-1 dimensions; any empty tensor is. Allocates nothing.
+bool row_major(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) noexcept;
+
 /// "[2, 3, 4]"
 std::string shape_str(const std::vector<int64_t>& shape);
 

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <optional>
@@ -32,6 +33,8 @@ struct DeviceState {
   std::size_t peak_bytes_in_use = 0;
   std::size_t live_allocations = 0;
   std::size_t total_allocations = 0;
+  std::size_t cached_bytes = 0;  ///< held by call block caches
+  std::size_t cache_hits = 0;
   std::atomic<bool> pool_configured{false};  ///< read without the mutex on the allocation path
   cudaMemPool_t pool = nullptr;
 };
@@ -130,6 +133,7 @@ ArenaRegistry& arena_registry() {
 }
 std::atomic<std::size_t> g_arena_blocks{0};
 thread_local CaptureArena* t_arena = nullptr;
+thread_local BlockCache* t_cache = nullptr;
 
 std::string allocation_where(std::size_t nbytes, int device) {
   return std::to_string(nbytes) + " bytes on cuda:" + std::to_string(device);
@@ -143,6 +147,32 @@ void count_allocation(int device, std::size_t nbytes) {
   if (dev.bytes_in_use > dev.peak_bytes_in_use) dev.peak_bytes_in_use = dev.bytes_in_use;
   dev.live_allocations += 1;
   dev.total_allocations += 1;
+}
+
+// A block of `size` moved into (+1) or out of (-1, a cache hit) a call block cache.
+void count_cached(int device, std::size_t size, int direction) {
+  AllocatorState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
+  if (direction > 0) {
+    dev.cached_bytes += size;
+    dev.bytes_in_use -= size <= dev.bytes_in_use ? size : dev.bytes_in_use;
+    if (dev.live_allocations > 0) dev.live_allocations -= 1;
+  } else {
+    dev.cached_bytes -= size <= dev.cached_bytes ? size : dev.cached_bytes;
+    if (direction < 0) {  // handed out again: an allocation
+      dev.bytes_in_use += size;
+      if (dev.bytes_in_use > dev.peak_bytes_in_use) dev.peak_bytes_in_use = dev.bytes_in_use;
+      dev.live_allocations += 1;
+      dev.total_allocations += 1;
+      dev.cache_hits += 1;
+    }
+  }
+}
+
+bool cache_serves(int device, void* stream) noexcept {
+  return t_cache != nullptr && t_arena == nullptr && t_cache->device() == device && t_cache->stream() == stream &&
+         t_cache->capacity() > 0;
 }
 
 void uncount_allocation(int device, std::size_t nbytes) {
@@ -171,10 +201,30 @@ void uncount_allocation(int device, std::size_t nbytes) {
 
 }  // namespace
 
+std::size_t block_size(std::size_t nbytes) noexcept {
+  constexpr std::size_t kSmall = std::size_t{1} << 20;
+  std::size_t step = 512;
+  if (nbytes > kSmall) {
+    std::size_t top = kSmall;
+    while (top <= nbytes / 2) top *= 2;  // largest power of two <= nbytes
+    step = top / 8;
+  }
+  if (nbytes > std::numeric_limits<std::size_t>::max() - step) return nbytes;  // let the driver refuse it
+  return (nbytes + step - 1) / step * step;
+}
+
 void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
   check_device(device);
   if (nbytes == 0) return nullptr;
   if (t_arena != nullptr && t_arena->device() == device) return t_arena->allocate(nbytes);
+  const std::size_t size = block_size(nbytes);
+  const bool cached = cache_serves(device, stream);
+  if (cached) {
+    if (void* p = t_cache->take(size)) {
+      count_cached(device, size, -1);
+      return p;
+    }
+  }
   AllocatorState& s = state();
   DeviceState& dev = s.devices[static_cast<std::size_t>(device)];
   // The guard outlives the try: cudaMallocAsync below runs on `device`. No
@@ -190,11 +240,18 @@ void* cuda_allocate(std::size_t nbytes, int device, void* stream) {
     throw Error(e.code(), "CUDA allocation of " + allocation_where(nbytes, device) + ": " + e.what());
   }
   void* ptr = nullptr;
-  const cudaError_t err = testing::FaultInjector::should_fail(testing::FaultKind::kDeviceAlloc)
-                              ? cudaErrorMemoryAllocation
-                              : cudaMallocAsync(&ptr, nbytes, static_cast<cudaStream_t>(stream));
-  if (err != cudaSuccess) throw_allocation_failure(err, nbytes, device, "cudaMallocAsync");
-  count_allocation(device, nbytes);
+  cudaError_t err = testing::FaultInjector::should_fail(testing::FaultKind::kDeviceAlloc)
+                        ? cudaErrorMemoryAllocation
+                        : cudaMallocAsync(&ptr, size, static_cast<cudaStream_t>(stream));
+  if (err == cudaErrorMemoryAllocation && cached && t_cache->size() > 0) {
+    // Blocks kept for other sizes go back to the pool, which can hand them
+    // out on this same stream at once; then one more try.
+    (void)cudaGetLastError();
+    t_cache->release_all();
+    err = cudaMallocAsync(&ptr, size, static_cast<cudaStream_t>(stream));
+  }
+  if (err != cudaSuccess) throw_allocation_failure(err, size, device, "cudaMallocAsync");
+  count_allocation(device, size);
   return ptr;
 }
 
@@ -219,14 +276,141 @@ int cuda_free(void* ptr, std::size_t nbytes, int device, void* stream) noexcept 
       return cudaSuccess;
     }
   }
+  const std::size_t size = block_size(nbytes);
+  if (cache_serves(device, stream) && t_cache->keep(ptr, size)) {
+    count_cached(device, size, +1);
+    return cudaSuccess;
+  }
   cudaError_t err = cudaSuccess;
   {
     DeviceSwitch on_device(device, DeviceSwitch::OnFailure::kIgnore);
     err = cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
     if (err != cudaSuccess) (void)cudaGetLastError();
   }
-  if (err == cudaSuccess) uncount_allocation(device, nbytes);
+  if (err == cudaSuccess) uncount_allocation(device, size);
   return err;
+}
+
+// ---- BlockCache -------------------------------------------------------------
+
+std::size_t BlockCache::default_capacity() noexcept {
+  static const std::size_t bytes = [] {
+    std::size_t mib = 1024;
+    if (const char* v = std::getenv("AOTI_CUDA_BLOCK_CACHE_MIB"); v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      const unsigned long long parsed = std::strtoull(v, &end, 10);
+      if (end != v && *end == '\0' && parsed <= (std::size_t{1} << 30)) mib = static_cast<std::size_t>(parsed);
+    }
+    return mib << 20;
+  }();
+  return bytes;
+}
+
+BlockCache::BlockCache(std::size_t capacity_bytes, FreeFn free_fn) : capacity_(capacity_bytes), free_fn_(free_fn) {}
+
+BlockCache::~BlockCache() {
+  if (device_ < 0 || free_fn_ != nullptr) {  // never used on a device, or a test's blocks
+    for (const Block& b : blocks_) free_block(b, nullptr);
+    return;
+  }
+  DeviceSwitch on_device(device_, DeviceSwitch::OnFailure::kIgnore);
+  // The last call's stream may be gone (a caller's stream): wait for that
+  // call's end, then the blocks are idle and any stream may free them.
+  if (last_use_recorded_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(last_use_));
+  for (const Block& b : blocks_) free_block(b, nullptr);
+  blocks_.clear();
+  bytes_ = 0;
+  if (last_use_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(last_use_));
+  (void)cudaGetLastError();
+}
+
+void* BlockCache::take(std::size_t size) noexcept {
+  for (std::size_t i = blocks_.size(); i-- > 0;) {
+    if (blocks_[i].size != size) continue;
+    void* p = blocks_[i].ptr;
+    blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+    bytes_ -= size;
+    return p;
+  }
+  return nullptr;
+}
+
+bool BlockCache::keep(void* ptr, std::size_t size) noexcept {
+  if (size > capacity_) return false;
+  std::size_t evict = 0;
+  std::size_t kept = bytes_;
+  while (kept + size > capacity_ && evict < blocks_.size()) kept -= blocks_[evict++].size;
+  if (blocks_.size() - evict == blocks_.capacity()) {
+    try {
+      blocks_.reserve(std::max<std::size_t>(16, 2 * blocks_.capacity()));
+    } catch (...) {
+      return false;  // no room to remember it: freed the ordinary way
+    }
+  }
+  for (std::size_t i = 0; i < evict; ++i) free_block(blocks_[i], stream_);
+  blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(evict));
+  blocks_.push_back(Block{ptr, size});
+  bytes_ = kept + size;
+  return true;
+}
+
+void BlockCache::release_all() noexcept {
+  for (const Block& b : blocks_) free_block(b, stream_);
+  blocks_.clear();
+  bytes_ = 0;
+}
+
+void BlockCache::free_block(const Block& b, void* stream) noexcept {
+  if (free_fn_ != nullptr) {
+    free_fn_(b.ptr, stream);
+    return;
+  }
+  const cudaError_t err = cudaFreeAsync(b.ptr, static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) (void)cudaGetLastError();
+  if (device_ >= 0) count_cached(device_, b.size, 0);
+}
+
+BlockCacheScope::BlockCacheScope(BlockCache* cache, int device, void* stream) noexcept
+    : cache_(cache), previous_(t_cache) {
+  t_cache = cache;
+  if (cache == nullptr) return;
+  if (!cache->blocks_.empty() && (cache->device_ != device || cache->stream_ != stream)) {
+    // The kept blocks were last used by the previous call, on its stream.
+    const bool ordered = cache->device_ == device && cache->last_use_recorded_ &&
+                         cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
+                                             static_cast<cudaEvent_t>(cache->last_use_), 0) == cudaSuccess;
+    if (!ordered) {
+      DeviceSwitch on_device(cache->device_, DeviceSwitch::OnFailure::kIgnore);
+      if (cache->last_use_recorded_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(cache->last_use_));
+      for (const BlockCache::Block& b : cache->blocks_) cache->free_block(b, nullptr);
+      cache->blocks_.clear();
+      cache->bytes_ = 0;
+      (void)cudaGetLastError();
+    }
+  }
+  cache->device_ = device;
+  cache->stream_ = stream;
+}
+
+BlockCacheScope::~BlockCacheScope() {
+  t_cache = previous_;
+  if (cache_ == nullptr || cache_->blocks_.empty()) return;
+  // Recorded so that a later call on another stream (or the cache's
+  // destruction) can wait for the work that last used the kept blocks.
+  auto stream = static_cast<cudaStream_t>(cache_->stream_);
+  cudaError_t err = cudaSuccess;
+  if (cache_->last_use_ == nullptr) {
+    cudaEvent_t e = nullptr;
+    err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    if (err == cudaSuccess) cache_->last_use_ = e;
+  }
+  if (err == cudaSuccess) err = cudaEventRecord(static_cast<cudaEvent_t>(cache_->last_use_), stream);
+  cache_->last_use_recorded_ = err == cudaSuccess;
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    (void)cudaStreamSynchronize(stream);  // nothing pending on the blocks then
+    (void)cudaGetLastError();
+  }
 }
 
 void* CaptureArena::allocate(std::size_t nbytes) {
@@ -311,6 +495,8 @@ MemoryStats device_memory_stats(int device) {
     stats.peak_bytes_in_use = dev.peak_bytes_in_use;
     stats.live_allocations = dev.live_allocations;
     stats.total_allocations = dev.total_allocations;
+    stats.cached_bytes = dev.cached_bytes;
+    stats.cache_hits = dev.cache_hits;
     pool = dev.pool_configured ? dev.pool : nullptr;
   }
   if (pool != nullptr) {

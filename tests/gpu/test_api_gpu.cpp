@@ -151,3 +151,51 @@ TEST_CASE("gpu: RunOptions::profile_kernels names every kernel a call launches, 
   (void)m.forward({x}, ro);
   CHECK(plain_prof.kernels.empty());
 }
+
+TEST_CASE("gpu: blocks a model frees stay with the call slot: reused on its next call, also on another stream" *
+          AOTI_CUDA_GPU_CASE) {
+  const aoti_cuda::MemoryStats start = aoti_cuda::device_memory_stats(0);
+  std::vector<char> first;
+  {
+    Module m(fx("block"));
+    const Tensor x = read_input("block", "forward.in0.bin", m.method_meta("forward").inputs[0]).to_device();
+    aoti_cuda::RunOptions ro;
+    ro.outputs = aoti_cuda::OutputLocation::kHost;
+    const Tensor y0 = m.forward({x}, ro)[0];
+    first.assign(static_cast<const char*>(y0.data()), static_cast<const char*>(y0.data()) + y0.nbytes());
+    const aoti_cuda::MemoryStats after_one = aoti_cuda::device_memory_stats(0);
+    CHECK(after_one.cached_bytes > start.cached_bytes);  // the intermediates were kept, not freed
+    const Tensor y1 = m.forward({x}, ro)[0];
+    const aoti_cuda::MemoryStats after_two = aoti_cuda::device_memory_stats(0);
+    CHECK(after_two.cache_hits > after_one.cache_hits);
+    CHECK(after_two.cached_bytes == after_one.cached_bytes);  // the same blocks, handed out and kept again
+    CHECK(std::memcmp(y1.data(), first.data(), first.size()) == 0);
+    // Calls on callers' streams: the kept blocks follow the slot to each new
+    // stream after the previous call's end; the first stream is destroyed
+    // while blocks it used are still kept.
+    for (int round = 0; round < 2; ++round) {
+      cudaStream_t s = nullptr;
+      REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+      ro.stream = s;
+      ro.outputs = aoti_cuda::OutputLocation::kDevice;
+      const std::size_t hits = aoti_cuda::device_memory_stats(0).cache_hits;
+      {
+        const Tensor yd = m.forward({x}, ro)[0];  // freed on `s`: released before it
+        const Tensor yh = yd.to(aoti_cuda::Device::cpu(), s);
+        REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+        CHECK(aoti_cuda::device_memory_stats(0).cache_hits > hits);
+        CHECK(std::memcmp(yh.data(), first.data(), first.size()) == 0);
+      }
+      REQUIRE(cudaStreamDestroy(s) == cudaSuccess);
+    }
+    ro.stream = nullptr;
+    ro.outputs = aoti_cuda::OutputLocation::kHost;
+    const Tensor y2 = m.forward({x}, ro)[0];  // back on the slot's own stream
+    CHECK(std::memcmp(y2.data(), first.data(), first.size()) == 0);
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const aoti_cuda::MemoryStats end = aoti_cuda::device_memory_stats(0);
+  CHECK(end.cached_bytes == start.cached_bytes);  // returned to the pool with the Module
+  CHECK(end.bytes_in_use == start.bytes_in_use);
+  CHECK(cudaGetLastError() == cudaSuccess);
+}

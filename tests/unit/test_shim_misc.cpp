@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
+#include <utility>
+#include <vector>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -15,6 +18,7 @@
 #include "aoti_cuda/memory.hpp"
 #include "aoti_cuda/shim.h"
 #include "support/gpu.hpp"
+#include "shim/allocator.hpp"
 #include "support/shim_testing.hpp"
 
 using aoti_cuda_test::empty;
@@ -242,4 +246,77 @@ TEST_CASE("shim guard functions reject null handles") {
   CHECK(aoti_torch_create_cuda_guard(-5, &guard) == AOTI_TORCH_FAILURE);
   CHECK(last_error_contains("CUDA device index -5 is out of range"));
   CHECK(guard == nullptr);
+}
+
+// ---- call block cache (shim/allocator.hpp): the bookkeeping, without a device ----
+
+namespace {
+std::vector<std::pair<void*, void*>> g_freed;  // (block, stream) in the order freed
+void record_free(void* p, void* stream) { g_freed.emplace_back(p, stream); }
+void* fake_block(std::uintptr_t i) { return reinterpret_cast<void*>(i * 0x1000); }
+}  // namespace
+
+TEST_CASE("block sizes: 512-byte steps to 1 MiB, then an eighth of a power of two") {
+  using aoti_cuda::shim::block_size;
+  CHECK(block_size(1) == 512);
+  CHECK(block_size(512) == 512);
+  CHECK(block_size(1000) == 1024);
+  CHECK(block_size(4096) == 4096);
+  CHECK(block_size(std::size_t{1} << 20) == std::size_t{1} << 20);
+  CHECK(block_size((std::size_t{1} << 20) + 1) == (std::size_t{1} << 20) + (std::size_t{1} << 17));
+  CHECK(block_size(std::size_t{3} << 20) == std::size_t{3} << 20);                       // 2 MiB + 4 x 256 KiB
+  CHECK(block_size((std::size_t{5} << 20) + 7) == (std::size_t{5} << 20) + (std::size_t{1} << 19));
+  for (std::size_t n : {std::size_t{1}, std::size_t{777}, std::size_t{123456}, std::size_t{5000000}, std::size_t{1} << 33}) {
+    CHECK(block_size(n) >= n);
+    CHECK(block_size(n) <= n + n / 8 + 512);
+    CHECK(block_size(block_size(n)) == block_size(n));  // a block's size maps to itself
+  }
+  const std::size_t huge = std::numeric_limits<std::size_t>::max() - 3;
+  CHECK(block_size(huge) == huge);  // no wrap-around: the driver refuses it
+}
+
+TEST_CASE("block cache: same size back, most recent first; bounded; oldest evicted on the cache's stream") {
+  g_freed.clear();
+  {
+    aoti_cuda::shim::BlockCache cache(8192, record_free);
+    CHECK(cache.take(1024) == nullptr);
+    CHECK(cache.keep(fake_block(1), 1024));
+    CHECK(cache.keep(fake_block(2), 2048));
+    CHECK(cache.keep(fake_block(3), 1024));
+    CHECK(cache.bytes() == 4096);
+    CHECK(cache.take(512) == nullptr);        // no other size is handed out
+    CHECK(cache.take(1024) == fake_block(3));  // the most recently freed first
+    CHECK(cache.take(1024) == fake_block(1));
+    CHECK(cache.take(1024) == nullptr);
+    CHECK(cache.bytes() == 2048);
+    CHECK_FALSE(cache.keep(fake_block(9), 16384));  // larger than the capacity: the caller frees it
+    CHECK(g_freed.empty());
+    CHECK(cache.keep(fake_block(4), 4096));  // 6144
+    CHECK(cache.keep(fake_block(5), 4096));  // 10240 > 8192: block 2 (oldest) goes
+    REQUIRE(g_freed.size() == 1);
+    CHECK(g_freed[0].first == fake_block(2));
+    CHECK(cache.bytes() == 8192);
+    CHECK(cache.size() == 2);
+    cache.release_all();
+    CHECK(g_freed.size() == 3);
+    CHECK(cache.bytes() == 0);
+    CHECK(cache.keep(fake_block(6), 512));
+  }
+  CHECK(g_freed.size() == 4);  // the destructor frees what is left
+  CHECK(g_freed.back().first == fake_block(6));
+}
+
+TEST_CASE("block cache: capacity 0 keeps nothing; the scope installs and restores") {
+  g_freed.clear();
+  aoti_cuda::shim::BlockCache off(0, record_free);
+  CHECK_FALSE(off.keep(fake_block(1), 512));
+  aoti_cuda::shim::BlockCache cache(4096, record_free);
+  {
+    aoti_cuda::shim::BlockCacheScope scope(&cache, 0, reinterpret_cast<void*>(0x10));
+    CHECK(cache.device() == 0);
+    CHECK(cache.stream() == reinterpret_cast<void*>(0x10));
+    aoti_cuda::shim::BlockCacheScope off_scope(nullptr, 0, nullptr);  // nested: nothing installed, then restored
+  }
+  CHECK(cache.size() == 0);
+  CHECK(g_freed.empty());
 }

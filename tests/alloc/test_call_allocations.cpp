@@ -1,0 +1,134 @@
+// Heap allocations of a steady-state call on the CPU: operator new is
+// replaced in this test binary and counts, on the calling thread, while a
+// CountAllocations scope is open.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/module.hpp"
+#include "support/gpu.hpp"
+#include "support/pte_builder.hpp"
+#include "support/test_util.hpp"
+
+namespace {
+thread_local bool t_counting = false;
+thread_local std::size_t t_count = 0;
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (t_counting) ++t_count;
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) { return ::operator new(n); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+
+using aoti_cuda::Device;
+using aoti_cuda::DType;
+using aoti_cuda::ExporterGeneration;
+using aoti_cuda::LoadOptions;
+using aoti_cuda::Module;
+using aoti_cuda::Tensor;
+using namespace aoti_cuda_test;
+
+namespace {
+
+// Counts this thread's operator new calls while alive.
+class CountAllocations {
+ public:
+  CountAllocations() {
+    t_count = 0;
+    t_counting = true;
+  }
+  ~CountAllocations() { t_counting = false; }
+  std::size_t count() const { return t_count; }
+};
+
+template <class F>
+std::size_t allocations_of(F&& call) {
+  CountAllocations c;
+  call();
+  return c.count();
+}
+
+// forward(a f32[<=8,4], b f32[<=8,4]) -> (y, y) on the fake affine library.
+struct AffineProgram {
+  std::string dir, pte;
+  AffineProgram() {
+    std::string templ = "/tmp/aoti_cuda_alloc_test_XXXXXX";
+    REQUIRE(mkdtemp(templ.data()) != nullptr);
+    dir = templ;
+    PteBuilder b;
+    auto fw = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", read_file(AOTI_CUDA_FAKE_MODEL_AFFINE),
+                               float_bytes({0.5f, 1.0f, 2.0f, -1.0f}));
+    TensorDesc x = f32({8, 4});
+    x.shape_dynamism = 1;
+    b.add_method(cuda_method("forward", {x, x}, {x, x}, fw));
+    pte = b.build().write(dir, "affine");
+  }
+  ~AffineProgram() {
+    std::remove(pte.c_str());
+    std::remove((dir + "/aoti_cuda_blob.ptd").c_str());
+    rmdir(dir.c_str());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("counting works: a vector allocates, an empty scope does not") {
+  CHECK(allocations_of([] { std::vector<int> v(100); }) == 1);
+  CHECK(allocations_of([] {}) == 0);
+}
+
+TEST_CASE("steady-state calls on the CPU: heap allocations per call") {
+  AffineProgram prog;
+  LoadOptions lo;
+  lo.device = Device::cpu();
+  Module m(prog.pte, lo);
+  Tensor a = Tensor::empty({3, 4}, DType::kFloat32), b = Tensor::empty({3, 4}, DType::kFloat32);
+  for (int64_t i = 0; i < 12; ++i) a.data_ptr<float>()[i] = b.data_ptr<float>()[i] = static_cast<float>(i);
+  const std::vector<Tensor> in{a, b};
+  std::vector<Tensor> out{Tensor::empty({3, 4}, DType::kFloat32), Tensor::empty({3, 4}, DType::kFloat32)};
+  for (int i = 0; i < 3; ++i) m.execute_into("forward", in, out);  // warm: slot scratch grown
+  const std::size_t into = allocations_of([&] { m.execute_into("forward", in, out); });
+  std::vector<Tensor> result;
+  const std::size_t plain = allocations_of([&] { result = m.execute("forward", in); });
+  std::printf("heap allocations per call (CPU, fake affine model): execute_into %zu, execute %zu\n", into, plain);
+  CHECK(result.size() == 2);
+  CHECK(std::memcmp(result[0].data(), out[0].data(), out[0].nbytes()) == 0);
+}
+
+TEST_CASE("steady-state calls on the GPU: heap allocations per call, device-resident" * AOTI_CUDA_GPU_CASE) {
+  for (const char* name : {"add", "mlp", "block", "lm"}) {
+    CAPTURE(name);
+    Module m(std::string(AOTI_CUDA_TEST_FIXTURES) + "/" + name + "/" + name + ".pte");
+    const std::string method = m.method_names().front();
+    const aoti_cuda::MethodMeta meta = m.method_meta(method);
+    std::vector<Tensor> in;
+    for (const aoti_cuda::TensorSpec& s : meta.inputs) {
+      Tensor t = Tensor::empty(s.sizes, s.dtype);
+      std::memset(t.data(), 0, t.nbytes());  // zeros: valid token ids and positions too
+      in.push_back(t.to_device());
+    }
+    aoti_cuda::RunOptions ro;
+    ro.outputs = aoti_cuda::OutputLocation::kDevice;
+    std::vector<Tensor> out = m.execute(method, in, ro);
+    for (Tensor& t : out) t = Tensor::empty(t.shape(), t.dtype(), t.device());
+    for (int i = 0; i < 3; ++i) m.execute_into(method, in, out);
+    const std::size_t into = allocations_of([&] { m.execute_into(method, in, out); });
+    std::vector<Tensor> result;
+    const std::size_t plain = allocations_of([&] { result = m.execute(method, in, ro); });
+    std::printf("heap allocations per call (GPU, %s.%s): execute_into %zu, execute %zu\n", name, method.c_str(), into,
+                plain);
+    CHECK(result.size() == out.size());
+  }
+}
