@@ -29,6 +29,9 @@ LLM_ROWS = [  # (key in runs, label)
     ("aoti_cuda_bf16cublas_nogemv", "aoti_cuda (bf16, cuBLAS GEMMs; decode's too)"),
     ("aoti_cuda_bf16fast_nogemv", "aoti_cuda (bf16, cuBLAS GEMMs, decomposed SDPA; decode's too)"),
     ("aoti_cuda_bf16fast_gemv8", "aoti_cuda (bf16, cuBLAS GEMMs, decomposed SDPA; few-row kernels to 8 rows)"),
+    ("aoti_cuda_bf16fast_nocache", "aoti_cuda (bf16, cuBLAS GEMMs, decomposed SDPA; no block cache)"),
+    ("aoti_cuda_bf16mix", "aoti_cuda (bf16, cuBLAS GEMMs, decode's SDPA decomposed)"),
+    ("aoti_cuda_bf16mix_nocache", "aoti_cuda (bf16, cuBLAS GEMMs, decode's SDPA decomposed; no block cache)"),
     ("aoti_cuda_int4", "aoti_cuda (int4)"),
     ("aoti_cuda_int4fast", "aoti_cuda (int4, cuBLAS GEMMs, decomposed SDPA)"),
     ("aoti_cuda_int4fast_nogemv", "aoti_cuda (int4, cuBLAS GEMMs, decomposed SDPA; decode's too)"),
@@ -41,7 +44,7 @@ LLM_ROWS = [  # (key in runs, label)
 ]
 BF16_PEERS = ["libtorch_aoti", "eager", "eager_graph", "torch_compile"]
 # aoti_cuda's bf16 programs (the backend's Triton GEMMs; cuBLAS GEMMs): the decode and TTFT targets take the best.
-AOTI_BF16 = ["aoti_cuda_bf16", "aoti_cuda_bf16cublas", "aoti_cuda_bf16fast", "aoti_cuda_bf16fast_gemv8"]
+AOTI_BF16 = ["aoti_cuda_bf16", "aoti_cuda_bf16cublas", "aoti_cuda_bf16fast", "aoti_cuda_bf16fast_gemv8", "aoti_cuda_bf16mix"]
 
 
 def num(v):

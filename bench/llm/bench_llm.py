@@ -61,6 +61,8 @@ EXPORTS = {
     # of the backend's Triton SDPA kernel, which runs one block per KV head at decode.
     "bf16fast": ("fast", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "decomposed"]),
     "int4fast": ("int4fast", ["--quant", "int4", "--gemm", "cublas", "--sdpa", "decomposed"]),
+    # As bf16fast, but prefill keeps the backend's Triton SDPA kernel (decode alone decomposed).
+    "bf16mix": ("mix", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "mixed"]),
 }
 
 
@@ -454,7 +456,8 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default="1b")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--parts", default="llm,int4,compile,fixtures",
-                    help="comma list of llm, int4, cublas (bf16 export with cuBLAS GEMMs), compile, fixtures")
+                    help="comma list of llm, int4, cublas (bf16 export with cuBLAS GEMMs), fast, int4fast, mix (see EXPORTS), "
+                         "compile, fixtures")
     ap.add_argument("--budget", type=float, default=540, help="seconds for everything (the call limit is 600)")
     ap.add_argument("--export-timeout", type=float, default=330)
     ap.add_argument("--work", default="/tmp/llm_bench")
@@ -500,7 +503,7 @@ def main(argv=None) -> int:
         results["runs"]["compile_warm"] = s.json_of("compile_warm")  # also left by an earlier prepare
         if a.stage == "prepare":
             return 0
-        if a.parts & {"llm", "int4", "cublas", "fast", "int4fast", "compile"}:
+        if a.parts & {"llm", "int4", "cublas", "fast", "int4fast", "mix", "compile"}:
             phase2_llm(s, a, cfg_flags, results)
         if "fixtures" in a.parts:
             phase2_calls(s, a, results)

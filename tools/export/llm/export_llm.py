@@ -93,6 +93,19 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
+SDPA_CHOICES = ("triton", "decomposed", "mixed")
+
+
+def sdpa_decomposed(method: str, sdpa: str) -> bool:
+    """Whether `method` is lowered with SDPA decomposed (the backend's triton_kernel_mode=OFF).
+
+    "mixed": decode only. Decode attends with one query row, where bf16 matmuls + softmax beat the backend's
+    Triton SDPA kernel (one block per KV head); prefill's many rows keep that fused kernel."""
+    if sdpa not in SDPA_CHOICES:
+        raise ValueError(f"--sdpa {sdpa!r}: expected one of {', '.join(SDPA_CHOICES)}")
+    return sdpa == "decomposed" or (sdpa == "mixed" and method == "decode")
+
+
 @contextlib.contextmanager
 def bf16_math_sdpa(enabled: bool, backends=None):
     """Within the block (when enabled), PyTorch's math SDPA keeps bf16/fp16 inputs in their dtype.
@@ -129,7 +142,8 @@ def lower(programs, gemm="triton", sdpa="triton"):
 
     sdpa "triton" keeps the backend's default (its own Triton SDPA kernel replaces aten SDPA);
     "decomposed" sets the backend's compile spec triton_kernel_mode=OFF, so SDPA is decomposed into
-    matmuls + softmax (math backend) and compiled with the rest, in bf16 (see bf16_math_sdpa)."""
+    matmuls + softmax (math backend) and compiled with the rest, in bf16 (see bf16_math_sdpa); "mixed"
+    does that for decode only (sdpa_decomposed)."""
     from executorch.backends.cuda.cuda_backend import CudaBackend
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
@@ -137,13 +151,13 @@ def lower(programs, gemm="triton", sdpa="triton"):
 
     def specs(name):
         out = [CudaBackend.generate_method_name_compile_spec(name)]
-        if sdpa == "decomposed":
+        if sdpa_decomposed(name, sdpa):
             out.append(CompileSpec("triton_kernel_mode", b"OFF"))
         return out
 
     partitioners = {name: [CudaPartitioner(specs(name))] for name in programs}
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
-    with gemm_backend.gemm_context(gemm, CudaBackend) as accepted, bf16_math_sdpa(sdpa == "decomposed"):
+    with gemm_backend.gemm_context(gemm, CudaBackend) as accepted, bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
     return et_program, dict(accepted)
@@ -157,9 +171,10 @@ def parse_args(argv):
     ap.add_argument("--gemm", choices=gemm_backend.GEMM_CHOICES, default="triton",
                     help="triton: the backend's Triton GEMM templates (its own settings); cublas: "
                          "aoti_torch_cuda_{mm,addmm,bmm}_out calls (see ../gemm_backend.py)")
-    ap.add_argument("--sdpa", choices=["triton", "decomposed"], default="triton",
+    ap.add_argument("--sdpa", choices=SDPA_CHOICES, default="triton",
                     help="triton: the backend's own Triton SDPA kernel (its default); decomposed: the backend's "
-                         "triton_kernel_mode=OFF, SDPA as matmuls + softmax (with --gemm cublas: cuBLAS bmm)")
+                         "triton_kernel_mode=OFF, SDPA as matmuls + softmax (with --gemm cublas: cuBLAS bmm); "
+                         "mixed: decomposed in decode only, prefill keeps the Triton SDPA kernel")
     ap.add_argument("--layers", type=int, help="override n_layers")
     ap.add_argument("--max-prefill", type=int, help="override max_prefill (dynamic bound of T)")
     ap.add_argument("--prefill-hint", type=int, default=128, help="example T: Inductor tunes prefill GEMMs for it")

@@ -6,6 +6,7 @@
 bf16_math_sdpa (what --sdpa decomposed wraps the lowering in): turns PyTorch's
 allow_fp16_bf16_reduction_math_sdp on inside the block only, restores the value it found (also after an
 exception), changes nothing when disabled, and says so when the torch it runs with has no such switch.
+sdpa_decomposed: which methods --sdpa decomposes (mixed: decode only); an unknown choice is refused.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from export_llm import bf16_math_sdpa  # noqa: E402
+from export_llm import bf16_math_sdpa, sdpa_decomposed  # noqa: E402
 
 
 class FakeBackends:
@@ -50,6 +51,15 @@ def main() -> int:
                 inside = b.allowed
         check(f"enabled (found {start}): on inside the block", inside is True)
         check(f"enabled (found {start}): the value found is restored", b.allowed is start and b.changes[-1] is start)
+
+    check("sdpa triton: no method decomposed", not sdpa_decomposed("prefill", "triton") and not sdpa_decomposed("decode", "triton"))
+    check("sdpa decomposed: both methods", sdpa_decomposed("prefill", "decomposed") and sdpa_decomposed("decode", "decomposed"))
+    check("sdpa mixed: decode only", sdpa_decomposed("decode", "mixed") and not sdpa_decomposed("prefill", "mixed"))
+    try:
+        sdpa_decomposed("decode", "flash")
+        check("sdpa: an unknown choice is refused", False)
+    except ValueError as e:
+        check("sdpa: an unknown choice is refused, naming the choices", "mixed" in str(e))
 
     b = FakeBackends(False)
     try:
