@@ -144,7 +144,8 @@ def kernel_sections(res):
     """'Where the GPU time goes': generate --profile-kernels' kernel kinds per aoti_cuda run."""
     lines = []
     for key, label in (("aoti_cuda_bf16", "bf16"), ("aoti_cuda_bf16cublas", "bf16, cuBLAS GEMMs"),
-                       ("aoti_cuda_bf16fast", "bf16, cuBLAS GEMMs, decomposed SDPA"), ("aoti_cuda_int4", "int4"),
+                       ("aoti_cuda_bf16fast", "bf16, cuBLAS GEMMs, decomposed SDPA"),
+                       ("aoti_cuda_bf16mix", "bf16, cuBLAS GEMMs, decode's SDPA decomposed"), ("aoti_cuda_int4", "int4"),
                        ("aoti_cuda_int4fast", "int4, cuBLAS GEMMs, decomposed SDPA")):
         run = (res.get("runs") or {}).get(key) or {}
         for step in ("decode", "prefill"):
