@@ -39,8 +39,8 @@ echo
 echo "== [2/4] build + CPU tests under ASan + UBSan + LSan"
 ASAN_BUILD="$ROOT/build-asan"
 BUILD_TYPE=Debug configure "$ASAN_BUILD" -DAOTI_CUDA_SANITIZE=ON -DAOTI_CUDA_BUILD_TESTS=ON -DAOTI_CUDA_BUILD_BENCH=OFF
-cmake --build "$ASAN_BUILD" -j "$JOBS" --target aoti_cuda_unit_tests
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_ctest "$ASAN_BUILD" -R '^unit$'
+cmake --build "$ASAN_BUILD" -j "$JOBS" --target aoti_cuda_unit_tests aoti_cuda_alloc_tests
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_ctest "$ASAN_BUILD" -R '^(unit|call_allocations)$'
 
 echo
 echo "== [3/4] build + CPU tests under ThreadSanitizer"

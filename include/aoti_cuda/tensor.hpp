@@ -36,6 +36,10 @@
 
 namespace aoti_cuda {
 
+namespace runtime {
+struct TensorSlot;  // the library's own in-place access (reuses a Tensor's shape storage between calls)
+}  // namespace runtime
+
 class AOTI_CUDA_API Tensor {
  public:
   /// An undefined tensor: defined() == false, numel() == 0, data() == nullptr.
@@ -120,6 +124,7 @@ class AOTI_CUDA_API Tensor {
   void copy_from(const Tensor& src, void* stream = nullptr);
 
  private:
+  friend struct runtime::TensorSlot;
   template <typename T>
   static constexpr const char* type_label() noexcept;
   [[noreturn]] static void throw_dtype_mismatch(const char* dtype, const char* type);

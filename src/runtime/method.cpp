@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/chunk_pool.hpp"
 #include "common/cuda.hpp"
 #include "runtime/graph_cache.hpp"
 #include "shim/error_state.hpp"
@@ -139,9 +140,10 @@ ErrorCode model_failure_code() noexcept {
 }
 
 std::shared_ptr<void> own_handle(AtenTensorHandle h) {
-  return std::shared_ptr<void>(static_cast<void*>(h), [](void* p) {
-    (void)aoti_torch_delete_tensor_object(static_cast<AtenTensorHandle>(p));
-  });
+  // The control block comes from the thread's chunk pool: no heap allocation per output.
+  return std::shared_ptr<void>(
+      static_cast<void*>(h), [](void* p) { (void)aoti_torch_delete_tensor_object(static_cast<AtenTensorHandle>(p)); },
+      common::ChunkAllocator<char>());
 }
 
 const char* kind_name(ValueKind k) {

@@ -112,6 +112,14 @@ Tensor fresh_device_output(RunState& run, const Tensor& like, std::size_t index)
 }
 
 Value wrap_output(AtenTensorHandle h, const std::string& owner, std::size_t index) {
+  Value v;
+  wrap_output_into(v, h, owner, index);
+  return v;
+}
+
+void wrap_output_into(Value& dst, AtenTensorHandle h, const std::string& owner, std::size_t index) {
+  TensorSlot::reset(dst.tensor);
+  dst.handle = nullptr;
   auto holder = own_handle(h);  // from here on the handle is released whatever happens
   void* data = nullptr;
   int64_t dim = 0;
@@ -131,11 +139,8 @@ Value wrap_output(AtenTensorHandle h, const std::string& owner, std::size_t inde
                                        " and " + std::to_string(dim) + " dimensions");
   }
   const Device dev = dev_type == aoti_torch_device_type_cuda() ? Device::cuda(dev_index) : Device::cpu();
-  Value v;
-  v.tensor = Tensor::from_blob(data, std::vector<int64_t>(sizes, sizes + dim), static_cast<DType>(dtype), dev,
-                               std::move(holder), std::vector<int64_t>(strides, strides + dim));
-  v.handle = h;
-  return v;
+  TensorSlot::assign(dst.tensor, data, dim, sizes, strides, static_cast<DType>(dtype), dev, std::move(holder));
+  dst.handle = h;
 }
 
 void validate_bound_outputs(const MethodSpec& ms, const TargetDevice& target, const std::vector<Tensor>& bound) {
@@ -211,7 +216,9 @@ void write_bound_outputs(RunState& run, const ProducedOutputs& produced, const s
     }
     if (src.nbytes() == 0 || src.data() == dst.data()) continue;
     if (!src.is_contiguous() || (src.device().is_cpu() && dst.device().is_cpu())) {
-      Tensor(dst).copy_from(src, run.stream);  // strided, or host->host (CPU modules)
+      // strided, or host->host (CPU modules). The caller handed us these tensors
+      // to write into; writing through the const reference spares a copy.
+      const_cast<Tensor&>(dst).copy_from(src, run.stream);
     } else if (src.device().is_cuda() && dst.device().is_cpu()) {
       downloads.add(src, dst.data());
     } else {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/method.hpp"
+#include "runtime/tensor_util.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -38,8 +39,10 @@ void run_plan(RunState& run);
 
 /// Wraps a model-made handle as an owned Value (the handle is released with
 /// the last copy of the tensor, also when this throws). Messages name it
-/// "<owner> output <index>".
+/// "<owner> output <index>" (`owner` is only formatted then).
 Value wrap_output(AtenTensorHandle h, const std::string& owner, std::size_t index);
+/// The same into `dst` (a value table entry), reusing its shape storage.
+void wrap_output_into(Value& dst, AtenTensorHandle h, const std::string& owner, std::size_t index);
 
 /// A method's outputs as a call produced them: table[specs[i].value_index],
 /// or table[i] when specs is null (a graph's output list).
@@ -51,11 +54,17 @@ struct ProducedOutputs {
   }
 };
 
-/// Empties the value table (keeping its capacity) on scope exit.
+/// Clears every value of the table on scope exit (their memory is released;
+/// the table and each tensor's shape storage are kept for the next call).
 class ValuesReset {
  public:
   explicit ValuesReset(std::vector<Value>& v) : v_(v) {}
-  ~ValuesReset() { v_.clear(); }
+  ~ValuesReset() {
+    for (Value& value : v_) {
+      TensorSlot::reset(value.tensor);
+      value.handle = nullptr;
+    }
+  }
   ValuesReset(const ValuesReset&) = delete;
   ValuesReset& operator=(const ValuesReset&) = delete;
 

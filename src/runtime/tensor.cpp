@@ -67,6 +67,27 @@ bool same_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& 
   return true;
 }
 
+void TensorSlot::reset(Tensor& t) noexcept {
+  t.owner_.reset();
+  t.data_ = nullptr;
+  t.shape_.clear();
+  t.strides_.clear();
+  t.dtype_ = DType::kFloat32;
+  t.device_ = Device::cpu();
+  t.defined_ = false;
+}
+
+void TensorSlot::assign(Tensor& t, void* data, int64_t ndim, const int64_t* sizes, const int64_t* strides, DType dtype,
+                        Device device, std::shared_ptr<void> owner) {
+  t.shape_.assign(sizes, sizes + ndim);
+  t.strides_.assign(strides, strides + ndim);
+  t.owner_ = std::move(owner);
+  t.data_ = data;
+  t.dtype_ = dtype;
+  t.device_ = device;
+  t.defined_ = true;
+}
+
 bool row_major(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) noexcept {
   if (strides.size() != shape.size()) return false;
   int64_t expect = 1;

@@ -22,6 +22,18 @@ std::vector<int64_t> strides_for_dim_order(const std::vector<int64_t>& sizes, co
 bool same_layout(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                  const std::vector<int64_t>& want);
 
+/// In-place changes to a Tensor that keep the capacity of its shape and
+/// strides, so the value table of a call slot, reused call after call, holds
+/// the call's tensors without allocating.
+struct TensorSlot {
+  /// Undefined again (memory released), capacity kept.
+  static void reset(Tensor& t) noexcept;
+  /// `t` becomes a view of `data` (ndim sizes and strides, already validated
+  /// by the shim that made them) owned by `owner`.
+  static void assign(Tensor& t, void* data, int64_t ndim, const int64_t* sizes, const int64_t* strides, DType dtype,
+                     Device device, std::shared_ptr<void> owner);
+};
+
 /// True when (shape, strides) is dense row-major (contiguous), ignoring the
 /// strides of size-1 dimensions; any empty tensor is. Allocates nothing.
 bool row_major(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) noexcept;

@@ -29,7 +29,7 @@ AtenTensorHandle allocate_like(const AtenTensorOpaque& like, std::vector<int64_t
 // Deletes a handle unless released (used while building a result that may still fail).
 struct HandleGuard {
   AtenTensorHandle handle = nullptr;
-  ~HandleGuard() { delete handle; }
+  ~HandleGuard() { release_handle(handle); }
   AtenTensorHandle release() {
     AtenTensorHandle h = handle;
     handle = nullptr;

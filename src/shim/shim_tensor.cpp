@@ -22,20 +22,20 @@ namespace shim {
 // Shared by empty_strided, empty_strided_pinned and from_blob with data == nullptr.
 AtenTensorHandle new_empty_strided(const char* what, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
                                    int32_t dtype, int32_t device_type, int32_t device_index, bool pinned) {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
-  read_shape(what, ndim, sizes_ptr, strides_ptr, sizes, strides);
+  NewHandle t;  // the shape is read into the (recycled) handle itself
+  read_shape(what, ndim, sizes_ptr, strides_ptr, t->sizes, t->strides);
   std::size_t itemsize = checked_itemsize(dtype);
   DeviceType type = checked_device_type(device_type);
   if (pinned && type != DeviceType::kCPU) {
     throw_invalid(std::string(what) + ": pinned memory is host memory; device type must be cpu (0), got " +
                   std::to_string(device_type));
   }
-  std::size_t nbytes = required_bytes(0, span_elements(sizes, strides), itemsize);
+  std::size_t nbytes = required_bytes(0, span_elements(t->sizes, t->strides), itemsize);
   int device = 0;
   if (type == DeviceType::kCUDA) device = resolve_cuda_device(device_index);
-  auto storage = allocate_storage(type, device, nbytes, pinned);
-  return make_handle(std::move(storage), std::move(sizes), std::move(strides), 0, dtype);
+  t->storage = allocate_storage(type, device, nbytes, pinned);
+  t->dtype = dtype;
+  return t.take();
 }
 
 }  // namespace shim
@@ -57,18 +57,19 @@ AOTITorchError create_from_blob(const char* fn, void* data, int64_t ndim, const 
       aoti_cuda::shim::record_created_handle(aoti_cuda::shim::CreatedBy::kFromBlob, out);
       return;
     }
-    std::vector<int64_t> sizes;
-    std::vector<int64_t> strides;
-    aoti_cuda::shim::read_shape(fn, ndim, sizes_ptr, strides_ptr, sizes, strides);
+    aoti_cuda::shim::NewHandle t;
+    aoti_cuda::shim::read_shape(fn, ndim, sizes_ptr, strides_ptr, t->sizes, t->strides);
     std::size_t itemsize = aoti_cuda::shim::checked_itemsize(dtype);
     DeviceType type = aoti_cuda::shim::checked_device_type(device_type);
     if (storage_offset < 0) throw_invalid("storage_offset " + std::to_string(storage_offset) + " is negative");
     int device = 0;
     if (type == DeviceType::kCUDA) device = aoti_cuda::shim::resolve_cuda_device(device_index);
-    std::size_t nbytes =
-        aoti_cuda::shim::required_bytes(storage_offset, aoti_cuda::shim::span_elements(sizes, strides), itemsize);
-    auto storage = aoti_cuda::shim::borrow_storage(data, nbytes, type, device);
-    out = aoti_cuda::shim::make_handle(std::move(storage), std::move(sizes), std::move(strides), storage_offset, dtype);
+    std::size_t nbytes = aoti_cuda::shim::required_bytes(
+        storage_offset, aoti_cuda::shim::span_elements(t->sizes, t->strides), itemsize);
+    t->storage = aoti_cuda::shim::borrow_storage(data, nbytes, type, device);
+    t->storage_offset = storage_offset;
+    t->dtype = dtype;
+    out = t.take();
     aoti_cuda::shim::record_created_handle(aoti_cuda::shim::CreatedBy::kFromBlob, out);
   });
 }
@@ -240,7 +241,7 @@ AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor) {
   AOTITorchError rc = shim_call(__func__, [&] {
     AtenTensorOpaque* t = checked(tensor, "tensor");
     (void)aoti_cuda::shim::take_storage_free_failure();
-    delete t;
+    aoti_cuda::shim::release_handle(t);
     free_failed = aoti_cuda::shim::take_storage_free_failure();
   });
   // The handle is gone either way; a failed stream-ordered free was recorded by the storage.
@@ -251,7 +252,10 @@ AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle, AtenTe
   return shim_call(__func__, [&] {
     AtenTensorHandle& out = out_param(new_handle, "new_handle");
     out = nullptr;
-    out = new AtenTensorOpaque(*checked(orig_handle, "orig_handle"));
+    const AtenTensorOpaque& orig = *checked(orig_handle, "orig_handle");
+    aoti_cuda::shim::NewHandle t;
+    *t = orig;
+    out = t.take();
     aoti_cuda::shim::record_created_handle(aoti_cuda::shim::CreatedBy::kAlias, out);
   });
 }
@@ -260,7 +264,7 @@ AOTITorchError aoti_torch_new_uninitialized_tensor(AtenTensorHandle* ret) {
   return shim_call(__func__, [&] {
     AtenTensorHandle& out = out_param(ret, "ret");
     out = nullptr;
-    out = new AtenTensorOpaque();
+    out = aoti_cuda::shim::acquire_handle();
   });
 }
 
@@ -327,12 +331,14 @@ AOTITorchError aoti_torch__alloc_from_pool(AtenTensorHandle self, int64_t offset
       throw_invalid("offset_bytes " + std::to_string(offset_bytes) + " is negative or not a multiple of the " +
                     aoti_cuda::dtype_name(dtype) + " element size " + std::to_string(itemsize));
     }
-    std::vector<int64_t> sizes;
-    std::vector<int64_t> strides;
-    aoti_cuda::shim::read_shape(name, ndim, sizes_ptr, strides_ptr, sizes, strides);
+    aoti_cuda::shim::NewHandle v;
+    aoti_cuda::shim::read_shape(name, ndim, sizes_ptr, strides_ptr, v->sizes, v->strides);
     int64_t offset = offset_bytes / static_cast<int64_t>(itemsize);
-    aoti_cuda::shim::check_view_in_bounds(*pool->storage, offset, sizes, strides, itemsize, name);
-    out = aoti_cuda::shim::make_handle(pool->storage, std::move(sizes), std::move(strides), offset, dtype);
+    aoti_cuda::shim::check_view_in_bounds(*pool->storage, offset, v->sizes, v->strides, itemsize, name);
+    v->storage = pool->storage;
+    v->storage_offset = offset;
+    v->dtype = dtype;
+    out = v.take();
   });
 }
 
@@ -344,13 +350,15 @@ AOTITorchError aoti_torch__reinterpret_tensor(AtenTensorHandle self, int64_t ndi
     AtenTensorHandle& out = out_param(ret_new_tensor, "ret_new_tensor");
     out = nullptr;
     AtenTensorOpaque* t = checked_defined(self, "self");
-    std::vector<int64_t> sizes;
-    std::vector<int64_t> strides;
-    aoti_cuda::shim::read_shape(name, ndim, sizes_ptr, strides_ptr, sizes, strides);
+    aoti_cuda::shim::NewHandle v;
+    aoti_cuda::shim::read_shape(name, ndim, sizes_ptr, strides_ptr, v->sizes, v->strides);
     int64_t offset = 0;  // the argument is an increment on self's offset (libtorch semantics)
     if (__builtin_add_overflow(t->storage_offset, storage_offset, &offset)) throw_invalid("storage offset overflows");
-    aoti_cuda::shim::check_view_in_bounds(*t->storage, offset, sizes, strides, t->itemsize(), name);
-    out = aoti_cuda::shim::make_handle(t->storage, std::move(sizes), std::move(strides), offset, t->dtype);
+    aoti_cuda::shim::check_view_in_bounds(*t->storage, offset, v->sizes, v->strides, t->itemsize(), name);
+    v->storage = t->storage;
+    v->storage_offset = offset;
+    v->dtype = t->dtype;
+    out = v.take();
   });
 }
 
@@ -362,11 +370,13 @@ AOTITorchError aoti_torch_as_strided(AtenTensorHandle self, const int64_t* sizes
     out = nullptr;
     AtenTensorOpaque* t = checked_defined(self, "self");
     if (t->dim() > 0 && strides_ptr == nullptr) throw_invalid("strides is null");
-    std::vector<int64_t> sizes;
-    std::vector<int64_t> strides;
-    aoti_cuda::shim::read_shape(name, t->dim(), sizes_ptr, strides_ptr, sizes, strides);
-    aoti_cuda::shim::check_view_in_bounds(*t->storage, t->storage_offset, sizes, strides, t->itemsize(), name);
-    out = aoti_cuda::shim::make_handle(t->storage, std::move(sizes), std::move(strides), t->storage_offset, t->dtype);
+    aoti_cuda::shim::NewHandle v;
+    aoti_cuda::shim::read_shape(name, t->dim(), sizes_ptr, strides_ptr, v->sizes, v->strides);
+    aoti_cuda::shim::check_view_in_bounds(*t->storage, t->storage_offset, v->sizes, v->strides, t->itemsize(), name);
+    v->storage = t->storage;
+    v->storage_offset = t->storage_offset;
+    v->dtype = t->dtype;
+    out = v.take();
   });
 }
 
@@ -383,7 +393,10 @@ AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src, AtenTensorHan
   return shim_call(__func__, [&] {
     AtenTensorHandle& out = out_param(ret_dst, "ret_dst");
     out = nullptr;
-    out = new AtenTensorOpaque(*checked(src, "src"));
+    const AtenTensorOpaque& from = *checked(src, "src");
+    aoti_cuda::shim::NewHandle t;
+    *t = from;
+    out = t.take();
   });
 }
 

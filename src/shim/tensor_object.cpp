@@ -2,10 +2,12 @@
 #include "shim/tensor_object.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <limits>
 #include <numeric>
 #include <sstream>
 
+#include "common/chunk_pool.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
 
@@ -14,6 +16,34 @@ namespace shim {
 namespace {
 
 std::atomic<int64_t> g_live_handles{0};
+
+// A per-thread pool of deleted handle objects (and, through
+// common/chunk_pool.hpp, of storage records), so that the tensors a model
+// makes and drops in every call allocate nothing in a steady state. A handle
+// deleted on another thread than the one that made it joins that thread's
+// pool. The pool's state word is trivially destructible, so a handle released
+// while the thread (or the process) is ending, after its pool was destroyed,
+// falls back to delete.
+enum class PoolState : uint8_t { kUnborn, kLive, kGone };
+
+struct HandlePool {
+  std::vector<AtenTensorOpaque*> free;
+  ~HandlePool();
+};
+thread_local PoolState t_handle_pool_state = PoolState::kUnborn;
+
+HandlePool* handle_pool() noexcept {
+  if (t_handle_pool_state == PoolState::kGone) return nullptr;
+  thread_local HandlePool pool;
+  t_handle_pool_state = PoolState::kLive;
+  return &pool;
+}
+
+HandlePool::~HandlePool() {
+  t_handle_pool_state = PoolState::kGone;
+  for (AtenTensorOpaque* t : free) delete t;
+}
+
 
 bool& storage_free_failed() noexcept {
   thread_local bool failed = false;
@@ -53,7 +83,7 @@ bool take_storage_free_failure() noexcept {
 }
 
 std::shared_ptr<Storage> allocate_storage(DeviceType type, int device_index, std::size_t nbytes, bool pinned) {
-  auto storage = std::make_shared<Storage>();
+  auto storage = std::allocate_shared<Storage>(common::ChunkAllocator<Storage>());
   storage->device_type = type;
   storage->nbytes = nbytes;
   if (type == DeviceType::kCUDA) {
@@ -74,7 +104,7 @@ std::shared_ptr<Storage> allocate_storage(DeviceType type, int device_index, std
 }
 
 std::shared_ptr<Storage> borrow_storage(void* data, std::size_t nbytes, DeviceType type, int device_index) {
-  auto storage = std::make_shared<Storage>();
+  auto storage = std::allocate_shared<Storage>(common::ChunkAllocator<Storage>());
   storage->data = data;
   storage->nbytes = nbytes;
   storage->device_type = type;
@@ -158,12 +188,48 @@ void check_view_in_bounds(const Storage& storage, int64_t storage_offset, const 
   }
 }
 
+AtenTensorOpaque* acquire_handle() {
+  AtenTensorOpaque* t = nullptr;
+  HandlePool* p = handle_pool();
+  if (p != nullptr && !p->free.empty()) {
+    t = p->free.back();
+    p->free.pop_back();
+    t->magic = AtenTensorOpaque::kLiveMagic;
+  } else {
+    t = new AtenTensorOpaque();
+  }
+  g_live_handles.fetch_add(1, std::memory_order_relaxed);
+  return t;
+}
+
+void release_handle(AtenTensorOpaque* t) noexcept {
+  if (t == nullptr) return;
+  g_live_handles.fetch_sub(1, std::memory_order_relaxed);
+  t->storage.reset();  // frees the memory when this was the last reference
+  t->magic = AtenTensorOpaque::kDeadMagic;
+  HandlePool* p = handle_pool();
+  if (p != nullptr && p->free.size() < kHandlePoolSize) {
+    try {
+      if (p->free.capacity() == 0) p->free.reserve(kHandlePoolSize);
+      t->sizes.clear();
+      t->strides.clear();
+      t->storage_offset = 0;
+      t->dtype = static_cast<int32_t>(aoti_cuda::DType::kFloat32);
+      p->free.push_back(t);
+      return;
+    } catch (...) {
+      // no room to keep it: deleted below
+    }
+  }
+  delete t;
+}
+
 AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, std::vector<int64_t> sizes,
                              std::vector<int64_t> strides, int64_t storage_offset, int32_t dtype) {
-  auto* t = new AtenTensorOpaque();
+  AtenTensorOpaque* t = acquire_handle();
   t->storage = std::move(storage);
-  t->sizes = std::move(sizes);
-  t->strides = std::move(strides);
+  t->sizes.assign(sizes.begin(), sizes.end());  // into the kept capacity
+  t->strides.assign(strides.begin(), strides.end());
   t->storage_offset = storage_offset;
   t->dtype = dtype;
   return t;
@@ -174,7 +240,7 @@ AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, std::vector<int64
 
 // ---- AtenTensorOpaque ------------------------------------------------------
 
-AtenTensorOpaque::AtenTensorOpaque() { aoti_cuda::shim::g_live_handles.fetch_add(1, std::memory_order_relaxed); }
+AtenTensorOpaque::AtenTensorOpaque() = default;
 
 AtenTensorOpaque::AtenTensorOpaque(const AtenTensorOpaque& other)
     : magic(kLiveMagic),
@@ -182,14 +248,9 @@ AtenTensorOpaque::AtenTensorOpaque(const AtenTensorOpaque& other)
       sizes(other.sizes),
       strides(other.strides),
       storage_offset(other.storage_offset),
-      dtype(other.dtype) {
-  aoti_cuda::shim::g_live_handles.fetch_add(1, std::memory_order_relaxed);
-}
+      dtype(other.dtype) {}
 
-AtenTensorOpaque::~AtenTensorOpaque() {
-  magic = kDeadMagic;
-  aoti_cuda::shim::g_live_handles.fetch_sub(1, std::memory_order_relaxed);
-}
+AtenTensorOpaque::~AtenTensorOpaque() { magic = kDeadMagic; }
 
 int64_t AtenTensorOpaque::numel() const noexcept {
   int64_t n = 1;

@@ -135,7 +135,40 @@ DeviceType checked_device_type(int32_t device_type);
 void check_view_in_bounds(const Storage& storage, int64_t storage_offset, const std::vector<int64_t>& sizes,
                           const std::vector<int64_t>& strides, std::size_t itemsize, const char* what);
 
-/// Heap-allocates a new handle (counted by live_handles()).
+/// The object for a new handle, counted by live_handles(): a deleted one from the
+/// calling thread's pool when there is one (its sizes and strides keep their
+/// capacity, so filling them in place allocates nothing in a steady state), else
+/// a new one. It comes undefined (no storage, dtype float32, offset 0, no
+/// dimensions): the caller sets every field it needs.
+AtenTensorOpaque* acquire_handle();
+/// Ends a handle (what aoti_torch_delete_tensor_object does): drops its storage
+/// reference, marks it dead and keeps the object in the calling thread's pool
+/// (at most kHandlePoolSize), or deletes it.
+void release_handle(AtenTensorOpaque* t) noexcept;
+constexpr std::size_t kHandlePoolSize = 256;
+
+/// RAII: a handle being built; released again unless take() is called.
+class NewHandle {
+ public:
+  NewHandle() : t_(acquire_handle()) {}
+  ~NewHandle() {
+    if (t_ != nullptr) release_handle(t_);
+  }
+  NewHandle(const NewHandle&) = delete;
+  NewHandle& operator=(const NewHandle&) = delete;
+  AtenTensorOpaque* operator->() const noexcept { return t_; }
+  AtenTensorOpaque& operator*() const noexcept { return *t_; }
+  AtenTensorHandle take() noexcept {
+    AtenTensorOpaque* t = t_;
+    t_ = nullptr;
+    return t;
+  }
+
+ private:
+  AtenTensorOpaque* t_;
+};
+
+/// A new handle over `storage` (counted by live_handles()).
 AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, std::vector<int64_t> sizes,
                              std::vector<int64_t> strides, int64_t storage_offset, int32_t dtype);
 /// Allocates a new owning tensor (the body of aoti_torch_empty_strided); `what` prefixes error messages.

@@ -44,15 +44,16 @@ TEST_CASE("gpu: RunOptions::profile gives GPU and host time per step" * AOTI_CUD
   ro.outputs = aoti_cuda::OutputLocation::kHost;
   const auto out = m.forward({x}, ro);
   REQUIRE(out.size() == 1);
-  REQUIRE(prof.steps.size() == 4);
-  CHECK(prof.steps[1].what == "run: delegate 0 (forward)");
+  REQUIRE(prof.steps.size() == 5);
+  CHECK(prof.steps[0].what == "upload host inputs");  // every host input in one copy
+  CHECK(prof.steps[2].what == "run: delegate 0 (forward)");
   for (const auto& s : prof.steps) {
     CAPTURE(s.what);
     CHECK(s.gpu_ms >= 0);
     CHECK(s.host_ms >= 0);
   }
-  CHECK(prof.steps[1].gpu_ms > 0);  // the model's kernels ran there
-  CHECK(prof.gpu_ms >= prof.steps[1].gpu_ms);
+  CHECK(prof.steps[2].gpu_ms > 0);  // the model's kernels ran there
+  CHECK(prof.gpu_ms >= prof.steps[2].gpu_ms);
   std::printf("mlp profile: total GPU %.4f ms, host %.4f ms;", prof.gpu_ms, prof.host_ms);
   for (const auto& s : prof.steps) std::printf(" [%s: gpu %.4f host %.4f]", s.what.c_str(), s.gpu_ms, s.host_ms);
   std::printf("\n");
@@ -63,6 +64,7 @@ TEST_CASE("gpu: RunOptions::profile gives GPU and host time per step" * AOTI_CUD
   ro.outputs = aoti_cuda::OutputLocation::kDevice;
   {
     const auto dev_out = m.forward({x.to_device()}, ro);
+    REQUIRE(prof.steps.size() == 4);  // device inputs: nothing to upload
     CHECK(prof.steps[1].gpu_ms > 0);
   }
   cudaStreamSynchronize(s);

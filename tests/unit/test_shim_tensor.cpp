@@ -537,3 +537,50 @@ TEST_CASE("shim: aliases created and deleted concurrently keep the count and the
   shared.reset();
   CHECK(aoti_cuda_shim_live_handles() == live_before);
 }
+
+TEST_CASE("shim: deleted handles are recycled whole: no residue, still detected as deleted, counted, any thread") {
+  const int64_t live_before = aoti_cuda_shim_live_handles();
+  AtenTensorHandle first = nullptr;
+  {
+    OwnedTensor big = iota_f32({2, 3, 4});
+    first = big.get();
+  }  // deleted: its object waits in this thread's pool
+  CHECK(aoti_torch_delete_tensor_object(first) == AOTI_TORCH_FAILURE);  // a second delete is still refused
+  CHECK(last_error_contains("not a live aoti_cuda tensor"));
+  CHECK(aoti_cuda_shim_live_handles() == live_before);
+  // The next handle may be that object: it carries nothing of the old tensor.
+  AtenTensorHandle u = nullptr;
+  REQUIRE(aoti_torch_new_uninitialized_tensor(&u) == AOTI_TORCH_SUCCESS);
+  bool defined = true;
+  int64_t dim = -1;
+  REQUIRE(aoti_torch_is_defined(u, &defined) == AOTI_TORCH_SUCCESS);
+  CHECK_FALSE(defined);
+  CHECK(aoti_torch_get_dim(u, &dim) == AOTI_TORCH_FAILURE);  // an undefined tensor has no shape to read
+  REQUIRE(aoti_torch_delete_tensor_object(u) == AOTI_TORCH_SUCCESS);
+  OwnedTensor small = iota_f32({5});
+  int64_t* sizes = nullptr;
+  int64_t* strides = nullptr;
+  REQUIRE(aoti_torch_get_dim(small.get(), &dim) == AOTI_TORCH_SUCCESS);
+  REQUIRE(aoti_torch_get_sizes(small.get(), &sizes) == AOTI_TORCH_SUCCESS);
+  REQUIRE(aoti_torch_get_strides(small.get(), &strides) == AOTI_TORCH_SUCCESS);
+  CHECK(dim == 1);
+  CHECK(sizes[0] == 5);
+  CHECK(strides[0] == 1);
+  int64_t offset = -1;
+  REQUIRE(aoti_torch_get_storage_offset(small.get(), &offset) == AOTI_TORCH_SUCCESS);
+  CHECK(offset == 0);
+  // More handles than a pool keeps, made on one thread and deleted on others
+  // (whose pools die with them): every one is counted out, nothing leaks (LSan).
+  std::vector<AtenTensorHandle> many(600, nullptr);
+  for (AtenTensorHandle& h : many) {
+    OwnedTensor t = iota_f32({3});
+    REQUIRE(aoti_torch_new_tensor_handle(t.get(), &h) == AOTI_TORCH_SUCCESS);
+  }
+  CHECK(aoti_cuda_shim_live_handles() == live_before + 1 + 600);
+  std::thread a([&] {
+    for (std::size_t i = 0; i < 300; ++i) CHECK(aoti_torch_delete_tensor_object(many[i]) == AOTI_TORCH_SUCCESS);
+  });
+  a.join();
+  for (std::size_t i = 300; i < many.size(); ++i) CHECK(aoti_torch_delete_tensor_object(many[i]) == AOTI_TORCH_SUCCESS);
+  CHECK(aoti_cuda_shim_live_handles() == live_before + 1);
+}
