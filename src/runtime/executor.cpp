@@ -279,12 +279,15 @@ bool compiled_row_major(const TensorSpec& spec, std::size_t ndim) {
   return true;
 }
 
-// Every non-empty host input the model takes row-major goes to the device in
-// one copy: staged one after another (256-byte aligned) in the slot's pinned
-// buffer, copied into one device block, each input then a typed view of the
-// block (aoti_torch__alloc_from_pool) in the value table. One copy-engine
-// launch for all of them instead of one each (about 4 us of host time apiece
-// on the H200 machine). The block lives as long as any view of it.
+// When two or more non-empty host inputs are taken row-major, they go to the
+// device in one copy: staged one after another (256-byte aligned) in the
+// slot's pinned buffer, copied into one device block, each input then a typed
+// view of the block (aoti_torch__alloc_from_pool) in the value table. One
+// copy-engine launch for all of them instead of one each (about 4 us of host
+// time apiece on the H200 machine). The block lives as long as any view of
+// it. A single host input keeps the per-input path (staged straight into a
+// model-owned tensor): on the H200 the block path cost single-input calls
+// 8-12 us more (job s25-e, not explained yet), two-input calls gained.
 void upload_host_inputs(RunState& run, const std::vector<Tensor>& inputs) {
   const MethodSpec& ms = *run.method.spec;
   auto staged = [&](std::size_t i) {
@@ -292,10 +295,13 @@ void upload_host_inputs(RunState& run, const std::vector<Tensor>& inputs) {
     return t.device().is_cpu() && t.nbytes() > 0 && compiled_row_major(ms.inputs[i].tensor, t.shape().size());
   };
   std::size_t total = 0;
+  std::size_t count = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (staged(i)) total += (inputs[i].nbytes() + 255) / 256 * 256;
+    if (!staged(i)) continue;
+    total += (inputs[i].nbytes() + 255) / 256 * 256;
+    ++count;
   }
-  if (total == 0 || run.slot.pinned == nullptr || total > run.slot.pinned_capacity) return;
+  if (count < 2 || run.slot.pinned == nullptr || total > run.slot.pinned_capacity) return;
   char* pinned = static_cast<char*>(run.slot.pinned);
   std::size_t offset = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {

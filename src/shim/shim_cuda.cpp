@@ -2,15 +2,20 @@
 #include <cuda_runtime_api.h>
 
 #include <mutex>
+#include <new>
+#include <type_traits>
 #include <unordered_map>
 
 #include "aoti_cuda/shim.h"
+#include "common/chunk_pool.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
 #include "shim/tensor_object.hpp"
 
 using namespace aoti_cuda::shim;  // NOLINT: this file is the shim's implementation
 
+// Guards live in chunks of the per-thread pool (common/chunk_pool.hpp): a
+// model opens one or two per Run. Both types must stay trivially destructible.
 struct CUDAGuardOpaque {
   int original_device = 0;
   int device = 0;
@@ -21,6 +26,9 @@ struct CUDAStreamGuardOpaque {
   int device = 0;
   void* previous_stream = nullptr;
 };
+static_assert(std::is_trivially_destructible_v<CUDAGuardOpaque> && sizeof(CUDAGuardOpaque) <= aoti_cuda::common::kChunkBytes);
+static_assert(std::is_trivially_destructible_v<CUDAStreamGuardOpaque> &&
+              sizeof(CUDAStreamGuardOpaque) <= aoti_cuda::common::kChunkBytes);
 
 namespace {
 
@@ -66,7 +74,7 @@ AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandl
     int device = resolve_cuda_device(device_index);
     int original = current_device();
     set_device(device);
-    out = new CUDAGuardOpaque{original, device};
+    out = new (aoti_cuda::common::take_chunk()) CUDAGuardOpaque{original, device};  // pooled: one per Run
   });
 }
 
@@ -74,7 +82,7 @@ AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard) {
   return shim_call(__func__, [&] {
     if (guard == nullptr) throw_invalid("guard is null");
     int original = guard->original_device;
-    delete guard;
+    aoti_cuda::common::give_chunk(guard);  // trivially destructible
     set_device(original);
   });
 }
@@ -96,7 +104,7 @@ AOTITorchError aoti_torch_create_cuda_stream_guard(void* stream, int32_t device_
     int device = resolve_cuda_device(device_index);
     int original = current_device();
     set_device(device);
-    auto* guard = new CUDAStreamGuardOpaque{original, device, nullptr};
+    auto* guard = new (aoti_cuda::common::take_chunk()) CUDAStreamGuardOpaque{original, device, nullptr};
     guard->previous_stream = exchange_current_stream(device, stream);
     out = guard;
   });
@@ -106,7 +114,7 @@ AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard) 
   return shim_call(__func__, [&] {
     if (guard == nullptr) throw_invalid("guard is null");
     CUDAStreamGuardOpaque saved = *guard;
-    delete guard;
+    aoti_cuda::common::give_chunk(guard);
     (void)exchange_current_stream(saved.device, saved.previous_stream);
     set_device(saved.original_device);
   });
