@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "aoti_cuda/module.hpp"
+#include "support/affine_program.hpp"
 #include "support/gpu.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
@@ -44,7 +45,6 @@ void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); 
 
 using aoti_cuda::Device;
 using aoti_cuda::DType;
-using aoti_cuda::ExporterGeneration;
 using aoti_cuda::LoadOptions;
 using aoti_cuda::Module;
 using aoti_cuda::Tensor;
@@ -70,27 +70,6 @@ std::size_t allocations_of(F&& call) {
   return c.count();
 }
 
-// forward(a f32[<=8,4], b f32[<=8,4]) -> (y, y) on the fake affine library.
-struct AffineProgram {
-  std::string dir, pte;
-  AffineProgram() {
-    std::string templ = "/tmp/aoti_cuda_alloc_test_XXXXXX";
-    REQUIRE(mkdtemp(templ.data()) != nullptr);
-    dir = templ;
-    PteBuilder b;
-    auto fw = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", read_file(AOTI_CUDA_FAKE_MODEL_AFFINE),
-                               float_bytes({0.5f, 1.0f, 2.0f, -1.0f}));
-    TensorDesc x = f32({8, 4});
-    x.shape_dynamism = 1;
-    b.add_method(cuda_method("forward", {x, x}, {x, x}, fw));
-    pte = b.build().write(dir, "affine");
-  }
-  ~AffineProgram() {
-    std::remove(pte.c_str());
-    std::remove((dir + "/aoti_cuda_blob.ptd").c_str());
-    rmdir(dir.c_str());
-  }
-};
 
 }  // namespace
 

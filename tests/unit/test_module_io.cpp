@@ -12,6 +12,7 @@
 
 #include "aoti_cuda/module.hpp"
 #include "aoti_cuda/shim.h"
+#include "support/affine_program.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
 
@@ -30,33 +31,7 @@ using namespace aoti_cuda_test;
 
 namespace {
 
-const std::vector<float> kW = {0.5f, 1.0f, 2.0f, -1.0f};  // the affine model's weights: y = a * w + b
-
-// forward(a f32[<=8,4], b f32[<=8,4]) -> (y, y) on the fake affine library,
-// written to a fresh temporary directory (removed by the destructor).
-struct AffineProgram {
-  std::string dir, pte;
-  AffineProgram() {
-    const char* base = std::getenv("TMPDIR");
-    std::string templ = std::string(base && *base ? base : "/tmp") + "/aoti_cuda_io_test_XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    REQUIRE(mkdtemp(buf.data()) != nullptr);
-    dir = buf.data();
-    PteBuilder b;
-    auto fw = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "forward", read_file(AOTI_CUDA_FAKE_MODEL_AFFINE),
-                               float_bytes(kW));
-    TensorDesc x = f32({8, 4});
-    x.shape_dynamism = 1;
-    b.add_method(cuda_method("forward", {x, x}, {x, x}, fw));
-    pte = b.build().write(dir, "affine");
-  }
-  ~AffineProgram() {
-    std::remove(pte.c_str());
-    std::remove((dir + "/aoti_cuda_blob.ptd").c_str());
-    rmdir(dir.c_str());
-  }
-};
+const std::vector<float>& kW = affine_weights();  // the affine model's weights: y = a * w + b
 
 LoadOptions cpu_options() {
   LoadOptions o;
