@@ -302,6 +302,7 @@ void upload_host_inputs(RunState& run, const std::vector<Tensor>& inputs) {
     ++count;
   }
   if (count < 2 || run.slot.pinned == nullptr || total > run.slot.pinned_capacity) return;
+  Profiler::Scope profile(run.profiler, "upload host inputs");
   char* pinned = static_cast<char*>(run.slot.pinned);
   std::size_t offset = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -498,7 +499,6 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
     }
     if (staging_bytes > 0) {
       (void)run.slot.staging(staging_bytes);
-      Profiler::Scope p(&profiler, "upload host inputs");
       upload_host_inputs(run, inputs);
     }
   }
