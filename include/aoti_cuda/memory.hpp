@@ -8,7 +8,8 @@
 // next run; trim_device_memory() gives it back to the driver. Blocks a model
 // frees during a call are kept by that call slot of the Module for its next
 // call (up to AOTI_CUDA_BLOCK_CACHE_MIB, default 1024 MiB per slot; 0 turns
-// this off) and return to the pool when the Module is destroyed. Only these shim
+// this off); those the next call does not take back (other shapes) return to
+// the pool at its end, and all of them when the Module is destroyed. Only these shim
 // allocations are counted: Tensor::empty(), the Module's pinned input staging
 // and what the model library allocates itself with cudaMalloc (its weights)
 // are not.

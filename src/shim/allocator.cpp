@@ -349,7 +349,7 @@ bool BlockCache::keep(void* ptr, std::size_t size) noexcept {
   }
   for (std::size_t i = 0; i < evict; ++i) free_block(blocks_[i], stream_);
   blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(evict));
-  blocks_.push_back(Block{ptr, size});
+  blocks_.push_back(Block{ptr, size, call_});
   bytes_ = kept + size;
   return true;
 }
@@ -358,6 +358,19 @@ void BlockCache::release_all() noexcept {
   for (const Block& b : blocks_) free_block(b, stream_);
   blocks_.clear();
   bytes_ = 0;
+}
+
+void BlockCache::end_call() noexcept {
+  std::size_t kept = 0;
+  for (const Block& b : blocks_) {
+    if (b.call == call_) {
+      blocks_[kept++] = b;  // freed during this call: kept for the next one
+    } else {
+      free_block(b, stream_);  // an earlier call's, unused by this one
+      bytes_ -= b.size;
+    }
+  }
+  blocks_.resize(kept);
 }
 
 void BlockCache::free_block(const Block& b, void* stream) noexcept {
@@ -390,11 +403,14 @@ BlockCacheScope::BlockCacheScope(BlockCache* cache, int device, void* stream) no
   }
   cache->device_ = device;
   cache->stream_ = stream;
+  cache->begin_call();
 }
 
 BlockCacheScope::~BlockCacheScope() {
   t_cache = previous_;
-  if (cache_ == nullptr || cache_->blocks_.empty()) return;
+  if (cache_ == nullptr) return;
+  cache_->end_call();
+  if (cache_->blocks_.empty()) return;
   // Recorded so that a later call on another stream (or the cache's
   // destruction) can wait for the work that last used the kept blocks.
   auto stream = static_cast<cudaStream_t>(cache_->stream_);

@@ -27,7 +27,10 @@
 //     cudaMallocAsync/cudaFreeAsync pair (about 1 us of host time on the
 //     H200 machine) of every intermediate a model makes in a steady state.
 //     Every device allocation is rounded up to block_size(nbytes), cached or
-//     not, so a block's size is known again when it is freed.
+//     not, so a block's size is known again when it is freed. At the end of a
+//     call, blocks kept by an earlier call that this call did not take back
+//     are freed: the cache holds at most what the last call freed (other input
+//     shapes leave nothing behind), and never more than its capacity.
 //   * CUDA graph capture: while a CaptureArena is installed on a thread
 //     (CaptureArenaScope), that thread's CUDA allocations on the arena's
 //     device come from plain cudaMalloc blocks owned by the arena instead of
@@ -127,6 +130,7 @@ class BlockCache {
   struct Block {
     void* ptr;
     std::size_t size;
+    uint64_t call;  ///< the call that kept it
   };
   /// Frees one block on a stream (tests replace cudaFreeAsync).
   using FreeFn = void (*)(void* ptr, void* stream);
@@ -155,6 +159,11 @@ class BlockCache {
   /// Frees every block on the cache's stream (the stream is live: used while
   /// a call runs, e.g. before retrying an allocation that ran out of memory).
   void release_all() noexcept;
+  /// A call starts (BlockCacheScope does this).
+  void begin_call() noexcept { ++call_; }
+  /// A call ends: frees, on the cache's stream, the blocks kept by earlier
+  /// calls that this one did not take back (BlockCacheScope does this).
+  void end_call() noexcept;
 
  private:
   friend class BlockCacheScope;
@@ -168,12 +177,14 @@ class BlockCache {
   bool last_use_recorded_ = false;
   std::vector<Block> blocks_;       ///< oldest first
   std::size_t bytes_ = 0;
+  uint64_t call_ = 0;               ///< calls begun
 };
 
 /// RAII: installs `cache` on the calling thread for one call on (`device`,
 /// `stream`). A call on another stream than the cache's last one is first
 /// ordered after that call's end (cudaStreamWaitEvent), so the kept blocks
-/// move to the new stream safely. On exit the end of the call is recorded on
+/// move to the new stream safely. On exit the blocks this call left unused
+/// are freed (BlockCache::end_call) and the end of the call is recorded on
 /// `stream`. `cache` may be nullptr (nothing installed).
 class BlockCacheScope {
  public:

@@ -12,6 +12,7 @@
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/memory.hpp"
 #include "aoti_cuda/shim.h"
+#include "shim/allocator.hpp"
 #include "shim/tensor_object.hpp"
 #include "support/gpu.hpp"
 #include "support/shim_testing.hpp"
@@ -441,4 +442,47 @@ TEST_CASE("cuda shim: CUDA from_blob wraps existing device memory without owning
   }
   // Still ours to free: the shim did not free it.
   CHECK(cudaFree(raw) == cudaSuccess);
+}
+
+TEST_CASE("cuda shim: call block cache: same size back on the same stream; a call's leftovers freed at its end" *
+          AOTI_CUDA_GPU_CASE) {
+  using aoti_cuda::shim::BlockCache;
+  using aoti_cuda::shim::BlockCacheScope;
+  cudaStream_t s = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  const aoti_cuda::MemoryStats start = aoti_cuda::device_memory_stats(0);
+  {
+    BlockCache cache(std::size_t{1} << 30);
+    void* first = nullptr;
+    {  // call 1: a 64 KiB intermediate
+      BlockCacheScope call(&cache, 0, s);
+      first = aoti_cuda::shim::cuda_allocate(std::size_t{64} << 10, 0, s);
+      REQUIRE(first != nullptr);
+      CHECK(aoti_cuda::shim::cuda_free(first, std::size_t{64} << 10, 0, s) == 0);
+    }
+    CHECK(cache.size() == 1);
+    CHECK(aoti_cuda::device_memory_stats(0).cached_bytes == start.cached_bytes + (std::size_t{64} << 10));
+    {  // call 2, same shapes: the same block, no new allocation
+      BlockCacheScope call(&cache, 0, s);
+      void* again = aoti_cuda::shim::cuda_allocate(std::size_t{64} << 10, 0, s);
+      CHECK(again == first);
+      REQUIRE(cudaMemsetAsync(again, 0, std::size_t{64} << 10, s) == cudaSuccess);
+      CHECK(aoti_cuda::shim::cuda_free(again, std::size_t{64} << 10, 0, s) == 0);
+    }
+    CHECK(aoti_cuda::device_memory_stats(0).cache_hits == start.cache_hits + 1);
+    {  // call 3, other shapes: the 64 KiB block was not taken back, so it is freed at the end
+      BlockCacheScope call(&cache, 0, s);
+      void* small = aoti_cuda::shim::cuda_allocate(1000, 0, s);
+      CHECK(aoti_cuda::shim::cuda_free(small, 1000, 0, s) == 0);
+    }
+    CHECK(cache.size() == 1);
+    CHECK(cache.bytes() == 1024);
+    CHECK(aoti_cuda::device_memory_stats(0).cached_bytes == start.cached_bytes + 1024);
+  }
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  REQUIRE(cudaStreamDestroy(s) == cudaSuccess);
+  const aoti_cuda::MemoryStats end = aoti_cuda::device_memory_stats(0);
+  CHECK(end.cached_bytes == start.cached_bytes);
+  CHECK(end.bytes_in_use == start.bytes_in_use);
+  CHECK(cudaGetLastError() == cudaSuccess);
 }

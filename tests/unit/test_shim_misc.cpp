@@ -320,3 +320,29 @@ TEST_CASE("block cache: capacity 0 keeps nothing; the scope installs and restore
   CHECK(cache.size() == 0);
   CHECK(g_freed.empty());
 }
+
+TEST_CASE("block cache: a call's end frees what earlier calls kept and it did not take back") {
+  g_freed.clear();
+  aoti_cuda::shim::BlockCache cache(1 << 20, record_free);
+  cache.begin_call();  // call 1 frees two blocks
+  CHECK(cache.keep(fake_block(1), 1024));
+  CHECK(cache.keep(fake_block(2), 2048));
+  cache.end_call();
+  CHECK(cache.size() == 2);  // both are this call's: kept for the next
+  CHECK(g_freed.empty());
+  cache.begin_call();  // call 2 (same shapes for the 1 KiB buffer, not for the other)
+  void* p = cache.take(1024);
+  CHECK(p == fake_block(1));
+  CHECK(cache.keep(p, 1024));
+  CHECK(cache.keep(fake_block(3), 4096));
+  cache.end_call();
+  REQUIRE(g_freed.size() == 1);
+  CHECK(g_freed[0].first == fake_block(2));  // call 1's, never taken by call 2
+  CHECK(cache.size() == 2);
+  CHECK(cache.bytes() == 1024 + 4096);
+  cache.begin_call();  // call 3 takes nothing: everything goes
+  cache.end_call();
+  CHECK(cache.size() == 0);
+  CHECK(cache.bytes() == 0);
+  CHECK(g_freed.size() == 3);
+}
