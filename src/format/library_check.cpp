@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "aoti_cuda/error.hpp"
+#include "common/cublas_shims.hpp"
 #include "format/elf_sections.hpp"
 #include "format/mapped_file.hpp"
 
@@ -156,9 +157,7 @@ void check_imports(const ElfInfo& elf, LibraryReport& r) {
 void check_cublas(const ElfInfo& elf, LibraryReport& r) {
   std::vector<std::string> gemms;
   for (const std::string& s : elf.undefined_symbols) {
-    if (s == "aoti_torch_cuda_mm_out" || s == "aoti_torch_cuda_addmm_out" || s == "aoti_torch_cuda_bmm_out") {
-      gemms.push_back(s);
-    }
+    if (common::is_extern_gemm_shim(s)) gemms.push_back(s);
   }
   if (gemms.empty()) return;
   const std::string uses = "its GEMMs (" + join(gemms, " ") + ") run on cuBLAS";

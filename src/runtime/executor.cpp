@@ -60,7 +60,7 @@ std::string input_label(const Delegate& d, std::size_t i) { return d.label + " i
 
 bool stage_upload(RunState& run, const Tensor& t, void* dst) {
   const std::size_t n = t.nbytes();
-  const std::size_t offset = (run.staging_offset + 255) / 256 * 256;
+  const std::size_t offset = staging_piece(run.staging_offset);
   char* pinned = static_cast<char*>(run.slot.pinned);
   if (pinned == nullptr || offset + n > run.slot.pinned_capacity) return false;
   Tensor staging = Tensor::from_blob(pinned + offset, t.shape(), t.dtype(), Device::cpu());
@@ -298,7 +298,7 @@ void upload_host_inputs(RunState& run, const std::vector<Tensor>& inputs) {
   std::size_t count = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (!staged(i)) continue;
-    total += (inputs[i].nbytes() + 255) / 256 * 256;
+    total += staging_piece(inputs[i].nbytes());
     ++count;
   }
   if (count < 2 || run.slot.pinned == nullptr || total > run.slot.pinned_capacity) return;
@@ -310,7 +310,7 @@ void upload_host_inputs(RunState& run, const std::vector<Tensor>& inputs) {
     const Tensor& t = inputs[i];
     if (t.is_contiguous()) std::memcpy(pinned + offset, t.data(), t.nbytes());
     else Tensor::from_blob(pinned + offset, t.shape(), t.dtype(), Device::cpu()).copy_from(t);  // re-strides
-    offset += (t.nbytes() + 255) / 256 * 256;
+    offset += staging_piece(t.nbytes());
   }
   const Device& device = run.device();
   const auto bytes = static_cast<int64_t>(total);
@@ -350,7 +350,7 @@ void upload_host_inputs(RunState& run, const std::vector<Tensor>& inputs) {
     Value& v = run.values[static_cast<std::size_t>(ms.inputs[i].value_index)];
     TensorSlot::assign(v.tensor, data, t.dim(), t.shape().data(), strides, t.dtype(), device, std::move(view_owner));
     v.handle = view;
-    offset += (t.nbytes() + 255) / 256 * 256;
+    offset += staging_piece(t.nbytes());
   }
 }
 
@@ -492,11 +492,8 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
     run.values[static_cast<std::size_t>(ms.inputs[i].value_index)].tensor = inputs[i];
   }
   if (cuda) {
-    // Pinned staging for every host input, budgeted up front (256-byte aligned pieces).
-    std::size_t staging_bytes = 0;
-    for (const Tensor& t : inputs) {
-      if (t.device().is_cpu()) staging_bytes += (t.nbytes() + 255) / 256 * 256;
-    }
+    // Pinned staging for every host input, budgeted up front.
+    const std::size_t staging_bytes = host_input_staging(inputs);
     if (staging_bytes > 0) {
       (void)run.slot.staging(staging_bytes);
       upload_host_inputs(run, inputs);

@@ -97,7 +97,6 @@ enum FusedIo : std::uint8_t {
 };
 constexpr std::size_t kMaxFusedVariants = 4;
 
-std::size_t aligned(std::size_t n) { return (n + 255) / 256 * 256; }
 
 bool is_pinned_host(const void* p) {
   cudaPointerAttributes a{};
@@ -201,11 +200,11 @@ bool build_fused(GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c, cudaSt
   std::size_t in_bytes = 0, out_bytes = 0;
   for (std::size_t i = 0; i < n_in; ++i) {
     f.in_offset.push_back(in_bytes);
-    if (c.kinds[i] == kIoStagedHost) in_bytes += aligned(e.inputs[i].nbytes());
+    if (c.kinds[i] == kIoStagedHost) in_bytes += staging_piece(e.inputs[i].nbytes());
   }
   for (std::size_t i = 0; i < c.out.size(); ++i) {
     f.out_offset.push_back(out_bytes);
-    if (c.kinds[n_in + i] == kIoStagedHost) out_bytes += aligned(e.outputs[i].tensor.nbytes());
+    if (c.kinds[n_in + i] == kIoStagedHost) out_bytes += staging_piece(e.outputs[i].tensor.nbytes());
   }
   bool built = (in_bytes == 0 || ok(cudaMallocHost(&f.host_in, in_bytes))) &&
                (out_bytes == 0 || ok(cudaMallocHost(&f.host_out, out_bytes))) &&
@@ -360,11 +359,9 @@ int launch_fused(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs
 void replay(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs) {
   auto stream = static_cast<cudaStream_t>(run.stream);
   order_after_previous(run, e);
-  std::size_t staging_bytes = 0;
-  for (const Tensor& t : inputs) {
-    if (t.device().is_cpu()) staging_bytes += (t.nbytes() + 255) / 256 * 256;
+  if (const std::size_t staging_bytes = host_input_staging(inputs); staging_bytes > 0) {
+    (void)run.slot.staging(staging_bytes);
   }
-  if (staging_bytes > 0) (void)run.slot.staging(staging_bytes);
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& src = inputs[i];
     Tensor& dst = e.inputs[i];

@@ -36,7 +36,7 @@ class Downloads {
     for (std::size_t i = 0; i < n_; ++i) {
       Item& it = at(i);
       it.offset = total;
-      total += (it.n + 255) / 256 * 256;
+      total += staging_piece(it.n);
     }
     char* pinned = static_cast<char*>(run_.slot.output_staging(total));
     auto stream = static_cast<cudaStream_t>(run_.stream);

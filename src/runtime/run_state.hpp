@@ -29,6 +29,18 @@ struct RunState {
   const Device& device() const { return target.device; }
 };
 
+/// Bytes a piece of `n` bytes takes in a pinned staging buffer (pieces start 256-byte aligned).
+inline std::size_t staging_piece(std::size_t n) { return (n + 255) / 256 * 256; }
+
+/// Pinned staging the host inputs of a call take, one piece each.
+inline std::size_t host_input_staging(const std::vector<Tensor>& inputs) {
+  std::size_t bytes = 0;
+  for (const Tensor& t : inputs) {
+    if (t.device().is_cpu()) bytes += staging_piece(t.nbytes());
+  }
+  return bytes;
+}
+
 /// Host -> the slot's pinned staging -> async H2D to `dst` (t's bytes,
 /// contiguous) on the run stream; false when the staging buffer was not
 /// budgeted for it (the caller then copies synchronously).

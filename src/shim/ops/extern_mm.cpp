@@ -128,10 +128,10 @@ void run(const Context& ctx, const AtenTensorOpaque& out, const AtenTensorOpaque
       const int64_t s_rows = sd == 2 ? self->sizes[0] : 1;
       const int64_t s_cols = sd >= 1 ? self->sizes[sd - 1] : 1;
       gemm::Matrix src{self->data_ptr(), m, n, sd == 2 && s_rows != 1 ? self->strides[0] : 0,
-                          sd >= 1 && s_cols != 1 ? self->strides[sd - 1] : 0};
+                       sd >= 1 && s_cols != 1 ? self->strides[sd - 1] : 0};
       for (int64_t i = 0; i < count; ++i) {
         gemm::Matrix dst{static_cast<char*>(c.m.data) + i * c.batch_stride * static_cast<int64_t>(out.itemsize()),
-                            m, n, c.m.row_stride, c.m.col_stride};
+                         m, n, c.m.row_stride, c.m.col_stride};
         const int err = gemm::broadcast_2d(dst, src, static_cast<int>(out.itemsize()), ctx.stream);
         if (err != 0) throw_cuda_error(err, std::string(ctx.op) + ": writing self into out");
       }

@@ -7,12 +7,11 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstring>
 #include <cstdlib>
 #include <future>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -20,6 +19,7 @@
 
 #include "aoti_cuda/dtype.hpp"
 #include "aoti_cuda/error.hpp"
+#include "common/cublas_shims.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
 #include "shim/ops/gemv.hpp"
@@ -341,11 +341,7 @@ void open_in_background(int device) noexcept {
 }
 
 bool uses_cublas(const char* symbol) noexcept {
-  for (const char* name : {"aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out", "aoti_torch_cuda_bmm_out",
-                           "aoti_torch_cuda__weight_int4pack_mm"}) {
-    if (std::strcmp(symbol, name) == 0) return true;
-  }
-  return false;
+  return common::is_extern_gemm_shim(symbol) || symbol == common::kInt4MatmulShim;
 }
 
 const char* loaded_library() {
