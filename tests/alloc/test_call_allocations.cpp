@@ -2,7 +2,11 @@
 // test program and counts, on the calling thread, while a CountAllocations
 // scope is open. On the CPU (fake model library) execute_into allocates
 // nothing; on the GPU the counts of real fixtures are printed.
+// AOTI_CUDA_ALLOC_TRACE=1 also prints where each counted allocation was made
+// (a backtrace per allocation; frames in a model library show as its
+// in-memory file plus an offset).
 #include <doctest/doctest.h>
+#include <execinfo.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,10 +25,47 @@
 namespace {
 thread_local bool t_counting = false;
 thread_local std::size_t t_count = 0;
+
+// Backtraces of the counted allocations, kept in static storage (recording
+// must not allocate); only when AOTI_CUDA_ALLOC_TRACE is set.
+constexpr int kTraceFrames = 14;
+constexpr std::size_t kMaxTraces = 8;
+struct Trace {
+  void* frames[kTraceFrames];
+  int depth;
+  std::size_t bytes;
+};
+Trace g_traces[kMaxTraces];
+thread_local bool t_tracing = false;
+const bool g_trace_wanted = [] {
+  const char* v = std::getenv("AOTI_CUDA_ALLOC_TRACE");
+  if (v == nullptr || *v == '\0' || *v == '0') return false;
+  void* warm[1];
+  (void)::backtrace(warm, 1);  // its first call loads the unwinder, which allocates
+  return true;
+}();
+
+void count_allocation(std::size_t n) {
+  const std::size_t i = t_count++;
+  if (!g_trace_wanted || t_tracing || i >= kMaxTraces) return;
+  t_tracing = true;  // backtrace() itself must not recurse into the record
+  g_traces[i].depth = ::backtrace(g_traces[i].frames, kTraceFrames);
+  g_traces[i].bytes = n;
+  t_tracing = false;
+}
+
+void print_traces(std::size_t count) {
+  if (!g_trace_wanted) return;
+  for (std::size_t i = 0; i < count && i < kMaxTraces; ++i) {
+    std::fprintf(stderr, "-- allocation %zu of %zu: %zu bytes\n", i + 1, count, g_traces[i].bytes);
+    std::fflush(stderr);
+    ::backtrace_symbols_fd(g_traces[i].frames + 1, g_traces[i].depth - 1, STDERR_FILENO);
+  }
+}
 }  // namespace
 
 void* operator new(std::size_t n) {
-  if (t_counting) ++t_count;
+  if (t_counting) count_allocation(n);
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
@@ -32,7 +73,7 @@ void* operator new(std::size_t n) {
 // aligned forms stay the library's, paired among themselves).
 void* operator new[](std::size_t n) { return ::operator new(n); }
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-  if (t_counting) ++t_count;
+  if (t_counting) count_allocation(n);
   return std::malloc(n == 0 ? 1 : n);
 }
 void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return ::operator new(n, t); }
@@ -59,7 +100,10 @@ class CountAllocations {
     t_count = 0;
     t_counting = true;
   }
-  ~CountAllocations() { t_counting = false; }
+  ~CountAllocations() {
+    t_counting = false;
+    print_traces(t_count);
+  }
   std::size_t count() const { return t_count; }
 };
 
