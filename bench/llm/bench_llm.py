@@ -63,6 +63,8 @@ EXPORTS = {
     "int4fast": ("int4fast", ["--quant", "int4", "--gemm", "cublas", "--sdpa", "decomposed"]),
     # As bf16fast, but prefill keeps the backend's Triton SDPA kernel (decode alone decomposed).
     "bf16mix": ("mix", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "mixed"]),
+    # As bf16mix, with AOTInductor's own fusion defaults instead of ExecuTorch's (export_llm.py --fusion).
+    "bf16mixfuse": ("mixfuse", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "mixed", "--fusion", "inductor"]),
 }
 
 
@@ -72,9 +74,12 @@ def export_names(a):
 
 
 def export_flag(name, flag):
-    """The value export `name` passes for `flag` (--gemm, --sdpa), or the exporter's default "triton"."""
+    """The value export `name` passes for `flag` (--gemm, --sdpa, --fusion), or the exporter's default."""
     flags = EXPORTS[name][1]
-    return flags[flags.index(flag) + 1] if flag in flags else "triton"
+    return flags[flags.index(flag) + 1] if flag in flags else EXPORT_DEFAULTS[flag]
+
+
+EXPORT_DEFAULTS = {"--gemm": "triton", "--sdpa": "triton", "--fusion": "executorch"}
 
 
 class Steps:
@@ -152,7 +157,7 @@ class Steps:
         return found
 
 
-def export_ok(folder, cfg_args, gemm="triton", sdpa="triton") -> bool:
+def export_ok(folder, cfg_args, gemm="triton", sdpa="triton", fusion="executorch") -> bool:
     mf = os.path.join(folder, "manifest.json")
     if not os.path.exists(mf) or not os.path.exists(os.path.join(folder, "llm.pte")):
         return False
@@ -160,7 +165,7 @@ def export_ok(folder, cfg_args, gemm="triton", sdpa="triton") -> bool:
         m = json.load(f)
     return m.get("config_name") == cfg_args["config"] and (
         cfg_args["layers"] is None or m["config"]["n_layers"] == cfg_args["layers"]) and not m.get("stub_backend") and (
-        m.get("gemm", "triton") == gemm) and m.get("sdpa", "triton") == sdpa
+        m.get("gemm", "triton") == gemm) and m.get("sdpa", "triton") == sdpa and m.get("fusion", "executorch") == fusion
 
 
 def reset_if_config_changed(a):
@@ -181,7 +186,8 @@ def start_exports(s: Steps, a, cfg_flags):
         if a.exports is not None and quant not in a.exports:
             s.status["export_" + quant] = {"status": "not asked for (--exports)"}
             continue
-        if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}, export_flag(quant, "--gemm"), export_flag(quant, "--sdpa")):
+        if export_ok(os.path.join(w, quant), {"config": a.config, "layers": a.layers}, export_flag(quant, "--gemm"), export_flag(quant, "--sdpa"),
+                     export_flag(quant, "--fusion")):
             s.status["export_" + quant] = {"status": "reused"}
             continue
         shutil.rmtree(os.path.join(w, quant), ignore_errors=True)
@@ -456,7 +462,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default="1b")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--parts", default="llm,int4,compile,fixtures",
-                    help="comma list of llm, int4, cublas (bf16 export with cuBLAS GEMMs), fast, int4fast, mix (see EXPORTS), "
+                    help="comma list of llm, int4, cublas (bf16 export with cuBLAS GEMMs), fast, int4fast, mix, mixfuse (see EXPORTS), "
                          "compile, fixtures")
     ap.add_argument("--budget", type=float, default=540, help="seconds for everything (the call limit is 600)")
     ap.add_argument("--export-timeout", type=float, default=330)
@@ -503,7 +509,7 @@ def main(argv=None) -> int:
         results["runs"]["compile_warm"] = s.json_of("compile_warm")  # also left by an earlier prepare
         if a.stage == "prepare":
             return 0
-        if a.parts & {"llm", "int4", "cublas", "fast", "int4fast", "mix", "compile"}:
+        if a.parts & {"llm", "int4", "cublas", "fast", "int4fast", "mix", "mixfuse", "compile"}:
             phase2_llm(s, a, cfg_flags, results)
         if "fixtures" in a.parts:
             phase2_calls(s, a, results)

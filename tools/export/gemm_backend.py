@@ -107,3 +107,44 @@ def gemm_context(gemm: str, backend_cls):
     if gemm not in GEMM_CHOICES:
         raise ValueError(f"gemm must be one of {GEMM_CHOICES}, not {gemm!r}")
     return cublas_gemms(backend_cls) if gemm == "cublas" else contextlib.nullcontext({})
+
+
+# --fusion: how Inductor fuses and rounds the non-GEMM kernels.
+#   executorch  the backend's settings, unchanged (it asks Inductor to round every intermediate to bf16 as eager
+#               does, emulate_precision_casts, and turns loop reordering after fusion off).
+#   inductor    AOTInductor's own defaults for those two options (what `torch._inductor.aoti_compile_and_package`
+#               users get): intermediates of a fused kernel stay in float32, and Inductor may reorder loops to fuse
+#               more. Numerics differ from eager by rounding only (fewer bf16 roundings, not more).
+FUSION_CHOICES = ("executorch", "inductor")
+INDUCTOR_FUSION = {"emulate_precision_casts": False, "loop_ordering_after_fusion": True}
+
+
+@contextlib.contextmanager
+def compile_overrides(backend_cls, overrides: Dict[str, object]):
+    """Within the block, backend_cls.get_aoti_compile_options returns its options updated with `overrides`
+    (a copy: the backend's dict is not changed). Restored on exit, also after an exception. Composes with
+    cublas_gemms in either order (each wraps what it finds)."""
+    saved = backend_cls.__dict__.get("get_aoti_compile_options")
+    raw_options = inspect.getattr_static(backend_cls, "get_aoti_compile_options")
+
+    def get_aoti_compile_options(cls, compile_specs):
+        options = dict(raw_options.__get__(None, cls)(compile_specs))
+        options.update(overrides)
+        return options
+
+    backend_cls.get_aoti_compile_options = classmethod(get_aoti_compile_options)
+    try:
+        yield dict(overrides)
+    finally:
+        if saved is not None:
+            backend_cls.get_aoti_compile_options = saved
+        else:
+            delattr(backend_cls, "get_aoti_compile_options")
+
+
+def fusion_context(fusion: str, backend_cls):
+    """compile_overrides(backend_cls, INDUCTOR_FUSION) for "inductor"; for "executorch", a block that changes
+    nothing (yields {})."""
+    if fusion not in FUSION_CHOICES:
+        raise ValueError(f"fusion must be one of {FUSION_CHOICES}, not {fusion!r}")
+    return compile_overrides(backend_cls, INDUCTOR_FUSION) if fusion == "inductor" else contextlib.nullcontext({})

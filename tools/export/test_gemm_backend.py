@@ -8,7 +8,9 @@
   three GEMMs under any of those names (and what the backend already allowed), rejects the rest the way
   aoti_backend.py asks (`kernel not in supported`), logs each accepted name once; the classmethods are restored
   afterwards, also after an exception and when they were inherited;
-- gemm_context("triton") changes nothing.
+- gemm_context("triton") changes nothing;
+- fusion_context("inductor") overrides the two fusion options alone, composes with cublas_gemms, is restored
+  (also after an exception); "executorch" changes nothing; an unknown choice is refused.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from gemm_backend import cublas_gemms, gemm_context, gemm_op  # noqa: E402
+from gemm_backend import INDUCTOR_FUSION, cublas_gemms, fusion_context, gemm_context, gemm_op  # noqa: E402
 
 INT4 = "at::_ops::_weight_int4pack_mm::call"
 
@@ -136,6 +138,37 @@ def main() -> int:
         check("unknown --gemm rejected", False)
     except ValueError:
         check("unknown --gemm rejected", True)
+
+    with fusion_context("inductor", FakeCudaBackend) as applied:
+        opts = FakeCudaBackend.get_aoti_compile_options(specs)
+        check("fusion inductor: the two options overridden", all(opts[k] == v for k, v in INDUCTOR_FUSION.items())
+              and applied == INDUCTOR_FUSION)
+        check("fusion inductor: every other option kept",
+              {k: v for k, v in opts.items() if k not in INDUCTOR_FUSION} == before)
+        with cublas_gemms(FakeCudaBackend, log=lambda s: None):
+            both = FakeCudaBackend.get_aoti_compile_options(specs)
+            check("fusion inductor + cublas: both applied", both["max_autotune_gemm_backends"] == "ATEN"
+                  and both["emulate_precision_casts"] is False)
+        check("fusion inductor: still applied after cublas's block",
+              FakeCudaBackend.get_aoti_compile_options(specs)["loop_ordering_after_fusion"] is True
+              and FakeCudaBackend.get_aoti_compile_options(specs)["max_autotune_gemm_backends"] == "TRITON")
+    check("fusion inductor: restored", FakeCudaBackend.get_aoti_compile_options(specs) == before
+          and "emulate_precision_casts" not in OPTIONS)
+    try:
+        with fusion_context("inductor", FakeSubBackend):
+            raise KeyError("lowering failed")
+    except KeyError:
+        pass
+    check("fusion inductor: restored after an exception (inherited again)",
+          "get_aoti_compile_options" not in FakeSubBackend.__dict__)
+    with fusion_context("executorch", FakeCudaBackend) as applied:
+        check("fusion executorch: options unchanged", FakeCudaBackend.get_aoti_compile_options(specs) == before
+              and applied == {})
+    try:
+        fusion_context("fast", FakeCudaBackend)
+        check("unknown --fusion rejected", False)
+    except ValueError:
+        check("unknown --fusion rejected", True)
 
     failed = results.count(False)
     print(f"gemm backend: {len(results) - failed} passed, {failed} failed")

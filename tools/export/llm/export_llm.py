@@ -2,7 +2,7 @@
 """Export the benchmark LLM (model.py) with ExecuTorch 1.2's CUDA backend: prefill + decode.
 
     python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
-        [--gemm triton|cublas] [--layers N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
+        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed] [--fusion executorch|inductor] [--layers N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
 
 Writes DIR/llm.pte, DIR/aoti_cuda_blob.ptd and DIR/manifest.json (config, methods, timings by
 phase, sizes, and `reference`: the greedy tokens eager PyTorch generates on the same weights for the
@@ -26,6 +26,11 @@ GPU). All layers share one set of GEMM shapes and Inductor deduplicates identica
 tuning cost grows with the number of distinct shapes (about 5 per method), not with the layers.
 TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR kept between runs make a repeat export much faster.
 With --gemm cublas no GEMM is tuned.
+
+Fusion (--fusion, in the manifest as "fusion"): `executorch` (default) keeps the backend's Inductor settings;
+`inductor` lowers with AOTInductor's own defaults for the two options the backend changes (intermediates of a
+fused kernel kept in float32 instead of rounded to bf16 as eager does, loop reordering after fusion on), as a
+`torch._inductor.aoti_compile_and_package` user gets them.
 """
 
 from __future__ import annotations
@@ -136,14 +141,15 @@ def bf16_math_sdpa(enabled: bool, backends=None):
         setter(before)
 
 
-def lower(programs, gemm="triton", sdpa="triton"):
+def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
     """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py). Returns the program and
     {extern kernel name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton).
 
     sdpa "triton" keeps the backend's default (its own Triton SDPA kernel replaces aten SDPA);
     "decomposed" sets the backend's compile spec triton_kernel_mode=OFF, so SDPA is decomposed into
     matmuls + softmax (math backend) and compiled with the rest, in bf16 (see bf16_math_sdpa); "mixed"
-    does that for decode only (sdpa_decomposed)."""
+    does that for decode only (sdpa_decomposed). fusion "inductor" lowers with AOTInductor's defaults for
+    the two fusion options ExecuTorch changes (../gemm_backend.py, fusion_context)."""
     from executorch.backends.cuda.cuda_backend import CudaBackend
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
@@ -157,7 +163,8 @@ def lower(programs, gemm="triton", sdpa="triton"):
 
     partitioners = {name: [CudaPartitioner(specs(name))] for name in programs}
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
-    with gemm_backend.gemm_context(gemm, CudaBackend) as accepted, bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
+    with gemm_backend.fusion_context(fusion, CudaBackend), gemm_backend.gemm_context(gemm, CudaBackend) as accepted, \
+            bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
     return et_program, dict(accepted)
@@ -175,6 +182,9 @@ def parse_args(argv):
                     help="triton: the backend's own Triton SDPA kernel (its default); decomposed: the backend's "
                          "triton_kernel_mode=OFF, SDPA as matmuls + softmax (with --gemm cublas: cuBLAS bmm); "
                          "mixed: decomposed in decode only, prefill keeps the Triton SDPA kernel")
+    ap.add_argument("--fusion", choices=gemm_backend.FUSION_CHOICES, default="executorch",
+                    help="executorch: the backend's Inductor settings; inductor: AOTInductor's defaults for "
+                         "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
     ap.add_argument("--layers", type=int, help="override n_layers")
     ap.add_argument("--max-prefill", type=int, help="override max_prefill (dynamic bound of T)")
     ap.add_argument("--prefill-hint", type=int, default=128, help="example T: Inductor tunes prefill GEMMs for it")
@@ -232,6 +242,7 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels):
         "gemm": args.gemm,
         "gemm_kernels": gemm_kernels,
         "sdpa": args.sdpa,
+        "fusion": args.fusion,
         "methods": {k: v for k, v in signatures.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
         "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
@@ -273,7 +284,7 @@ def main(argv=None) -> int:
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
-    et_program, gemm_kernels = timed(times, "lower_s", lower, programs, args.gemm, args.sdpa)
+    et_program, gemm_kernels = timed(times, "lower_s", lower, programs, args.gemm, args.sdpa, args.fusion)
     print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
     if args.gemm == "cublas":
         print(f"gemm=cublas: extern GEMM kernels accepted: {json.dumps(gemm_kernels)}", flush=True)

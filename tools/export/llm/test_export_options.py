@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from export_llm import bf16_math_sdpa, sdpa_decomposed  # noqa: E402
+from export_llm import bf16_math_sdpa, parse_args, sdpa_decomposed  # noqa: E402
 
 
 class FakeBackends:
@@ -81,6 +81,10 @@ def main() -> int:
             pass
     check("a torch without the switch: the block runs and the log says math SDPA upcasts",
           "upcasts to float32" in out.getvalue())
+    default = parse_args(["--out", "x"])
+    chosen = parse_args(["--out", "x", "--fusion", "inductor", "--sdpa", "mixed", "--gemm", "cublas"])
+    check("fusion: executorch by default, inductor when asked", default.fusion == "executorch"
+          and chosen.fusion == "inductor" and chosen.sdpa == "mixed")
 
     passed = sum(results)
     print(f"export options: {passed} passed, {len(results) - passed} failed")
