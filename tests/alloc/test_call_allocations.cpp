@@ -2,9 +2,11 @@
 // test program and counts, on the calling thread, while a CountAllocations
 // scope is open. On the CPU (fake model library) execute_into allocates
 // nothing; on the GPU the counts of real fixtures are printed.
-// AOTI_CUDA_ALLOC_TRACE=1 also prints where each counted allocation was made
-// (a backtrace per allocation; frames in a model library show as its
+// Each counted allocation's backtrace says whose code asked for it: this
+// program (aoti_cuda) or a model library (the AOTI container's own code).
+// AOTI_CUDA_ALLOC_TRACE=1 prints them (frames in a model library show as its
 // in-memory file plus an offset).
+#include <dlfcn.h>
 #include <doctest/doctest.h>
 #include <execinfo.h>
 #include <unistd.h>
@@ -26,10 +28,11 @@ namespace {
 thread_local bool t_counting = false;
 thread_local std::size_t t_count = 0;
 
-// Backtraces of the counted allocations, kept in static storage (recording
-// must not allocate); only when AOTI_CUDA_ALLOC_TRACE is set.
+// A backtrace per counted allocation, kept in static storage (recording must
+// not allocate), to tell allocations made by aoti_cuda's code (this program)
+// from those a model library makes inside its own code.
 constexpr int kTraceFrames = 14;
-constexpr std::size_t kMaxTraces = 8;
+constexpr std::size_t kMaxTraces = 16;
 struct Trace {
   void* frames[kTraceFrames];
   int depth;
@@ -37,30 +40,65 @@ struct Trace {
 };
 Trace g_traces[kMaxTraces];
 thread_local bool t_tracing = false;
-const bool g_trace_wanted = [] {
-  const char* v = std::getenv("AOTI_CUDA_ALLOC_TRACE");
-  if (v == nullptr || *v == '\0' || *v == '0') return false;
+const bool g_print_traces = [] {
   void* warm[1];
   (void)::backtrace(warm, 1);  // its first call loads the unwinder, which allocates
-  return true;
+  const char* v = std::getenv("AOTI_CUDA_ALLOC_TRACE");
+  return v != nullptr && *v != '\0' && *v != '0';
 }();
 
-void count_allocation(std::size_t n) {
+__attribute__((noinline)) void count_allocation(std::size_t n) {
   const std::size_t i = t_count++;
-  if (!g_trace_wanted || t_tracing || i >= kMaxTraces) return;
+  if (t_tracing || i >= kMaxTraces) return;
   t_tracing = true;  // backtrace() itself must not recurse into the record
   g_traces[i].depth = ::backtrace(g_traces[i].frames, kTraceFrames);
   g_traces[i].bytes = n;
   t_tracing = false;
 }
 
-void print_traces(std::size_t count) {
-  if (!g_trace_wanted) return;
+bool starts_with(const char* s, const char* prefix) {
+  return s != nullptr && std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+}
+
+// The file of the code that asked for the allocation: the first frame past
+// operator new and the C/C++ runtime libraries ("" when unknown).
+std::string requesting_file(const Trace& t) {
+  for (int f = 1; f < t.depth; ++f) {
+    Dl_info info{};
+    if (::dladdr(t.frames[f], &info) == 0 || info.dli_fname == nullptr) return "";
+    if (starts_with(info.dli_sname, "_Znw") || starts_with(info.dli_sname, "_Zna")) continue;  // operator new
+    const std::string file = info.dli_fname;
+    if (file.find("libstdc++") != std::string::npos || file.find("/libc.so") != std::string::npos ||
+        file.find("libgcc_s") != std::string::npos) {
+      continue;
+    }
+    return file;
+  }
+  return "";
+}
+
+std::string program_file() {
+  Dl_info info{};
+  return ::dladdr(reinterpret_cast<void*>(&requesting_file), &info) != 0 && info.dli_fname != nullptr
+             ? info.dli_fname
+             : "?";
+}
+
+// How many of the last `count` allocations aoti_cuda's code made: those whose
+// requesting frame is in this program, plus any not traced (counted as ours).
+std::size_t made_by_program(std::size_t count) {
+  const std::string self = program_file();
+  std::size_t ours = count > kMaxTraces ? count - kMaxTraces : 0;
   for (std::size_t i = 0; i < count && i < kMaxTraces; ++i) {
-    std::fprintf(stderr, "-- allocation %zu of %zu: %zu bytes\n", i + 1, count, g_traces[i].bytes);
+    const std::string file = requesting_file(g_traces[i]);
+    if (file.empty() || file == self) ++ours;
+    if (!g_print_traces) continue;
+    std::fprintf(stderr, "-- allocation %zu of %zu: %zu bytes, requested in %s\n", i + 1, count, g_traces[i].bytes,
+                 file.empty() ? "(unknown)" : file.c_str());
     std::fflush(stderr);
     ::backtrace_symbols_fd(g_traces[i].frames + 1, g_traces[i].depth - 1, STDERR_FILENO);
   }
+  return ours;
 }
 }  // namespace
 
@@ -100,26 +138,35 @@ class CountAllocations {
     t_count = 0;
     t_counting = true;
   }
-  ~CountAllocations() {
-    t_counting = false;
-    print_traces(t_count);
-  }
+  ~CountAllocations() { t_counting = false; }
   std::size_t count() const { return t_count; }
 };
 
-template <class F>
-std::size_t allocations_of(F&& call) {
-  CountAllocations c;
-  call();
-  return c.count();
-}
+struct Allocations {
+  std::size_t total = 0;
+  std::size_t by_aoti_cuda = 0;  // the rest were asked for by a model library's own code
+};
 
+template <class F>
+Allocations allocations_of(F&& call) {
+  std::size_t total = 0;
+  {
+    CountAllocations c;
+    call();
+    total = c.count();
+  }
+  return {total, made_by_program(total)};
+}
 
 }  // namespace
 
-TEST_CASE("counting works: a vector allocates, an empty scope does not") {
-  CHECK(allocations_of([] { std::vector<int> v(100); }) == 1);
-  CHECK(allocations_of([] {}) == 0);
+TEST_CASE("counting works: a vector allocates (asked for by this program), an empty scope does not") {
+  const Allocations vector = allocations_of([] { std::vector<int> v(100); });
+  CHECK(vector.total == 1);
+  CHECK(vector.by_aoti_cuda == 1);
+  const Allocations nothing = allocations_of([] {});
+  CHECK(nothing.total == 0);
+  CHECK(nothing.by_aoti_cuda == 0);
 }
 
 TEST_CASE("steady-state calls on the CPU: heap allocations per call") {
@@ -132,9 +179,9 @@ TEST_CASE("steady-state calls on the CPU: heap allocations per call") {
   const std::vector<Tensor> in{a, b};
   std::vector<Tensor> out{Tensor::empty({3, 4}, DType::kFloat32), Tensor::empty({3, 4}, DType::kFloat32)};
   for (int i = 0; i < 3; ++i) m.execute_into("forward", in, out);  // warm: slot scratch grown
-  const std::size_t into = allocations_of([&] { m.execute_into("forward", in, out); });
+  const std::size_t into = allocations_of([&] { m.execute_into("forward", in, out); }).total;
   std::vector<Tensor> result;
-  const std::size_t plain = allocations_of([&] { result = m.execute("forward", in); });
+  const std::size_t plain = allocations_of([&] { result = m.execute("forward", in); }).total;
   std::printf("heap allocations per call (CPU, fake affine model): execute_into %zu, execute %zu\n", into, plain);
   // execute_into: the slot's value table, the shim's handle pool and the chunk
   // pool hold everything a call needs. execute: the result vector, and each
@@ -162,16 +209,18 @@ TEST_CASE("steady-state calls on the GPU: heap allocations per call, device-resi
     std::vector<Tensor> out = m.execute(method, in, ro);
     for (Tensor& t : out) t = Tensor::empty(t.shape(), t.dtype(), t.device());
     for (int i = 0; i < 3; ++i) m.execute_into(method, in, out);
-    const std::size_t into = allocations_of([&] { m.execute_into(method, in, out); });
+    const Allocations into = allocations_of([&] { m.execute_into(method, in, out); });
     std::vector<Tensor> result;
-    const std::size_t plain = allocations_of([&] { result = m.execute(method, in, ro); });
-    std::printf("heap allocations per call (GPU, %s.%s): execute_into %zu, execute %zu\n", name, method.c_str(), into,
-                plain);
-    // What the model library itself allocates with operator new is counted
-    // too, so zero is reported (WARN), not required; execute_into never
-    // allocates more than execute, which also builds the results.
-    WARN(into == 0);
-    CHECK(into <= plain);
+    const Allocations plain = allocations_of([&] { result = m.execute(method, in, ro); });
+    std::printf("heap allocations per call (GPU, %s.%s): execute_into %zu (%zu by aoti_cuda, the rest inside the "
+                "model library), execute %zu (%zu by aoti_cuda)\n",
+                name, method.c_str(), into.total, into.by_aoti_cuda, plain.total, plain.by_aoti_cuda);
+    // aoti_cuda's own code allocates nothing in execute_into. The AOTI
+    // container's run allocates a little in its own code (seen on torch 2.11:
+    // a buffer of std::stable_partition in reclaim_finished_models and one in
+    // the generated run_impl), which no runtime can avoid.
+    CHECK(into.by_aoti_cuda == 0);
+    CHECK(into.total <= plain.total);
     CHECK(result.size() == out.size());
   }
 }
