@@ -452,6 +452,41 @@ CALL_COLUMNS = [  # (header, key, formatter)
 ]
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "bool": 1, "uint8": 1, "int8": 1}
+
+
+def largest_io_bytes(model, method):
+    """The largest input or output tensor of a fixture method in bytes (its manifest's shapes), or None."""
+    try:
+        with open(os.path.join(ROOT, "tests", "fixtures", model, "manifest.json")) as f:
+            spec = json.load(f)["methods"][method]
+    except (OSError, ValueError, KeyError):
+        return None
+    sizes = [math.prod(t["shape"]) * DTYPE_BYTES.get(t["dtype"], 4) for t in spec["inputs"] + spec["outputs"]]
+    return max(sizes) if sizes else None
+
+
+def host_io_lines(rows):
+    """Issue 12's host I/O overhead: p50 with host inputs and outputs minus p50 with device ones."""
+    out = ["", "Host I/O overhead: p50 with host inputs and outputs minus p50 with device-resident ones, µs "
+           "(target: ≤ 5 for tensors under 64 KiB).", "",
+           "| program.method | largest tensor (KiB) | plain | graphs + bound |", "|---|---|---|---|"]
+    any_row = False
+    for r in rows:
+        diffs = []
+        for mode in ("plain", "graphs_bound"):
+            h, d = r.get(f"{mode}_host_p50_ms"), r.get(f"{mode}_dev_p50_ms")
+            diffs.append(us(h - d) if num(h) is not None and num(d) is not None else "–")
+        if diffs == ["–", "–"]:
+            continue
+        any_row = True
+        size = largest_io_bytes(r["model"], r["method"])
+        out.append(f"| {r['model']}.{r['method']} | {'–' if size is None else f'{size / 1024:.1f}'} | "
+                   f"{diffs[0]} | {diffs[1]} |")
+    return out if any_row else []
+
+
 def calls_report(res, out, date):
     rows = calls_rows(res)
     cols = [c for c in CALL_COLUMNS if any(num(r.get(c[1])) is not None for r in rows)]
@@ -468,6 +503,7 @@ def calls_report(res, out, date):
     notes = sorted({r["graphs_note"] for r in rows if r.get("graphs_note")})
     if notes:
         lines += ["", "aoti_cuda graph notes: " + "; ".join(notes)]
+    lines += host_io_lines(rows)
     lines += ["", "Rows within each target, of the rows measured:"]
     for key, limit, what in (("plain_over_replay", 1.2, "aoti_cuda / replay ≤ 1.2"),
                              ("graphs_over_replay", 0.8, "graphs / replay ≤ 0.8"),
