@@ -193,7 +193,7 @@ TEST_CASE("steady-state calls on the CPU: heap allocations per call") {
 }
 
 TEST_CASE("steady-state calls on the GPU: heap allocations per call, device-resident" * AOTI_CUDA_GPU_CASE) {
-  for (const char* name : {"add", "mlp", "block", "lm"}) {
+  for (const char* name : {"add", "mlp", "block", "lm", "mlp_cublas", "mlp_int4"}) {
     CAPTURE(name);
     Module m(std::string(AOTI_CUDA_TEST_FIXTURES) + "/" + name + "/" + name + ".pte");
     const std::string method = m.method_names().front();

@@ -47,8 +47,11 @@ const AtenTensorOpaque& operand(AtenTensorHandle handle, const char* name, int64
   return t;
 }
 
-void expect(bool ok, const std::string& message) {
-  if (!ok) throw_invalid(message);
+// The message is built only when the check fails: these checks run on every
+// call, and building strings there costs microseconds and heap allocations.
+template <class Message>
+void expect(bool ok, Message&& message) {
+  if (!ok) throw_invalid(message());
 }
 
 // The dtype every operand must have (out's), checked to be one cuBLAS multiplies.
@@ -64,11 +67,12 @@ int32_t gemm_dtype(AtenTensorHandle out_h) {
 
 // After the metadata checks: every operand on out's CUDA device; makes it current.
 Context on_device_of(const char* op, const AtenTensorOpaque& out, std::initializer_list<const AtenTensorOpaque*> ins) {
-  expect(out.storage->is_cuda(), std::string("out must be a CUDA tensor, got ") + out.describe());
+  expect(out.storage->is_cuda(), [&] { return std::string("out must be a CUDA tensor, got ") + out.describe(); });
   for (const AtenTensorOpaque* t : ins) {
-    expect(t->storage->is_cuda() && t->storage->device_index == out.storage->device_index,
-           "every operand must be on out's device cuda:" + std::to_string(out.storage->device_index) + ", got " +
-               t->describe());
+    expect(t->storage->is_cuda() && t->storage->device_index == out.storage->device_index, [&] {
+      return "every operand must be on out's device cuda:" + std::to_string(out.storage->device_index) + ", got " +
+             t->describe();
+    });
   }
   return Context{op, out.dtype, out.storage->device_index, nullptr};
 }
@@ -169,16 +173,18 @@ void mm_out(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandle b_h, 
   const AtenTensorOpaque& out = operand(out_h, "out", 2, dtype);
   const AtenTensorOpaque& a = operand(a_h, bias_h != nullptr ? "mat1" : "self", 2, dtype);
   const AtenTensorOpaque& b = operand(b_h, "mat2", 2, dtype);
-  expect(a.sizes[1] == b.sizes[0] && out.sizes[0] == a.sizes[0] && out.sizes[1] == b.sizes[1],
-         "shapes " + format_dims(a.sizes) + " x " + format_dims(b.sizes) + " -> out " + format_dims(out.sizes) +
-             " do not agree");
+  expect(a.sizes[1] == b.sizes[0] && out.sizes[0] == a.sizes[0] && out.sizes[1] == b.sizes[1], [&] {
+    return "shapes " + format_dims(a.sizes) + " x " + format_dims(b.sizes) + " -> out " + format_dims(out.sizes) +
+           " do not agree";
+  });
   const AtenTensorOpaque* bias = nullptr;
   if (bias_h != nullptr) {
     bias = &operand(bias_h, "self", -1, dtype);
     const int64_t sd = bias->dim();
     const bool ok = sd <= 2 && (sd == 0 || bias->sizes[sd - 1] == 1 || bias->sizes[sd - 1] == out.sizes[1]) &&
                     (sd < 2 || bias->sizes[0] == 1 || bias->sizes[0] == out.sizes[0]);
-    expect(ok, "self " + format_dims(bias->sizes) + " does not broadcast to out " + format_dims(out.sizes));
+    expect(ok,
+           [&] { return "self " + format_dims(bias->sizes) + " does not broadcast to out " + format_dims(out.sizes); });
   }
   Context ctx = bias != nullptr ? on_device_of(op, out, {&a, &b, bias}) : on_device_of(op, out, {&a, &b});
   DeviceSwitch on_device(ctx.device);
@@ -193,8 +199,10 @@ void bmm_out(AtenTensorHandle out_h, AtenTensorHandle self_h, AtenTensorHandle m
   const AtenTensorOpaque& b = operand(mat2_h, "mat2", 3, dtype);
   expect(a.sizes[0] == b.sizes[0] && out.sizes[0] == a.sizes[0] && a.sizes[2] == b.sizes[1] &&
              out.sizes[1] == a.sizes[1] && out.sizes[2] == b.sizes[2],
-         "shapes " + format_dims(a.sizes) + " x " + format_dims(b.sizes) + " -> out " + format_dims(out.sizes) +
-             " do not agree");
+         [&] {
+           return "shapes " + format_dims(a.sizes) + " x " + format_dims(b.sizes) + " -> out " +
+                  format_dims(out.sizes) + " do not agree";
+         });
   Context ctx = on_device_of("bmm", out, {&a, &b});
   DeviceSwitch on_device(ctx.device);
   ctx.stream = current_stream(ctx.device);

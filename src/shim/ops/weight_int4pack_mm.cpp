@@ -30,16 +30,24 @@ constexpr int64_t kMaxExtent = int64_t{1} << 30;
 
 std::string describe_dims(const AtenTensorOpaque& t) { return format_dims(t.sizes); }
 
-void expect(bool ok, const std::string& message) {
-  if (!ok) throw_invalid(message);
+// The message is built only when the check fails: these checks run on every
+// call, and building strings there costs microseconds and heap allocations.
+template <class Message>
+void expect(bool ok, Message&& message) {
+  if (!ok) throw_invalid(message());
 }
 
 void expect_tensor(const AtenTensorOpaque& t, const char* name, int32_t dtype, int64_t dim) {
-  expect(t.dtype == dtype, std::string(name) + " must be " + dtype_name(dtype) + ", got " + dtype_name(t.dtype));
-  expect(t.dim() == dim, std::string(name) + " must be " + std::to_string(dim) + "-d, got " +
-                             std::to_string(t.dim()) + "-d " + describe_dims(t));
-  expect(t.is_contiguous(), std::string(name) + " must be contiguous (sizes " + describe_dims(t) + ", strides " +
-                                format_dims(t.strides) + ")");
+  expect(t.dtype == dtype,
+         [&] { return std::string(name) + " must be " + dtype_name(dtype) + ", got " + dtype_name(t.dtype); });
+  expect(t.dim() == dim, [&] {
+    return std::string(name) + " must be " + std::to_string(dim) + "-d, got " + std::to_string(t.dim()) + "-d " +
+           describe_dims(t);
+  });
+  expect(t.is_contiguous(), [&] {
+    return std::string(name) + " must be contiguous (sizes " + describe_dims(t) + ", strides " +
+           format_dims(t.strides) + ")";
+  });
 }
 
 // Checks every operand against PyTorch's contract (see weight_int4pack_mm.hpp) and returns
@@ -50,11 +58,13 @@ int4mm::Problem validate(const AtenTensorOpaque& x, const AtenTensorOpaque& w, i
   expect_tensor(x, "self (activations)", kBFloat16, 2);
   expect_tensor(w, "mat2 (packed int4 weight)", kInt32, 4);
   const int64_t words = w.sizes[3];
-  expect(w.sizes[2] == 32 && (words == 1 || words == 2 || words == 4),
-         "mat2 (packed int4 weight) must be [N/8, K/(innerKTiles*16), 32, innerKTiles/2] with innerKTiles 2, 4 "
-         "or 8, got " + describe_dims(w));
+  expect(w.sizes[2] == 32 && (words == 1 || words == 2 || words == 4), [&] {
+    return "mat2 (packed int4 weight) must be [N/8, K/(innerKTiles*16), 32, innerKTiles/2] with innerKTiles 2, 4 "
+           "or 8, got " +
+           describe_dims(w);
+  });
   expect(group == 32 || group == 64 || group == 128 || group == 256,
-         "qGroupSize must be 32, 64, 128 or 256, got " + std::to_string(group));
+         [&] { return "qGroupSize must be 32, 64, 128 or 256, got " + std::to_string(group); });
   int4mm::Problem p;
   p.inner_k_tiles = static_cast<int>(words * 2);
   p.group = static_cast<int>(group);
@@ -62,18 +72,22 @@ int4mm::Problem validate(const AtenTensorOpaque& x, const AtenTensorOpaque& w, i
   p.k = x.sizes[1];
   p.n = w.sizes[0] * 8;
   const int64_t k_super = 16 * p.inner_k_tiles;
-  expect(p.k > 0 && p.k % k_super == 0 && p.k / k_super == w.sizes[1],
-         "self has K = " + std::to_string(p.k) + " but mat2 " + describe_dims(w) + " packs K = " +
-             std::to_string(w.sizes[1] * k_super) + " (a positive multiple of innerKTiles*16 = " +
-             std::to_string(k_super) + ")");
-  expect(p.k % group == 0, "K = " + std::to_string(p.k) + " is not a multiple of qGroupSize " + std::to_string(group));
-  expect(p.m < kMaxExtent && p.n < kMaxExtent && p.k < kMaxExtent,
-         "M, N and K must each be below 2^30, got M = " + std::to_string(p.m) + ", N = " + std::to_string(p.n) +
-             ", K = " + std::to_string(p.k));
+  expect(p.k > 0 && p.k % k_super == 0 && p.k / k_super == w.sizes[1], [&] {
+    return "self has K = " + std::to_string(p.k) + " but mat2 " + describe_dims(w) +
+           " packs K = " + std::to_string(w.sizes[1] * k_super) +
+           " (a positive multiple of innerKTiles*16 = " + std::to_string(k_super) + ")";
+  });
+  expect(p.k % group == 0,
+         [&] { return "K = " + std::to_string(p.k) + " is not a multiple of qGroupSize " + std::to_string(group); });
+  expect(p.m < kMaxExtent && p.n < kMaxExtent && p.k < kMaxExtent, [&] {
+    return "M, N and K must each be below 2^30, got M = " + std::to_string(p.m) + ", N = " + std::to_string(p.n) +
+           ", K = " + std::to_string(p.k);
+  });
   expect_tensor(sz, "qScaleAndZeros", kBFloat16, 3);
-  expect(sz.sizes[0] == p.k / group && sz.sizes[1] == p.n && sz.sizes[2] == 2,
-         "qScaleAndZeros must be [K/qGroupSize, N, 2] = [" + std::to_string(p.k / group) + ", " +
-             std::to_string(p.n) + ", 2], got " + describe_dims(sz));
+  expect(sz.sizes[0] == p.k / group && sz.sizes[1] == p.n && sz.sizes[2] == 2, [&] {
+    return "qScaleAndZeros must be [K/qGroupSize, N, 2] = [" + std::to_string(p.k / group) + ", " +
+           std::to_string(p.n) + ", 2], got " + describe_dims(sz);
+  });
   return p;
 }
 
@@ -83,9 +97,10 @@ int device_of(const AtenTensorOpaque& t, const char* name) {
 }
 
 void expect_aligned(const void* ptr, uintptr_t alignment, const char* name) {
-  expect(reinterpret_cast<uintptr_t>(ptr) % alignment == 0,
-         std::string(name) + " data must be " + std::to_string(alignment) + "-byte aligned (the kernels use " +
-             "vector loads)");
+  expect(reinterpret_cast<uintptr_t>(ptr) % alignment == 0, [&] {
+    return std::string(name) + " data must be " + std::to_string(alignment) + "-byte aligned (the kernels use " +
+           "vector loads)";
+  });
 }
 
 // Multiprocessor count of a device, queried once (the kernels size their tiles by it).
@@ -165,9 +180,10 @@ AtenTensorHandle weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2
   const AtenTensorOpaque& sz = *checked_defined(scale_zeros, "qScaleAndZeros");
   int4mm::Problem p = validate(x, w, group, sz);
   const int device = device_of(x, "self (activations)");
-  expect(device_of(w, "mat2 (packed int4 weight)") == device && device_of(sz, "qScaleAndZeros") == device,
-         "self, mat2 and qScaleAndZeros must be on the same CUDA device, got " + x.describe() + ", " + w.describe() +
-             ", " + sz.describe());
+  expect(device_of(w, "mat2 (packed int4 weight)") == device && device_of(sz, "qScaleAndZeros") == device, [&] {
+    return "self, mat2 and qScaleAndZeros must be on the same CUDA device, got " + x.describe() + ", " + w.describe() +
+           ", " + sz.describe();
+  });
   p.x = x.data_ptr();
   p.w = w.data_ptr();
   p.sz = sz.data_ptr();
