@@ -250,3 +250,49 @@ TEST_CASE("extern mm: operands on another device or dtype fail naming them" *
         AOTI_TORCH_FAILURE);
   CHECK(last_error_contains("mat2 must have out's dtype float32"));
 }
+
+namespace {
+// The GEMM nodes a capture on `stream` of one aoti_torch_cuda_mm_out records.
+std::size_t captured_nodes(cudaStream_t stream, DeviceTensor &c, DeviceTensor &a, DeviceTensor &b) {
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  const AOTITorchError rc = aoti_torch_cuda_mm_out(c.view.get(), a.view.get(), b.view.get());
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+  std::size_t nodes = 0;
+  REQUIRE(cudaGraphGetNodes(graph, nullptr, &nodes) == cudaSuccess);
+  REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
+  return nodes;
+}
+}  // namespace
+
+// The thread's cuBLAS handle keeps the stream it was last bound to; a multiply
+// on another current stream must rebind it (work on the wrong stream would be
+// missing from that stream's capture, or race with the caller's next step).
+TEST_CASE("extern mm: alternating current streams, each multiply runs on its own" * AOTI_CUDA_GPU_CASE) {
+  std::mt19937 rng(23);
+  const int64_t m = 64, n = 96, k = 128;  // 64 rows: cuBLAS, not the few-row kernels
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  for (cudaStream_t &s : streams) REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  void *previous = nullptr;
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, streams[0], &previous) == 0);
+  {
+    const std::vector<float> bv = random_values(k * n, rng);
+    DeviceTensor b = make({k, n}, {1, k}, kBF16, bv);
+    for (int round = 0; round < 4; ++round) {
+      cudaStream_t s = streams[round % 2];
+      REQUIRE(aoti_cuda_shim_set_current_stream(0, s, nullptr) == 0);
+      const std::vector<float> av = random_values(m * k, rng);
+      DeviceTensor a = make({m, k}, {k, 1}, kBF16, av);
+      DeviceTensor c = make({m, n}, {n, 1}, kBF16, std::vector<float>(m * n, 0.0f));
+      REQUIRE(aoti_torch_cuda_mm_out(c.view.get(), a.view.get(), b.view.get()) == AOTI_TORCH_SUCCESS);
+      REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+      check_close(c.read(), reference(av, bv, m, n, k), kBF16, "round " + std::to_string(round));
+      // The next multiply on this stream, captured: it must be in this stream's graph.
+      CHECK(captured_nodes(s, c, a, b) >= 1);
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    }
+  }
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
+  for (cudaStream_t s : streams) REQUIRE(cudaStreamDestroy(s) == cudaSuccess);
+}

@@ -167,21 +167,29 @@ HandlePool& pool() {
   return *instance;
 }
 
+// A thread's handle on a device, and the stream (with its workspace) last bound to it, so that
+// consecutive multiplies on one stream skip cublasSetStream / cublasSetWorkspace.
+struct BoundHandle {
+  Handle handle = nullptr;
+  void* stream = nullptr;
+  bool bound = false;
+};
+
 struct ThreadHandles {
-  std::map<int, Handle> by_device;
+  std::map<int, BoundHandle> by_device;
   ~ThreadHandles() {
-    for (auto& [device, h] : by_device) pool().give_back(device, h);
+    for (auto& [device, h] : by_device) pool().give_back(device, h.handle);
   }
 };
 
-Handle thread_handle(int device) {
+BoundHandle& thread_handle(int device) {
   thread_local ThreadHandles handles;
   auto it = handles.by_device.find(device);
   if (it != handles.by_device.end()) return it->second;
   wait_for_background_open();
-  Handle h = pool().take(device);
-  handles.by_device.emplace(device, h);
-  return h;
+  BoundHandle h;
+  h.handle = pool().take(device);
+  return handles.by_device.emplace(device, h).first->second;
 }
 
 // Workspace per (device, stream); see gemm.hpp. Bounded: past kMaxWorkspaces streams, new
@@ -384,12 +392,20 @@ void multiply(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int
   const ColumnMajor cf = column_major(f), cs = column_major(s), cout = column_major(cc);
   if (cout.op != kOpN || cf.op < 0 || cs.op < 0) throw_invalid("matrix multiply: internal layout error");
 
-  Handle h = thread_handle(device);
-  Status status = blas.set_stream(h, static_cast<cudaStream_t>(stream));
-  if (status != kStatusSuccess) throw_status(status, "cublasSetStream");
-  const auto [space, space_bytes] = stream_workspace(device, stream);
-  status = blas.set_workspace(h, space, space_bytes);
-  if (status != kStatusSuccess) throw_status(status, "cublasSetWorkspace");
+  BoundHandle& bh = thread_handle(device);
+  Handle h = bh.handle;
+  Status status = kStatusSuccess;
+  if (!bh.bound || bh.stream != stream) {
+    bh.bound = false;
+    status = blas.set_stream(h, static_cast<cudaStream_t>(stream));  // also resets the workspace
+    if (status != kStatusSuccess) throw_status(status, "cublasSetStream");
+    const auto [space, space_bytes] = stream_workspace(device, stream);
+    status = blas.set_workspace(h, space, space_bytes);
+    if (status != kStatusSuccess) throw_status(status, "cublasSetWorkspace");
+    // Kept unless the stream got no workspace (e.g. first seen while capturing): retried next time.
+    bh.stream = stream;
+    bh.bound = space != nullptr || workspace_bytes() == 0;
+  }
   status = blas.gemm_strided_batched(
       h, cf.op, cs.op, static_cast<int>(cc.rows), static_cast<int>(cc.cols), static_cast<int>(k), &alpha, f.data, type,
       static_cast<int>(cf.ld), static_cast<long long>(first.batch_stride), s.data, type, static_cast<int>(cs.ld),
