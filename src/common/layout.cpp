@@ -23,8 +23,8 @@ std::string format_dims(const std::vector<int64_t>& dims) {
   return out + "]";
 }
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size());
+void contiguous_strides_into(const std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
+  strides.resize(sizes.size());  // keeps the vector's storage: no allocation once it has room
   int64_t running = 1;
   for (std::size_t i = sizes.size(); i-- > 0;) {
     strides[i] = running;
@@ -36,6 +36,11 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
     }
     running = next;
   }
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides;
+  contiguous_strides_into(sizes, strides);
   return strides;
 }
 

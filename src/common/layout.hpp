@@ -13,6 +13,8 @@ namespace aoti_cuda::common {
 std::string format_dims(const std::vector<int64_t>& dims);
 /// Row-major contiguous strides for `sizes` (size-0 dims count as 1); throws kInvalidArgument on overflow.
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+/// The same, written into `strides` (resized; its storage reused).
+void contiguous_strides_into(const std::vector<int64_t>& sizes, std::vector<int64_t>& strides);
 /// Number of elements; throws kInvalidArgument on overflow.
 int64_t checked_numel(const std::vector<int64_t>& sizes);
 /// Elements a strided layout spans: 1 + sum (size_i - 1) * stride_i, 0 if any size is 0; throws on overflow.

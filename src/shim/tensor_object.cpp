@@ -162,7 +162,7 @@ void read_shape(const char* what, int64_t ndim, const int64_t* sizes_ptr, const 
   }
   (void)checked_numel(sizes);
   if (strides_ptr == nullptr) {
-    strides = contiguous_strides(sizes);
+    common::contiguous_strides_into(sizes, strides);  // into the recycled handle's vector
     return;
   }
   strides.assign(strides_ptr, strides_ptr + ndim);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "aoti_cuda/module.hpp"
+#include "aoti_cuda/shim.h"
 #include "support/affine_program.hpp"
 #include "support/gpu.hpp"
 #include "support/pte_builder.hpp"
@@ -190,6 +191,26 @@ TEST_CASE("steady-state calls on the CPU: heap allocations per call") {
   CHECK(plain <= 1 + 2 * out.size());
   CHECK(result.size() == 2);
   CHECK(std::memcmp(result[0].data(), out[0].data(), out[0].nbytes()) == 0);
+}
+
+TEST_CASE("shim tensors: a recycled handle with row-major strides left to the shim allocates no more than one "
+          "given them") {
+  // A null strides pointer asks for row-major strides (what the int4 operator
+  // does for its output); they are written into the recycled handle's vector.
+  const int64_t sizes[3] = {4, 5, 6};
+  const int64_t strides[3] = {30, 6, 1};
+  auto make_and_delete = [&](const int64_t* s) {
+    AtenTensorHandle h = nullptr;
+    REQUIRE(aoti_torch_empty_strided(3, sizes, s, aoti_torch_dtype_float32(), aoti_torch_device_type_cpu(), 0, &h) ==
+            AOTI_TORCH_SUCCESS);
+    REQUIRE(aoti_torch_delete_tensor_object(h) == AOTI_TORCH_SUCCESS);
+  };
+  for (int i = 0; i < 3; ++i) make_and_delete(nullptr);  // warm: the thread's handle pool
+  const std::size_t given = allocations_of([&] { make_and_delete(strides); }).total;
+  const std::size_t derived = allocations_of([&] { make_and_delete(nullptr); }).total;
+  MESSAGE("heap allocations of a CPU tensor made and deleted: strides given " << given << ", row-major by the shim "
+                                                                              << derived);
+  CHECK(derived == given);
 }
 
 TEST_CASE("steady-state calls on the GPU: heap allocations per call, device-resident" * AOTI_CUDA_GPU_CASE) {
