@@ -20,10 +20,10 @@ using aoti_cuda::ErrorCode;
 namespace {
 
 // New owning tensor on `like`'s device with the given layout (storage offset 0).
-AtenTensorHandle allocate_like(const AtenTensorOpaque& like, std::vector<int64_t> sizes, std::vector<int64_t> strides,
-                               std::size_t nbytes) {
+AtenTensorHandle allocate_like(const AtenTensorOpaque& like, const std::vector<int64_t>& sizes,
+                               const std::vector<int64_t>& strides, std::size_t nbytes) {
   auto storage = allocate_storage(like.storage->device_type, like.storage->device_index, nbytes, false);
-  return make_handle(std::move(storage), std::move(sizes), std::move(strides), 0, like.dtype);
+  return make_handle(std::move(storage), sizes, strides, 0, like.dtype);
 }
 
 // Deletes a handle unless released (used while building a result that may still fail).

@@ -224,8 +224,8 @@ void release_handle(AtenTensorOpaque* t) noexcept {
   delete t;
 }
 
-AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, std::vector<int64_t> sizes,
-                             std::vector<int64_t> strides, int64_t storage_offset, int32_t dtype) {
+AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, const std::vector<int64_t>& sizes,
+                             const std::vector<int64_t>& strides, int64_t storage_offset, int32_t dtype) {
   AtenTensorOpaque* t = acquire_handle();
   t->storage = std::move(storage);
   t->sizes.assign(sizes.begin(), sizes.end());  // into the kept capacity

@@ -169,8 +169,8 @@ class NewHandle {
 };
 
 /// A new handle over `storage` (counted by live_handles()).
-AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, std::vector<int64_t> sizes,
-                             std::vector<int64_t> strides, int64_t storage_offset, int32_t dtype);
+AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, const std::vector<int64_t>& sizes,
+                             const std::vector<int64_t>& strides, int64_t storage_offset, int32_t dtype);
 /// Allocates a new owning tensor (the body of aoti_torch_empty_strided); `what` prefixes error messages.
 AtenTensorHandle new_empty_strided(const char* what, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
                                    int32_t dtype, int32_t device_type, int32_t device_index, bool pinned);

@@ -213,35 +213,79 @@ TEST_CASE("shim tensors: a recycled handle with row-major strides left to the sh
   CHECK(derived == given);
 }
 
-TEST_CASE("steady-state calls on the GPU: heap allocations per call, device-resident" * AOTI_CUDA_GPU_CASE) {
+namespace {
+
+struct CallAllocations {
+  Allocations into, plain;
+  bool same_outputs = false;
+};
+
+// One method of a fixture, device-resident inputs of zeros (valid token ids
+// and positions too) at its upper-bound shapes: the allocations of a
+// steady-state execute_into and execute, printed.
+CallAllocations steady_state_call(const std::string& name, Module& m, const std::string& method) {
+  const aoti_cuda::MethodMeta meta = m.method_meta(method);
+  std::vector<Tensor> in;
+  for (const aoti_cuda::TensorSpec& s : meta.inputs) {
+    Tensor t = Tensor::empty(s.sizes, s.dtype);
+    std::memset(t.data(), 0, t.nbytes());
+    in.push_back(t.to_device());
+  }
+  aoti_cuda::RunOptions ro;
+  ro.outputs = aoti_cuda::OutputLocation::kDevice;
+  std::vector<Tensor> out = m.execute(method, in, ro);
+  for (Tensor& t : out) t = Tensor::empty(t.shape(), t.dtype(), t.device());
+  for (int i = 0; i < 3; ++i) m.execute_into(method, in, out);
+  CallAllocations c;
+  c.into = allocations_of([&] { m.execute_into(method, in, out); });
+  std::vector<Tensor> result;
+  c.plain = allocations_of([&] { result = m.execute(method, in, ro); });
+  c.same_outputs = result.size() == out.size();
+  std::printf("heap allocations per call (GPU, %s.%s): execute_into %zu (%zu by aoti_cuda, the rest inside the "
+              "model library), execute %zu (%zu by aoti_cuda)\n",
+              name.c_str(), method.c_str(), c.into.total, c.into.by_aoti_cuda, c.plain.total, c.plain.by_aoti_cuda);
+  return c;
+}
+
+Module fixture_module(const std::string& name) {
+  return Module(std::string(AOTI_CUDA_TEST_FIXTURES) + "/" + name + "/" + name + ".pte");
+}
+
+}  // namespace
+
+TEST_CASE("steady-state calls on the GPU: aoti_cuda's code allocates nothing per execute_into" * AOTI_CUDA_GPU_CASE) {
+  // Triton kernels, cuBLAS GEMMs (mm, addmm), the int4 operator, two methods
+  // sharing state (lm).
   for (const char* name : {"add", "mlp", "block", "lm", "mlp_cublas", "mlp_int4"}) {
     CAPTURE(name);
-    Module m(std::string(AOTI_CUDA_TEST_FIXTURES) + "/" + name + "/" + name + ".pte");
-    const std::string method = m.method_names().front();
-    const aoti_cuda::MethodMeta meta = m.method_meta(method);
-    std::vector<Tensor> in;
-    for (const aoti_cuda::TensorSpec& s : meta.inputs) {
-      Tensor t = Tensor::empty(s.sizes, s.dtype);
-      std::memset(t.data(), 0, t.nbytes());  // zeros: valid token ids and positions too
-      in.push_back(t.to_device());
+    Module m = fixture_module(name);
+    for (const std::string& method : m.method_names()) {
+      CAPTURE(method);
+      const CallAllocations c = steady_state_call(name, m, method);
+      // The AOTI container's run allocates a little in its own code (seen on
+      // torch 2.11: a buffer of std::stable_partition in
+      // reclaim_finished_models and one in the generated run_impl), which no
+      // runtime can avoid.
+      CHECK(c.into.by_aoti_cuda == 0);
+      CHECK(c.into.total <= c.plain.total);
+      CHECK(c.same_outputs);
     }
-    aoti_cuda::RunOptions ro;
-    ro.outputs = aoti_cuda::OutputLocation::kDevice;
-    std::vector<Tensor> out = m.execute(method, in, ro);
-    for (Tensor& t : out) t = Tensor::empty(t.shape(), t.dtype(), t.device());
-    for (int i = 0; i < 3; ++i) m.execute_into(method, in, out);
-    const Allocations into = allocations_of([&] { m.execute_into(method, in, out); });
-    std::vector<Tensor> result;
-    const Allocations plain = allocations_of([&] { result = m.execute(method, in, ro); });
-    std::printf("heap allocations per call (GPU, %s.%s): execute_into %zu (%zu by aoti_cuda, the rest inside the "
-                "model library), execute %zu (%zu by aoti_cuda)\n",
-                name, method.c_str(), into.total, into.by_aoti_cuda, plain.total, plain.by_aoti_cuda);
-    // aoti_cuda's own code allocates nothing in execute_into. The AOTI
-    // container's run allocates a little in its own code (seen on torch 2.11:
-    // a buffer of std::stable_partition in reclaim_finished_models and one in
-    // the generated run_impl), which no runtime can avoid.
-    CHECK(into.by_aoti_cuda == 0);
-    CHECK(into.total <= plain.total);
-    CHECK(result.size() == out.size());
+  }
+}
+
+TEST_CASE("steady-state calls on the GPU: every other fixture, reported" * AOTI_CUDA_GPU_CASE) {
+  // Reported, not required: a model may ask the shim for copies (clone) on
+  // every call, which go through the general strided-copy engine.
+  for (const char* name : {"bf16_mlp", "fp16_mlp", "dynamic_mlp", "conv", "cnn", "embed", "encdec", "kv_cache",
+                           "multi_out", "sdpa_bf16_dynamic", "partial"}) {
+    CAPTURE(name);
+    Module m = fixture_module(name);
+    for (const std::string& method : m.method_names()) {
+      CAPTURE(method);
+      const CallAllocations c = steady_state_call(name, m, method);
+      WARN(c.into.by_aoti_cuda == 0);
+      CHECK(c.into.total <= c.plain.total);
+      CHECK(c.same_outputs);
+    }
   }
 }
