@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <new>
 #include <string>
 #include <vector>
@@ -251,41 +252,42 @@ Module fixture_module(const std::string& name) {
   return Module(std::string(AOTI_CUDA_TEST_FIXTURES) + "/" + name + "/" + name + ".pte");
 }
 
-}  // namespace
-
-TEST_CASE("steady-state calls on the GPU: aoti_cuda's code allocates nothing per execute_into" * AOTI_CUDA_GPU_CASE) {
-  // Triton kernels, cuBLAS GEMMs (mm, addmm), the int4 operator, two methods
-  // sharing state (lm).
-  for (const char* name : {"add", "mlp", "block", "lm", "mlp_cublas", "mlp_int4"}) {
+// Every method of each fixture: execute_into never allocates more than
+// execute (which also builds the results); aoti_cuda's own code allocates
+// nothing in it where `required`, else that is reported (WARN).
+void check_fixtures(std::initializer_list<const char*> names, bool required) {
+  for (const char* name : names) {
     CAPTURE(name);
     Module m = fixture_module(name);
     for (const std::string& method : m.method_names()) {
       CAPTURE(method);
       const CallAllocations c = steady_state_call(name, m, method);
-      // The AOTI container's run allocates a little in its own code (seen on
-      // torch 2.11: a buffer of std::stable_partition in
-      // reclaim_finished_models and one in the generated run_impl), which no
-      // runtime can avoid.
-      CHECK(c.into.by_aoti_cuda == 0);
+      if (required) {
+        CHECK(c.into.by_aoti_cuda == 0);
+      } else {
+        WARN(c.into.by_aoti_cuda == 0);
+      }
       CHECK(c.into.total <= c.plain.total);
       CHECK(c.same_outputs);
     }
   }
 }
 
+}  // namespace
+
+// The AOTI container's run allocates a little in its own code (seen on torch
+// 2.11: a buffer of std::stable_partition in reclaim_finished_models and one
+// in the generated run_impl), which no runtime can avoid: only allocations
+// asked for by aoti_cuda's code count against it.
+TEST_CASE("steady-state calls on the GPU: aoti_cuda's code allocates nothing per execute_into" * AOTI_CUDA_GPU_CASE) {
+  // Triton kernels, cuBLAS GEMMs (mm, addmm), the int4 operator, two methods sharing state (lm).
+  check_fixtures({"add", "mlp", "block", "lm", "mlp_cublas", "mlp_int4"}, true);
+}
+
 TEST_CASE("steady-state calls on the GPU: every other fixture, reported" * AOTI_CUDA_GPU_CASE) {
   // Reported, not required: a model may ask the shim for copies (clone) on
   // every call, which go through the general strided-copy engine.
-  for (const char* name : {"bf16_mlp", "fp16_mlp", "dynamic_mlp", "conv", "cnn", "embed", "encdec", "kv_cache",
-                           "multi_out", "sdpa_bf16_dynamic", "partial"}) {
-    CAPTURE(name);
-    Module m = fixture_module(name);
-    for (const std::string& method : m.method_names()) {
-      CAPTURE(method);
-      const CallAllocations c = steady_state_call(name, m, method);
-      WARN(c.into.by_aoti_cuda == 0);
-      CHECK(c.into.total <= c.plain.total);
-      CHECK(c.same_outputs);
-    }
-  }
+  check_fixtures({"bf16_mlp", "fp16_mlp", "dynamic_mlp", "conv", "cnn", "embed", "encdec", "kv_cache", "multi_out",
+                  "sdpa_bf16_dynamic", "partial"},
+                 false);
 }
