@@ -28,6 +28,14 @@ void clear_last_error() noexcept;
 /// Throws aoti_cuda::Error(kInvalidArgument, message).
 [[noreturn]] void throw_invalid(const std::string& message);
 
+/// Throws aoti_cuda::Error(kInvalidArgument, message()) unless `ok`. The message
+/// is built only when the check fails: checks on a call's path run every call,
+/// where building strings costs microseconds and heap allocations.
+template <class Message>
+void expect(bool ok, Message&& message) {
+  if (!ok) throw_invalid(message());
+}
+
 /// Runs `body` and converts every exception into AOTI_TORCH_FAILURE (1) + recorded message.
 template <class Body>
 int32_t shim_call(const char* function, Body&& body) noexcept {

@@ -47,13 +47,6 @@ const AtenTensorOpaque& operand(AtenTensorHandle handle, const char* name, int64
   return t;
 }
 
-// The message is built only when the check fails: these checks run on every
-// call, and building strings there costs microseconds and heap allocations.
-template <class Message>
-void expect(bool ok, Message&& message) {
-  if (!ok) throw_invalid(message());
-}
-
 // The dtype every operand must have (out's), checked to be one cuBLAS multiplies.
 int32_t gemm_dtype(AtenTensorHandle out_h) {
   const AtenTensorOpaque& out = *checked_defined(out_h, "out");

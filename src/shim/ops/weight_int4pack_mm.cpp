@@ -30,13 +30,6 @@ constexpr int64_t kMaxExtent = int64_t{1} << 30;
 
 std::string describe_dims(const AtenTensorOpaque& t) { return format_dims(t.sizes); }
 
-// The message is built only when the check fails: these checks run on every
-// call, and building strings there costs microseconds and heap allocations.
-template <class Message>
-void expect(bool ok, Message&& message) {
-  if (!ok) throw_invalid(message());
-}
-
 void expect_tensor(const AtenTensorOpaque& t, const char* name, int32_t dtype, int64_t dim) {
   expect(t.dtype == dtype,
          [&] { return std::string(name) + " must be " + dtype_name(dtype) + ", got " + dtype_name(t.dtype); });
