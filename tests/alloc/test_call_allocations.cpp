@@ -1,9 +1,10 @@
 // Heap allocations of a steady-state call: operator new is replaced in this
 // test program and counts, on the calling thread, while a CountAllocations
-// scope is open. On the CPU (fake model library) execute_into allocates
-// nothing; on the GPU the counts of real fixtures are printed.
-// Each counted allocation's backtrace says whose code asked for it: this
-// program (aoti_cuda) or a model library (the AOTI container's own code).
+// scope is open. Each counted allocation's backtrace says whose code asked
+// for it: this program (aoti_cuda) or a model library (the AOTI container's
+// own code). On the CPU (fake model library) execute_into allocates nothing;
+// on the GPU aoti_cuda's code must allocate nothing for the core fixtures, and
+// the counts of the others are reported.
 // AOTI_CUDA_ALLOC_TRACE=1 prints them (frames in a model library show as its
 // in-memory file plus an offset).
 #include <dlfcn.h>
