@@ -280,10 +280,14 @@ def llm_markdown(res, rows, lens, targets, date):
         agree = []
         for key in ("torch_compile", "libtorch_aoti"):  # compiled peers, same weights and prompt
             peer = next((r for r in rows if r["key"] == key), None)
-            mine, theirs = phases.get(f"tokens_{lens[0]}") or [], (peer or {}).get(f"tokens_{lens[0]}") or []
+            # Against the aoti_cuda program measured in the peer's job when there is one (merged results).
+            beside = next((r for r in rows if r["key"] in AOTI_BF16 and peer and peer.get("job")
+                           and r.get("job") == peer.get("job") and r.get(f"tokens_{lens[0]}")), phases)
+            mine, theirs = beside.get(f"tokens_{lens[0]}") or [], (peer or {}).get(f"tokens_{lens[0]}") or []
             if mine and theirs:
                 same = next((i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y), min(len(mine), len(theirs)))
-                agree.append(f"the first {same} of {min(len(mine), len(theirs))} equal {peer['label']}'s")
+                who = "" if beside is phases else f" ({beside['label']}, same job)"
+                agree.append(f"the first {same} of {min(len(mine), len(theirs))}{who} equal {peer['label']}'s")
         lines.append(f"- Check ({lens[0]}-token prompt): the first {int(phases['expect_match'])} of "
                      f"{int(phases['expect_count'])} tokens aoti_cuda generated equal eager PyTorch's"
                      + ("; " + "; ".join(agree) if agree else "")
