@@ -65,6 +65,10 @@ echo "== exporter --gemm cublas and --fusion patches (tools/export/test_gemm_bac
 if python3 "$ROOT/tools/export/test_gemm_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo
+echo "== benchmark report (bench/test_report.py; no torch needed)"
+if python3 "$ROOT/bench/test_report.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+echo
 echo "== LLM exporter's lowering options (tools/export/llm/test_export_options.py; no torch needed)"
 if python3 "$ROOT/tools/export/llm/test_export_options.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
