@@ -1,19 +1,13 @@
 // Per-thread pool of small blocks. See chunk_pool.hpp.
 #include "common/chunk_pool.hpp"
 
-#include <cstdint>
-
 namespace aoti_cuda::common {
 namespace {
-
-enum class PoolState : std::uint8_t { kUnborn, kLive, kGone };
-thread_local PoolState t_state = PoolState::kUnborn;
 
 struct ChunkPool {
   void* head = nullptr;  // chunks linked through their first word
   std::size_t count = 0;
   ~ChunkPool() {
-    t_state = PoolState::kGone;
     while (head != nullptr) {
       void* next = *static_cast<void**>(head);
       ::operator delete(head);
@@ -22,12 +16,7 @@ struct ChunkPool {
   }
 };
 
-ChunkPool* pool() noexcept {
-  if (t_state == PoolState::kGone) return nullptr;
-  thread_local ChunkPool p;
-  t_state = PoolState::kLive;
-  return &p;
-}
+ChunkPool* pool() noexcept { return this_thread_pool<ChunkPool>(); }
 
 }  // namespace
 

@@ -16,6 +16,25 @@
 
 namespace aoti_cuda::common {
 
+/// The calling thread's instance of Pool, made on first use; nullptr once that
+/// instance has been destroyed (the thread, or the process, is ending), when
+/// callers fall back to plain new/delete. The state word is trivially
+/// destructible, so it can still be read then. Pool's destructor frees what
+/// it holds (anything returned while it runs is freed directly).
+template <class Pool>
+Pool* this_thread_pool() noexcept {
+  enum class State : unsigned char { kUnborn, kLive, kGone };
+  static thread_local State state = State::kUnborn;
+  if (state == State::kGone) return nullptr;
+  struct Holder {
+    Pool pool;
+    ~Holder() { state = State::kGone; }  // before `pool` is destroyed
+  };
+  static thread_local Holder holder;
+  state = State::kLive;
+  return &holder.pool;
+}
+
 constexpr std::size_t kChunkBytes = 128;
 constexpr std::size_t kPooledChunks = 512;
 

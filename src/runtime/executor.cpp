@@ -183,8 +183,7 @@ void take_outputs(RunState& run, const Delegate& d, const std::vector<int32_t>& 
   for (std::size_t j = 0; j < d.n_out; ++j) {
     AtenTensorHandle h = outs[j];
     Value& dst = run.values[static_cast<std::size_t>(args[d.n_in + j])];
-    TensorSlot::reset(dst.tensor);
-    dst.handle = nullptr;
+    clear_value(dst);
     if (h == nullptr) continue;
     std::size_t first = j;
     for (std::size_t k = 0; k < j; ++k) {

@@ -118,8 +118,7 @@ Value wrap_output(AtenTensorHandle h, const std::string& owner, std::size_t inde
 }
 
 void wrap_output_into(Value& dst, AtenTensorHandle h, const std::string& owner, std::size_t index) {
-  TensorSlot::reset(dst.tensor);
-  dst.handle = nullptr;
+  clear_value(dst);
   auto holder = own_handle(h);  // from here on the handle is released whatever happens
   void* data = nullptr;
   int64_t dim = 0;

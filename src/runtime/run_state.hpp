@@ -29,6 +29,12 @@ struct RunState {
   const Device& device() const { return target.device; }
 };
 
+/// A value table entry emptied in place (its tensor's shape storage kept).
+inline void clear_value(Value& v) noexcept {
+  TensorSlot::reset(v.tensor);
+  v.handle = nullptr;
+}
+
 /// Bytes a piece of `n` bytes takes in a pinned staging buffer (pieces start 256-byte aligned).
 inline std::size_t staging_piece(std::size_t n) { return (n + 255) / 256 * 256; }
 
@@ -72,10 +78,7 @@ class ValuesReset {
  public:
   explicit ValuesReset(std::vector<Value>& v) : v_(v) {}
   ~ValuesReset() {
-    for (Value& value : v_) {
-      TensorSlot::reset(value.tensor);
-      value.handle = nullptr;
-    }
+    for (Value& value : v_) clear_value(value);
   }
   ValuesReset(const ValuesReset&) = delete;
   ValuesReset& operator=(const ValuesReset&) = delete;

@@ -313,6 +313,13 @@ BlockCache::~BlockCache() {
     for (const Block& b : blocks_) free_block(b, nullptr);
     return;
   }
+  free_after_last_use();
+  DeviceSwitch on_device(device_, DeviceSwitch::OnFailure::kIgnore);
+  if (last_use_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(last_use_));
+  (void)cudaGetLastError();
+}
+
+void BlockCache::free_after_last_use() noexcept {
   DeviceSwitch on_device(device_, DeviceSwitch::OnFailure::kIgnore);
   // The last call's stream may be gone (a caller's stream): wait for that
   // call's end, then the blocks are idle and any stream may free them.
@@ -320,7 +327,6 @@ BlockCache::~BlockCache() {
   for (const Block& b : blocks_) free_block(b, nullptr);
   blocks_.clear();
   bytes_ = 0;
-  if (last_use_ != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(last_use_));
   (void)cudaGetLastError();
 }
 
@@ -392,14 +398,7 @@ BlockCacheScope::BlockCacheScope(BlockCache* cache, int device, void* stream) no
     const bool ordered = cache->device_ == device && cache->last_use_recorded_ &&
                          cudaStreamWaitEvent(static_cast<cudaStream_t>(stream),
                                              static_cast<cudaEvent_t>(cache->last_use_), 0) == cudaSuccess;
-    if (!ordered) {
-      DeviceSwitch on_device(cache->device_, DeviceSwitch::OnFailure::kIgnore);
-      if (cache->last_use_recorded_) (void)cudaEventSynchronize(static_cast<cudaEvent_t>(cache->last_use_));
-      for (const BlockCache::Block& b : cache->blocks_) cache->free_block(b, nullptr);
-      cache->blocks_.clear();
-      cache->bytes_ = 0;
-      (void)cudaGetLastError();
-    }
+    if (!ordered) cache->free_after_last_use();
   }
   cache->device_ = device;
   cache->stream_ = stream;

@@ -168,6 +168,8 @@ class BlockCache {
  private:
   friend class BlockCacheScope;
   void free_block(const Block& b, void* stream) noexcept;
+  /// Waits for the last call's end, then frees every block (on no stream in particular).
+  void free_after_last_use() noexcept;
 
   std::size_t capacity_;
   FreeFn free_fn_;

@@ -21,29 +21,15 @@ std::atomic<int64_t> g_live_handles{0};
 // common/chunk_pool.hpp, of storage records), so that the tensors a model
 // makes and drops in every call allocate nothing in a steady state. A handle
 // deleted on another thread than the one that made it joins that thread's
-// pool. The pool's state word is trivially destructible, so a handle released
-// while the thread (or the process) is ending, after its pool was destroyed,
-// falls back to delete.
-enum class PoolState : uint8_t { kUnborn, kLive, kGone };
-
+// pool; one released after its thread's pool is gone is deleted.
 struct HandlePool {
   std::vector<AtenTensorOpaque*> free;
-  ~HandlePool();
+  ~HandlePool() {
+    for (AtenTensorOpaque* t : free) delete t;
+  }
 };
-thread_local PoolState t_handle_pool_state = PoolState::kUnborn;
 
-HandlePool* handle_pool() noexcept {
-  if (t_handle_pool_state == PoolState::kGone) return nullptr;
-  thread_local HandlePool pool;
-  t_handle_pool_state = PoolState::kLive;
-  return &pool;
-}
-
-HandlePool::~HandlePool() {
-  t_handle_pool_state = PoolState::kGone;
-  for (AtenTensorOpaque* t : free) delete t;
-}
-
+HandlePool* handle_pool() noexcept { return common::this_thread_pool<HandlePool>(); }
 
 bool& storage_free_failed() noexcept {
   thread_local bool failed = false;
