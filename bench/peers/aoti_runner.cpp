@@ -220,18 +220,21 @@ void run_prompt(AOTIModelPackageLoader& prefill, AOTIModelPackageLoader& decode,
                 int64_t len, int64_t vocab, int n, int reps, Json& j) {
   const std::string k = "p" + std::to_string(len) + "_";
   const torch::Tensor tokens = prompt(len, vocab);
-  std::vector<double> ttft;
+  std::vector<double> ttft, queued;
   std::vector<at::Tensor> out;
   for (int r = 0; r < reps + 1; ++r) {
     sync();
     auto t0 = Clock::now();
     out = prefill.run({tokens});
+    queued.push_back(ms_since(t0));  // host time until run() returned with the work queued
     sync();
     ttft.push_back(ms_since(t0));
   }
   j.num(k + "ttft_first_ms", ttft[0]);
   ttft.erase(ttft.begin());
+  queued.erase(queued.begin());
   j.num(k + "ttft_ms", pct(ttft, 50));
+  j.num(k + "prefill_queued_ms", pct(queued, 50));
   at::Tensor tok = out[1];
   std::vector<at::Tensor> generated{tok};
   sync();

@@ -1,5 +1,6 @@
 // The one strided copy engine of the library. See strided_copy.hpp.
 #include "common/strided_copy.hpp"
+#include "common/strided_copy_kernel.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -215,6 +216,18 @@ bool memcpy2d_copy(const View& dst, const View& src, cudaStream_t stream) {
   return ok;
 }
 
+// A device-to-device copy on one device as one strided-copy kernel (enqueued,
+// nothing staged or waited for); false when the kernel cannot express it.
+bool device_kernel_copy(const View& dst, const View& src, cudaStream_t stream) {
+  if (!dst.cuda || !src.cuda || dst.device != src.device) return false;
+  const int err = AOTI_CUDA_FAULTABLE(launch_strided_copy(dst.data, dst.strides.data(), src.data, src.strides.data(),
+                                                          dst.sizes.data(), static_cast<int>(dst.sizes.size()),
+                                                          element_size(dst.dtype), stream));
+  if (err == cudaErrorInvalidValue) return false;
+  check_cuda(static_cast<cudaError_t>(err), "strided copy kernel launch");
+  return true;
+}
+
 }  // namespace
 
 int copy_device(const View& dst, const View& src) noexcept {
@@ -285,6 +298,7 @@ void copy_views(const View& dst, const View& src_in, bool non_blocking, void* st
   DeviceGuard on_device(device);
   auto stream = static_cast<cudaStream_t>(stream_handle);
   if (dst.dtype != src.dtype || !memcpy2d_copy(dst, src, stream)) {
+    if (dst.dtype == src.dtype && device_kernel_copy(dst, src, stream)) return;
     staged_copy(dst, src, stream);
     return;
   }

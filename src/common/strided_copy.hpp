@@ -6,6 +6,8 @@
 //   * anything touching CUDA with equal dtypes: after sorting dimensions by
 //     destination stride and merging mergeable ones, one cudaMemcpyAsync or up
 //     to 1024 cudaMemcpy2DAsync calls (the 2-D fast path), enqueued on `stream`;
+//   * device to device on one device with equal dtypes, when that fails: one
+//     strided-copy kernel (strided_copy_kernel.hpp), enqueued on `stream`;
 //   * otherwise (more slabs, zero/overlapping pitches, dtype conversion with a
 //     CUDA side): staging through a host buffer that holds the covering span of
 //     each CUDA operand (read-modify-write for a CUDA destination), with the

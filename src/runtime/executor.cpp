@@ -114,7 +114,7 @@ AtenTensorHandle to_model_input(RunState& run, const Value& v, const TensorSpec&
                         stage_upload(run, t, dst);
     if (!staged && t.nbytes() > 0) {
       Tensor target = Tensor::from_blob(dst, t.shape(), t.dtype(), device, want_strides);
-      target.copy_from(t, run.stream);
+      if (!enqueue_device_copy(target, t, run.stream)) target.copy_from(t, run.stream);
     }
   } catch (...) {
     (void)aoti_torch_delete_tensor_object(h);

@@ -370,8 +370,9 @@ void replay(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs) {
     if (src.device().is_cuda() && same_layout(src.shape(), src.strides(), dst.strides())) {
       check_cuda(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(), cudaMemcpyDeviceToDevice, stream),
                  "cudaMemcpyAsync (graph input)");
-    } else if (!(src.device().is_cpu() && dense_dst && stage_upload(run, src, dst.data()))) {
-      dst.copy_from(src, run.stream);  // re-strides; synchronizes (uncommon layouts)
+    } else if (!(src.device().is_cpu() && dense_dst && stage_upload(run, src, dst.data())) &&
+               !enqueue_device_copy(dst, src, run.stream)) {
+      dst.copy_from(src, run.stream);  // re-strides host memory; synchronizes (uncommon layouts)
     }
   }
   if (run.staged) {

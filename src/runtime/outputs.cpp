@@ -214,6 +214,9 @@ void write_bound_outputs(RunState& run, const ProducedOutputs& produced, const s
                                                    shape_str(dst.shape()));
     }
     if (src.nbytes() == 0 || src.data() == dst.data()) continue;
+    if (!src.is_contiguous() && enqueue_device_copy(dst, src, run.stream)) {
+      continue;  // re-strided on the device, stream-ordered
+    }
     if (!src.is_contiguous() || (src.device().is_cpu() && dst.device().is_cpu())) {
       // strided, or host->host (CPU modules). The caller handed us these tensors
       // to write into; writing through the const reference spares a copy.

@@ -13,6 +13,7 @@
 #include "common/cuda.hpp"
 #include "common/host_memory.hpp"
 #include "common/strided_copy.hpp"
+#include "common/strided_copy_kernel.hpp"
 #include "runtime/tensor_util.hpp"
 
 namespace aoti_cuda {
@@ -107,6 +108,21 @@ std::string shape_str(const std::vector<int64_t>& shape) {
   for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
   os << ']';
   return os.str();
+}
+
+bool enqueue_device_copy(const Tensor& dst, const Tensor& src, void* stream) {
+  if (!dst.defined() || !src.defined() || !dst.device().is_cuda() || dst.device() != src.device() ||
+      dst.dtype() != src.dtype() || dst.shape() != src.shape()) {
+    return false;
+  }
+  const int ndim = static_cast<int>(dst.shape().size());
+  common::DeviceGuard on_device(dst.device().index);
+  const int err = AOTI_CUDA_FAULTABLE(common::launch_strided_copy(
+      dst.data(), dst.strides().data(), src.data(), src.strides().data(), dst.shape().data(), ndim,
+      element_size(dst.dtype()), static_cast<cudaStream_t>(stream)));
+  if (err == cudaErrorInvalidValue) return false;
+  common::check_cuda(static_cast<cudaError_t>(err), "strided copy kernel launch");
+  return true;
 }
 
 namespace {

@@ -38,6 +38,13 @@ struct TensorSlot {
 /// strides of size-1 dimensions; any empty tensor is. Allocates nothing.
 bool row_major(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides) noexcept;
 
+/// Enqueues a copy of `src` into `dst` (same shape and dtype, any strides, both on one CUDA
+/// device) on `stream` as one strided-copy kernel: no heap allocation, no synchronization.
+/// Returns false, having done nothing, when the tensors are not such a pair (host memory,
+/// two devices, another dtype or shape, too many dimensions, a negative stride); the caller
+/// then copies another way (Tensor::copy_from). Throws Error on a launch failure.
+bool enqueue_device_copy(const Tensor& dst, const Tensor& src, void* stream);
+
 /// "[2, 3, 4]"
 std::string shape_str(const std::vector<int64_t>& shape);
 

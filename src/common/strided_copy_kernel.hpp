@@ -1,0 +1,31 @@
+// Private low layer: a device-to-device copy between two strided layouts of
+// one shape, as one kernel on a stream.
+//
+// Why a kernel: a re-strided copy (a transposed output written into a
+// caller's row-major tensor, an input re-laid out for the model) is not a
+// 2-D memcpy; before this, such copies went through host staging, which
+// allocates on the heap and synchronizes the stream. The kernel takes its
+// arguments by value: no allocation, nothing waited for (stream-ordered).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace aoti_cuda::common {
+
+/// Most dimensions a strided device copy takes (after dropping size-1 dimensions and merging
+/// dimensions that are contiguous in both layouts).
+constexpr int kMaxStridedCopyDims = 8;
+
+/// Enqueues dst[i...] = src[i...] for every index of `sizes` (ndim dimensions, strides in
+/// elements of `element_bytes` bytes: 1, 2, 4 or 8) on `stream`, for device memory (or
+/// mapped page-locked host memory) of the current device. Source and destination must not
+/// overlap. Returns 0 on success, cudaErrorInvalidValue when the copy is not expressible
+/// (too many dimensions, an unsupported element size, a negative stride), else the launch's
+/// cudaError_t. Nothing is allocated on the heap.
+int launch_strided_copy(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
+                        const int64_t* sizes, int ndim, std::size_t element_bytes, cudaStream_t stream) noexcept;
+
+}  // namespace aoti_cuda::common
