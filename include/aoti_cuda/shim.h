@@ -270,6 +270,23 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensor
                                                                       AtenTensorHandle qScaleAndZeros,
                                                                       AtenTensorHandle* ret0);
 
+/* _scaled_dot_product_flash_attention (PyTorch's flash attention forward, which AOTInductor
+ * calls for scaled_dot_product_attention in a program lowered with SDPBackend.FLASH_ATTENTION):
+ * query [B, H, L, D], key and value [B, Hkv, S, D], bfloat16 or float16, one CUDA device, any
+ * strides with a unit-stride last dimension; H a multiple of Hkv (grouped-query attention);
+ * D 64 or 128. *ret0 = a new [B, H, L, D] output laid out like query (PyTorch's empty_like);
+ * *ret1 = logsumexp [B, H, L] float32; *ret4 = L, *ret5 = S; ret2, ret3 and ret6-ret8 (varlen,
+ * RNG and debug outputs) are empty tensors. Every ret pointer may be null except ret0: what is
+ * not asked for is not made. scale null means 1/sqrt(D); is_causal masks key j > query i and
+ * needs L == S. dropout_p must be 0 and return_debug_mask 0 (inference). Float32 scores and
+ * accumulation; enqueued on the calling thread's current stream (asynchronous). Other dtypes,
+ * shapes, head dimensions or devices fail with a message naming the operand. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
+    int32_t return_debug_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7,
+    AtenTensorHandle* ret8);
+
 /* Extern GEMMs (a program exported with Inductor's ATEN GEMM backend calls these instead of
  * Triton GEMM kernels), PyTorch's mm.out / addmm.out / bmm.out:
  *   mm:    out[M,N] = self[M,K] · mat2[K,N]

@@ -111,6 +111,18 @@ void* current_stream(int device) {
   return stream_table()[static_cast<std::size_t>(device)];
 }
 
+int multiprocessor_count(int device) {
+  check_device(device);
+  static std::array<std::atomic<int>, kMaxCudaDevices> cache{};
+  std::atomic<int>& slot = cache[static_cast<std::size_t>(device)];
+  int count = slot.load(std::memory_order_relaxed);
+  if (count > 0) return count;
+  const cudaError_t err = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+  if (err != cudaSuccess) throw common::cuda_error(err, "cudaDeviceGetAttribute(MultiProcessorCount)");
+  slot.store(count, std::memory_order_relaxed);
+  return count;
+}
+
 void* exchange_current_stream(int device, void* stream) {
   check_device(device);
   void*& slot = stream_table()[static_cast<std::size_t>(device)];

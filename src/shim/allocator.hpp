@@ -76,6 +76,10 @@ void* current_stream(int device);
 /// Installs `stream` as the calling thread's current stream for `device`; returns the previous one.
 void* exchange_current_stream(int device, void* stream);
 
+/// Multiprocessor count of `device` (0 <= device < kMaxCudaDevices), queried once per device;
+/// operator kernels size their grids by it. Throws the CUDA error when it cannot be queried.
+int multiprocessor_count(int device);
+
 /// RAII: makes `device` the calling thread's current CUDA device (only calls
 /// cudaSetDevice if it differs) and restores the previous one on destruction.
 using DeviceSwitch = common::DeviceGuard;

@@ -96,18 +96,6 @@ void expect_aligned(const void* ptr, uintptr_t alignment, const char* name) {
   });
 }
 
-// Multiprocessor count of a device, queried once (the kernels size their tiles by it).
-int sm_count(int device) {
-  static std::array<std::atomic<int>, kMaxCudaDevices> cache{};
-  std::atomic<int>& slot = cache[static_cast<std::size_t>(device)];
-  int count = slot.load(std::memory_order_relaxed);
-  if (count > 0) return count;
-  cudaError_t err = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
-  if (err != cudaSuccess) throw_cuda_error(err, "cudaDeviceGetAttribute(MultiProcessorCount)");
-  slot.store(count, std::memory_order_relaxed);
-  return count;
-}
-
 // Large M (prefill): the multiply is compute-bound, where cuBLAS's bf16 GEMMs beat the int4
 // kernels (which dequantize every weight once per 64 rows of M). So the weights are
 // dequantized once into scratch, in slices of at most kDequantSliceBytes, and each slice
@@ -193,7 +181,7 @@ AtenTensorHandle weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2
   void* stream = current_stream(device);
   if (use_dequantized_path(p.m) && multiply_dequantized(p, device, stream)) return out.release();
   common::KernelTimer::Launch timed(common::KernelTimer::current(), nullptr, "aoti_cuda _weight_int4pack_mm", stream);
-  const int err = int4mm::launch(p, stream, sm_count(device));
+  const int err = int4mm::launch(p, stream, multiprocessor_count(device));
   timed.done(err == 0);
   if (err != 0) throw_cuda_error(err, "int4 weight-only matmul kernel launch");
   return out.release();
