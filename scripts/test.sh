@@ -65,6 +65,10 @@ echo "== exporter --gemm cublas and --fusion patches (tools/export/test_gemm_bac
 if python3 "$ROOT/tools/export/test_gemm_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo
+echo "== exporter --sdpa flash patch (tools/export/test_sdpa_backend.py; no torch needed)"
+if python3 "$ROOT/tools/export/test_sdpa_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+echo
 echo "== benchmark report (bench/test_report.py; no torch needed)"
 if python3 "$ROOT/bench/test_report.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 

@@ -2,7 +2,7 @@
 """Export the benchmark LLM (model.py) with ExecuTorch 1.2's CUDA backend: prefill + decode.
 
     python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
-        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed] [--fusion executorch|inductor] [--layers N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
+        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash] [--fusion executorch|inductor] [--layers N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
 
 Writes DIR/llm.pte, DIR/aoti_cuda_blob.ptd and DIR/manifest.json (config, methods, timings by
 phase, sizes, and `reference`: the greedy tokens eager PyTorch generates on the same weights for the
@@ -31,6 +31,12 @@ Fusion (--fusion, in the manifest as "fusion"): `executorch` (default) keeps the
 `inductor` lowers with AOTInductor's own defaults for the two options the backend changes (intermediates of a
 fused kernel kept in float32 instead of rounded to bf16 as eager does, loop reordering after fusion on), as a
 `torch._inductor.aoti_compile_and_package` user gets them.
+
+Attention (--sdpa, in the manifest as "sdpa"; "flash_methods" lists the methods that kept flash attention):
+`triton` keeps the backend's Triton SDPA kernel; `decomposed` lowers SDPA as matmuls + softmax; `mixed` does that
+for decode only; `flash` decomposes decode's SDPA as `mixed` and keeps prefill's as PyTorch's flash attention
+(../sdpa_backend.py), called through aoti_torch_cuda__scaled_dot_product_flash_attention, which aoti_cuda runs
+with its own kernel (a runtime without that shim cannot run such a program).
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))  # tools/export: export_models, gemm_backend (stdlib-only at import)
 
 import gemm_backend  # noqa: E402
+import sdpa_backend  # noqa: E402
 
 
 def quantize_int4(model, group_size: int = 128) -> int:
@@ -98,7 +105,7 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
-SDPA_CHOICES = ("triton", "decomposed", "mixed")
+SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash")
 
 
 def sdpa_decomposed(method: str, sdpa: str) -> bool:
@@ -108,7 +115,15 @@ def sdpa_decomposed(method: str, sdpa: str) -> bool:
     Triton SDPA kernel (one block per KV head); prefill's many rows keep that fused kernel."""
     if sdpa not in SDPA_CHOICES:
         raise ValueError(f"--sdpa {sdpa!r}: expected one of {', '.join(SDPA_CHOICES)}")
-    return sdpa == "decomposed" or (sdpa == "mixed" and method == "decode")
+    return sdpa == "decomposed" or (sdpa in ("mixed", "flash") and method == "decode")
+
+
+def sdpa_flash(method: str, sdpa: str) -> bool:
+    """Whether `method` keeps PyTorch's flash attention (--sdpa flash: prefill, whose causal SDPA without a mask is
+    what flash attention computes; decode attends through a mask and is decomposed as in "mixed")."""
+    if sdpa not in SDPA_CHOICES:
+        raise ValueError(f"--sdpa {sdpa!r}: expected one of {', '.join(SDPA_CHOICES)}")
+    return sdpa == "flash" and method != "decode"
 
 
 @contextlib.contextmanager
@@ -142,14 +157,16 @@ def bf16_math_sdpa(enabled: bool, backends=None):
 
 
 def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
-    """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py). Returns the program and
-    {extern kernel name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton).
+    """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py). Returns the program, {extern kernel
+    name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton), and the methods that kept PyTorch's
+    flash attention (--sdpa flash).
 
     sdpa "triton" keeps the backend's default (its own Triton SDPA kernel replaces aten SDPA);
     "decomposed" sets the backend's compile spec triton_kernel_mode=OFF, so SDPA is decomposed into
     matmuls + softmax (math backend) and compiled with the rest, in bf16 (see bf16_math_sdpa); "mixed"
-    does that for decode only (sdpa_decomposed). fusion "inductor" lowers with AOTInductor's defaults for
-    the two fusion options ExecuTorch changes (../gemm_backend.py, fusion_context)."""
+    does that for decode only (sdpa_decomposed); "flash" decomposes decode's as "mixed" and lowers prefill
+    with triton_kernel_mode=OFF under flash attention (../sdpa_backend.py). fusion "inductor" lowers with
+    AOTInductor's defaults for the two fusion options ExecuTorch changes (../gemm_backend.py, fusion_context)."""
     from executorch.backends.cuda.cuda_backend import CudaBackend
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
@@ -157,17 +174,32 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
 
     def specs(name):
         out = [CudaBackend.generate_method_name_compile_spec(name)]
-        if sdpa_decomposed(name, sdpa):
+        if sdpa_decomposed(name, sdpa) or sdpa_flash(name, sdpa):
             out.append(CompileSpec("triton_kernel_mode", b"OFF"))
         return out
 
     partitioners = {name: [CudaPartitioner(specs(name))] for name in programs}
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
+    flash_methods = [n for n in programs if sdpa_flash(n, sdpa)]
+    # Entered after gemm_context: the flash patch wraps the GEMM patch's list of allowed kernels.
     with gemm_backend.fusion_context(fusion, CudaBackend), gemm_backend.gemm_context(gemm, CudaBackend) as accepted, \
+            sdpa_backend.flash_attention(CudaBackend, flash_methods, flash_sdpa_context) as emitted, \
             bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
-    return et_program, dict(accepted)
+    for name in flash_methods:
+        if name in emitted:
+            print(f"sdpa=flash: {name} calls {sdpa_backend.FLASH_KERNEL}", flush=True)
+        else:
+            print(f"sdpa=flash: warning: {name} did not keep flash attention (its SDPA was decomposed)", flush=True)
+    return et_program, dict(accepted), list(emitted)
+
+
+def flash_sdpa_context():
+    """Flash attention where PyTorch can use it, else the math decomposition the backend would use."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH])
 
 
 def parse_args(argv):
@@ -181,7 +213,8 @@ def parse_args(argv):
     ap.add_argument("--sdpa", choices=SDPA_CHOICES, default="triton",
                     help="triton: the backend's own Triton SDPA kernel (its default); decomposed: the backend's "
                          "triton_kernel_mode=OFF, SDPA as matmuls + softmax (with --gemm cublas: cuBLAS bmm); "
-                         "mixed: decomposed in decode only, prefill keeps the Triton SDPA kernel")
+                         "mixed: decomposed in decode only, prefill keeps the Triton SDPA kernel; flash: decode "
+                         "decomposed, prefill calls PyTorch's flash attention (aoti_cuda's kernel; see ../sdpa_backend.py)")
     ap.add_argument("--fusion", choices=gemm_backend.FUSION_CHOICES, default="executorch",
                     help="executorch: the backend's Inductor settings; inductor: AOTInductor's defaults for "
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
@@ -221,7 +254,7 @@ def prepare_model(args, cfg, device, times):
     return model, reference
 
 
-def write_manifest(args, cfg, programs, reference, times, gemm_kernels):
+def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods):
     import pte_inspect  # the .so files' aoti_torch_* / CUDA imports: what a runtime must provide
     import torch
 
@@ -242,6 +275,7 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels):
         "gemm": args.gemm,
         "gemm_kernels": gemm_kernels,
         "sdpa": args.sdpa,
+        "flash_methods": flash_methods,
         "fusion": args.fusion,
         "methods": {k: v for k, v in signatures.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
@@ -284,7 +318,8 @@ def main(argv=None) -> int:
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
-    et_program, gemm_kernels = timed(times, "lower_s", lower, programs, args.gemm, args.sdpa, args.fusion)
+    et_program, gemm_kernels, flash_methods = timed(times, "lower_s", lower, programs, args.gemm, args.sdpa,
+                                                    args.fusion)
     print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
     if args.gemm == "cublas":
         print(f"gemm=cublas: extern GEMM kernels accepted: {json.dumps(gemm_kernels)}", flush=True)
@@ -296,7 +331,7 @@ def main(argv=None) -> int:
     times["write_s"] = time.time() - t0
     times["total_s"] = time.time() - t_all
     print("EXPORT_TIME " + " ".join(f"{k}={v:.1f}" for k, v in times.items()), flush=True)
-    write_manifest(args, cfg, programs, reference, times, gemm_kernels)
+    write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods)
     return 0
 
 

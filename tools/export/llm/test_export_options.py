@@ -6,7 +6,8 @@
 bf16_math_sdpa (what --sdpa decomposed wraps the lowering in): turns PyTorch's
 allow_fp16_bf16_reduction_math_sdp on inside the block only, restores the value it found (also after an
 exception), changes nothing when disabled, and says so when the torch it runs with has no such switch.
-sdpa_decomposed: which methods --sdpa decomposes (mixed: decode only); an unknown choice is refused.
+sdpa_decomposed / sdpa_flash: which methods --sdpa decomposes (mixed and flash: decode only) and which keep flash
+attention (flash: prefill only); an unknown choice is refused.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from export_llm import bf16_math_sdpa, parse_args, sdpa_decomposed  # noqa: E402
+from export_llm import bf16_math_sdpa, parse_args, sdpa_decomposed, sdpa_flash  # noqa: E402
 
 
 class FakeBackends:
@@ -55,11 +56,18 @@ def main() -> int:
     check("sdpa triton: no method decomposed", not sdpa_decomposed("prefill", "triton") and not sdpa_decomposed("decode", "triton"))
     check("sdpa decomposed: both methods", sdpa_decomposed("prefill", "decomposed") and sdpa_decomposed("decode", "decomposed"))
     check("sdpa mixed: decode only", sdpa_decomposed("decode", "mixed") and not sdpa_decomposed("prefill", "mixed"))
-    try:
-        sdpa_decomposed("decode", "flash")
-        check("sdpa: an unknown choice is refused", False)
-    except ValueError as e:
-        check("sdpa: an unknown choice is refused, naming the choices", "mixed" in str(e))
+    check("sdpa flash: decode decomposed, prefill not",
+          sdpa_decomposed("decode", "flash") and not sdpa_decomposed("prefill", "flash"))
+    check("sdpa flash: prefill keeps flash attention, decode does not",
+          sdpa_flash("prefill", "flash") and not sdpa_flash("decode", "flash"))
+    check("sdpa other than flash: no method keeps flash attention",
+          not any(sdpa_flash(m, c) for m in ("prefill", "decode") for c in ("triton", "decomposed", "mixed")))
+    for fn in (sdpa_decomposed, sdpa_flash):
+        try:
+            fn("decode", "cudnn")
+            check(f"{fn.__name__}: an unknown choice is refused", False)
+        except ValueError as e:
+            check(f"{fn.__name__}: an unknown choice is refused, naming the choices", "mixed" in str(e) and "flash" in str(e))
 
     b = FakeBackends(False)
     try:
@@ -85,6 +93,7 @@ def main() -> int:
     chosen = parse_args(["--out", "x", "--fusion", "inductor", "--sdpa", "mixed", "--gemm", "cublas"])
     check("fusion: executorch by default, inductor when asked", default.fusion == "executorch"
           and chosen.fusion == "inductor" and chosen.sdpa == "mixed")
+    check("sdpa flash accepted on the command line", parse_args(["--out", "x", "--sdpa", "flash"]).sdpa == "flash")
 
     passed = sum(results)
     print(f"export options: {passed} passed, {len(results) - passed} failed")

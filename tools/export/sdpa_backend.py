@@ -1,0 +1,85 @@
+"""Which attention kernel ExecuTorch 1.2's CudaBackend compiles for scaled_dot_product_attention, per method.
+
+ExecuTorch's CUDA backend either replaces SDPA with its own Triton kernel (triton_kernel_mode ON, the default) or,
+with triton_kernel_mode OFF, lowers under `sdpa_kernel([SDPBackend.MATH])`, which decomposes SDPA into matmuls and a
+softmax. Neither is PyTorch's flash attention, which is what a libtorch AOTInductor user gets for a prefill.
+
+flash_attention(backend_cls, methods, make_context) patches the backend for the block so that the named methods
+(triton_kernel_mode OFF in their compile specs, set by the caller) are lowered under `make_context()` (the caller
+passes `lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH])`): SDPA then becomes
+`aten._scaled_dot_product_flash_attention`, which AOTInductor's C-shim wrapper calls as
+aoti_torch_cuda__scaled_dot_product_flash_attention (aoti_cuda implements it with its own kernel), and the backend's
+list of allowed fallback kernels accepts that one name. Other methods keep the backend's MATH context. Yields the
+list of methods whose lowering emitted the flash kernel (filled during the lowering), so the caller can say when a
+method fell back to MATH (flash attention not applicable to its SDPA, e.g. an explicit mask).
+
+Stdlib only (the backend class and the context factory are passed in), so test_sdpa_backend.py runs without torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from typing import Callable, Iterable, List
+
+FLASH_KERNEL = "aoti_torch_cuda__scaled_dot_product_flash_attention"
+_PATCHED = ("preprocess", "get_extra_aoti_compile_context_manager", "get_supported_fallback_kernels")
+
+
+class AlsoAccepts:
+    """The backend's supported fallback kernels (any container with `in`), plus one more name; records the methods
+    whose lowering asked for it."""
+
+    def __init__(self, base, name: str, method: str, emitted: List[str]):
+        self._base, self._name, self._method, self._emitted = base, name, method, emitted
+
+    def __contains__(self, kernel) -> bool:
+        if kernel == self._name:
+            if self._method not in self._emitted:
+                self._emitted.append(self._method)
+            return True
+        return kernel in self._base
+
+    def __iter__(self):
+        return iter(self._base)
+
+
+@contextlib.contextmanager
+def flash_attention(backend_cls, methods: Iterable[str], make_context: Callable[[], object]):
+    """Within the block, backend_cls lowers `methods` with PyTorch's flash attention kept as a fallback kernel (see the
+    module docstring). All three classmethods are restored on exit, also after an exception."""
+    flash_methods = set(methods)
+    saved = {name: backend_cls.__dict__[name] for name in _PATCHED if name in backend_cls.__dict__}
+    raw = {name: inspect.getattr_static(backend_cls, name) for name in _PATCHED}
+    emitted: List[str] = []
+    current = {"method": None}  # the method being lowered (preprocess runs one method at a time)
+
+    def preprocess(cls, edge_program, compile_specs):
+        current["method"] = cls.method_name_from_compile_specs(compile_specs)
+        try:
+            return raw["preprocess"].__get__(None, cls)(edge_program, compile_specs)
+        finally:
+            current["method"] = None
+
+    def get_extra_aoti_compile_context_manager(cls):
+        if current["method"] in flash_methods:
+            return make_context()
+        return raw["get_extra_aoti_compile_context_manager"].__get__(None, cls)()
+
+    def get_supported_fallback_kernels(cls):
+        base = raw["get_supported_fallback_kernels"].__get__(None, cls)()
+        if current["method"] not in flash_methods:
+            return base
+        return AlsoAccepts(base, FLASH_KERNEL, current["method"], emitted)
+
+    backend_cls.preprocess = classmethod(preprocess)
+    backend_cls.get_extra_aoti_compile_context_manager = classmethod(get_extra_aoti_compile_context_manager)
+    backend_cls.get_supported_fallback_kernels = classmethod(get_supported_fallback_kernels)
+    try:
+        yield emitted
+    finally:
+        for name in _PATCHED:
+            if name in saved:
+                setattr(backend_cls, name, saved[name])
+            else:
+                delattr(backend_cls, name)
