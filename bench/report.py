@@ -74,6 +74,7 @@ def llm_rows(res):
             row[f"ttft_first_{n}_ms"] = num(r.get(f"p{n}_ttft_first_ms"))
             row[f"decode_{n}_tok_s"] = num(r.get(f"p{n}_decode_tok_s"))
             row[f"tokens_{n}"] = r.get(f"p{n}_tokens")
+            row[f"queued_{n}_ms"] = num(r.get(f"p{n}_prefill_queued_ms"))
         for k in ("library_ms", "container_ms", "weights_ms", "parse_ms", "expect_match", "expect_count",
                   "share_path", "gpu_mem_after_load_mib", "upload_gb_per_s", "upload_ms", "weights_uploaded_mib",
                   "weights_not_uploaded_mib", "graphs", "framework_warmup_ms", "load_phases_ms", "job"):
@@ -153,6 +154,20 @@ def compile_note(res, rows):
         return ""
     return (f" torch.compile's compilation is not in its load time: {fmt(cold)} s the first time (empty caches, while "
             f"other compilations ran), {fmt(warm)} s in the measured run (warm caches).")
+
+
+def queued_notes(rows, lens):
+    """The host time until the prefill call returned with its work queued, beside the TTFT: when the two are close,
+    the host, not the GPU, sets the pace."""
+    parts = []
+    for r in rows:
+        pairs = [(r.get(f"queued_{n}_ms"), r.get(f"ttft_{n}_ms")) for n in lens]
+        if all(q is not None and t is not None for q, t in pairs):
+            parts.append(f"{r['label']} " + " / ".join(f"{fmt(q, 2)} of {fmt(t, 2)}" for q, t in pairs))
+    if not parts:
+        return []
+    return [f"- Host time of queuing the prefill call (the call returns once its work is queued), against the TTFT, "
+            f"ms at {' / '.join(str(n) for n in lens)} tokens: " + "; ".join(parts) + "."]
 
 
 def kernel_sections(res):
@@ -310,6 +325,7 @@ def llm_markdown(res, rows, lens, targets, date):
     if et:
         lines.append(f"- Export (ExecuTorch 1.2 CUDA backend, max_autotune): {fmt(et.get('total_s'))} s in all, of which "
                      f"lowering (AOTInductor + Triton autotuning) {fmt(et.get('lower_s'))} s.")
+    lines += queued_notes(rows, lens)
     lines += cublas_notes(res, rows)
     lines += fast_notes(res, rows)
     lines += kernel_sections(res)
