@@ -175,32 +175,35 @@ TEST_CASE("gpu: flash attention queued on the thread's current stream, outputs n
   REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
   void* previous = nullptr;
   REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous) == 0);
-  auto sleep_50ms = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); };
-  REQUIRE(cudaLaunchHostFunc(stream, sleep_50ms, nullptr) == cudaSuccess);
-  REQUIRE(cudaMemsetAsync(q.device.data(), 0, q.host.size() * 2, stream) == cudaSuccess);
-  const int64_t live = aoti_cuda_shim_live_handles();
-  OwnedTensor out;
-  REQUIRE(aoti_torch_cuda__scaled_dot_product_flash_attention(q.device.get(), k.device.get(), v.device.get(), 0.0, 1,
-                                                              0, nullptr, out.out(), nullptr, nullptr, nullptr,
-                                                              nullptr, nullptr, nullptr, nullptr, nullptr) ==
-          AOTI_TORCH_SUCCESS);
-  CHECK(aoti_cuda_shim_live_handles() == live + 1);  // the output only
-  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-  std::vector<uint16_t> got(q.host.size());
-  REQUIRE(cudaMemcpy(got.data(), out.data(), got.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
-  double worst = 0;
-  for (int64_t h = 0; h < 2; ++h) {
-    for (int64_t i = 0; i < 64; ++i) {
-      for (int64_t d = 0; d < 64; ++d) {
-        double mean = 0;
-        for (int64_t j = 0; j <= i; ++j) mean += v.at(0, h, j, d, false);
-        mean /= static_cast<double>(i + 1);
-        worst = std::max(worst, std::fabs(mean - from16(got[(h * 64 + i) * 64 + d], false)));
+  {  // the output (made on `stream`) is freed, stream-ordered, before the stream is destroyed
+    auto sleep_50ms = [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); };
+    REQUIRE(cudaLaunchHostFunc(stream, sleep_50ms, nullptr) == cudaSuccess);
+    REQUIRE(cudaMemsetAsync(q.device.data(), 0, q.host.size() * 2, stream) == cudaSuccess);
+    const int64_t live = aoti_cuda_shim_live_handles();
+    OwnedTensor out;
+    REQUIRE(aoti_torch_cuda__scaled_dot_product_flash_attention(q.device.get(), k.device.get(), v.device.get(), 0.0, 1,
+                                                                0, nullptr, out.out(), nullptr, nullptr, nullptr,
+                                                                nullptr, nullptr, nullptr, nullptr, nullptr) ==
+            AOTI_TORCH_SUCCESS);
+    CHECK(aoti_cuda_shim_live_handles() == live + 1);  // the output only
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    std::vector<uint16_t> got(q.host.size());
+    REQUIRE(cudaMemcpy(got.data(), out.data(), got.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+    double worst = 0;
+    for (int64_t h = 0; h < 2; ++h) {
+      for (int64_t i = 0; i < 64; ++i) {
+        for (int64_t d = 0; d < 64; ++d) {
+          double mean = 0;
+          for (int64_t j = 0; j <= i; ++j) mean += v.at(0, h, j, d, false);
+          mean /= static_cast<double>(i + 1);
+          worst = std::max(worst, std::fabs(mean - from16(got[(h * 64 + i) * 64 + d], false)));
+        }
       }
-    }
   }
   MESSAGE("zeroed queries on the current stream: max |error| " << worst);
   CHECK(worst < 2e-2);
+  }
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
   REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }

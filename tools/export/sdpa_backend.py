@@ -9,7 +9,7 @@ flash_attention(backend_cls, methods, make_context) patches the backend for the 
 passes `lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH])`): SDPA then becomes
 `aten._scaled_dot_product_flash_attention`, which AOTInductor's C-shim wrapper calls as
 aoti_torch_cuda__scaled_dot_product_flash_attention (aoti_cuda implements it with its own kernel), and the backend's
-list of allowed fallback kernels accepts that one name. Other methods keep the backend's MATH context. Yields the
+list of allowed fallback kernels accepts that kernel (FLASH_KERNEL_NAMES). Other methods keep the backend's MATH context. Yields the
 list of methods whose lowering emitted the flash kernel (filled during the lowering), so the caller can say when a
 method fell back to MATH (flash attention not applicable to its SDPA, e.g. an explicit mask).
 
@@ -23,18 +23,22 @@ import inspect
 from typing import Callable, Iterable, List
 
 FLASH_KERNEL = "aoti_torch_cuda__scaled_dot_product_flash_attention"
+# The names the backend's fallback check may see for it: the C-shim call, and the ATen operator's name, which the
+# check is given when Inductor routes the fallback through its runtime-lookup code path (the generated library
+# still imports the C shim, as it does for _weight_int4pack_mm, whose name the backend lists in that form).
+FLASH_KERNEL_NAMES = (FLASH_KERNEL, "at::_ops::_scaled_dot_product_flash_attention::call")
 _PATCHED = ("preprocess", "get_extra_aoti_compile_context_manager", "get_supported_fallback_kernels")
 
 
 class AlsoAccepts:
-    """The backend's supported fallback kernels (any container with `in`), plus one more name; records the methods
-    whose lowering asked for it."""
+    """The backend's supported fallback kernels (any container with `in`), plus the names of one more kernel; records
+    the methods whose lowering asked for it."""
 
-    def __init__(self, base, name: str, method: str, emitted: List[str]):
-        self._base, self._name, self._method, self._emitted = base, name, method, emitted
+    def __init__(self, base, names, method: str, emitted: List[str]):
+        self._base, self._names, self._method, self._emitted = base, tuple(names), method, emitted
 
     def __contains__(self, kernel) -> bool:
-        if kernel == self._name:
+        if kernel in self._names:
             if self._method not in self._emitted:
                 self._emitted.append(self._method)
             return True
@@ -70,7 +74,7 @@ def flash_attention(backend_cls, methods: Iterable[str], make_context: Callable[
         base = raw["get_supported_fallback_kernels"].__get__(None, cls)()
         if current["method"] not in flash_methods:
             return base
-        return AlsoAccepts(base, FLASH_KERNEL, current["method"], emitted)
+        return AlsoAccepts(base, FLASH_KERNEL_NAMES, current["method"], emitted)
 
     backend_cls.preprocess = classmethod(preprocess)
     backend_cls.get_extra_aoti_compile_context_manager = classmethod(get_extra_aoti_compile_context_manager)

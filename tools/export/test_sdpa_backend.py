@@ -4,7 +4,7 @@
     python3 tools/export/test_sdpa_backend.py      # prints "sdpa backend: N passed, M failed"
 
 - a method named in flash_attention() is lowered under the given context and its fallback check accepts the flash
-  kernel (and what the backend already allowed, also through the --gemm cublas wrapper), and is recorded as having
+  kernel under both names the check may see (the C shim's, the ATen operator's) (and what the backend already allowed, also through the --gemm cublas wrapper), and is recorded as having
   emitted it; other methods keep the backend's context and list unchanged;
 - the three classmethods are restored afterwards, also after an exception in the lowering.
 """
@@ -48,7 +48,8 @@ class FakeCudaBackend:  # the shape of executorch's AotiBackend + CudaBackend (1
             raise RuntimeError("lowering failed")
         supported = cls.get_supported_fallback_kernels()
         name = cls.method_name_from_compile_specs(compile_specs)
-        cls.seen.append((name, cls.get_extra_aoti_compile_context_manager(), FLASH_KERNEL in supported,
+        cls.seen.append((name, cls.get_extra_aoti_compile_context_manager(),
+                         FLASH_KERNEL in supported and "at::_ops::_scaled_dot_product_flash_attention::call" in supported,
                          "aoti_torch_cuda_mm_out" in supported, "aoti_torch_cuda_bogus" in supported,
                          INT4 in supported))
         return f"{name} lowered"

@@ -287,6 +287,8 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         "stub_backend": bool(args.stub_backend),
         "torch": torch.__version__,
     }
+    if flash_methods and sdpa_backend.FLASH_KERNEL not in json.dumps(imports):
+        print(f"sdpa=flash: warning: the libraries do not import {sdpa_backend.FLASH_KERNEL}", flush=True)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:  # written last: marks a complete export
         json.dump(manifest, f, indent=1)
     print("files: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in files.items()), flush=True)
