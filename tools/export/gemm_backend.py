@@ -95,11 +95,17 @@ def cublas_gemms(backend_cls, log: Callable[[str], None] = lambda s: print(s, fl
     try:
         yield accepted
     finally:
-        for name in _PATCHED:
-            if name in saved:
-                setattr(backend_cls, name, saved[name])
-            else:
-                delattr(backend_cls, name)
+        restore_classmethods(backend_cls, _PATCHED, saved)
+
+
+def restore_classmethods(backend_cls, names, saved: Dict[str, object]) -> None:
+    """Undoes a patch of backend_cls's classmethods `names`: those the class defined itself (`saved`, from its
+    __dict__) are put back, those it inherited are deleted again."""
+    for name in names:
+        if name in saved:
+            setattr(backend_cls, name, saved[name])
+        else:
+            delattr(backend_cls, name)
 
 
 def gemm_context(gemm: str, backend_cls):

@@ -22,6 +22,8 @@ import contextlib
 import inspect
 from typing import Callable, Iterable, List
 
+from gemm_backend import restore_classmethods
+
 FLASH_KERNEL = "aoti_torch_cuda__scaled_dot_product_flash_attention"
 # The names the backend's fallback check may see for it: the C-shim call, and the ATen operator's name, which the
 # check is given when Inductor routes the fallback through its runtime-lookup code path (the generated library
@@ -82,8 +84,4 @@ def flash_attention(backend_cls, methods: Iterable[str], make_context: Callable[
     try:
         yield emitted
     finally:
-        for name in _PATCHED:
-            if name in saved:
-                setattr(backend_cls, name, saved[name])
-            else:
-                delattr(backend_cls, name)
+        restore_classmethods(backend_cls, _PATCHED, saved)
