@@ -5,6 +5,7 @@
 // Fixture directories: AOTI_CUDA_TEST_FIXTURES (tests/fixtures) plus every
 // entry of the environment variable AOTI_CUDA_FIXTURE_DIRS (':'-separated).
 // Each model directory holds manifest.json (see tests/fixtures/README.md).
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <doctest/doctest.h>
@@ -553,20 +554,27 @@ TEST_CASE("gpu: device-to-device copies between any two layouts run as one kerne
   auto expected = [&](int64_t i, int64_t j, int64_t k) { return static_cast<double>(i * permuted[0] + j * permuted[1] + k * permuted[2]); };
   for (DType dt : {DType::kFloat16, DType::kFloat32, DType::kInt64}) {
     CAPTURE(static_cast<int>(dt));
-    std::vector<double> storage(120);
-    for (int n = 0; n < 120; ++n) storage[n] = n;
-    Tensor host = Tensor::from_blob(storage.data(), {120}, DType::kFloat64).to_device(0);
-    Tensor flat = Tensor::empty({120}, dt, Device::cuda(0));
-    flat.copy_from(host);  // dtype conversion: staged, synchronous
+    // Storage element n holds n (exact in every one of the three dtypes).
+    Tensor host = Tensor::empty({120}, dt);
+    for (int n = 0; n < 120; ++n) {
+      if (dt == DType::kFloat16) host.data_ptr<uint16_t>()[n] = __half_as_ushort(__float2half_rn(static_cast<float>(n)));
+      else if (dt == DType::kFloat32) host.data_ptr<float>()[n] = static_cast<float>(n);
+      else host.data_ptr<int64_t>()[n] = n;
+    }
+    Tensor flat = host.to_device(0);
     Tensor src = Tensor::from_blob(flat.data(), shape, dt, Device::cuda(0), permuted);
     Tensor dst = Tensor::empty(shape, dt, Device::cuda(0));
     dst.copy_from(src);
-    Tensor back = Tensor::empty(shape, DType::kFloat64);
-    back.copy_from(dst.to_host());
+    Tensor back = dst.to_host();
+    auto value = [&](int64_t at) -> double {
+      if (dt == DType::kFloat16) return __half2float(__ushort_as_half(back.data_ptr<uint16_t>()[at]));
+      if (dt == DType::kFloat32) return back.data_ptr<float>()[at];
+      return static_cast<double>(back.data_ptr<int64_t>()[at]);
+    };
     bool all_equal = true;
     for (int64_t i = 0; i < 4; ++i)
       for (int64_t j = 0; j < 6; ++j)
-        for (int64_t k = 0; k < 5; ++k) all_equal = all_equal && back.data_ptr<double>()[(i * 6 + j) * 5 + k] == expected(i, j, k);
+        for (int64_t k = 0; k < 5; ++k) all_equal = all_equal && value((i * 6 + j) * 5 + k) == expected(i, j, k);
     CHECK(all_equal);
   }
   // The same re-striding as the bound outputs of a call do it: queued on a stream
