@@ -21,7 +21,6 @@ namespace shim {
 namespace attention {
 namespace {
 
-constexpr int kKeysPerTile = 64;
 constexpr int kPad = 8;  // shared-memory rows are head_dim + 8 elements: 16-byte aligned, banks staggered
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -65,22 +64,57 @@ __device__ __forceinline__ uint32_t join(uint16_t lo, uint16_t hi) {
   return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 
-// Rows [key0, key0 + 64) of a [kv_len, kDim] operand into shared memory; rows past kv_len
-// are zeros (masked scores multiply them, and 0 * garbage could be NaN).
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared without a register round trip; src_bytes 0 writes zeros.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// Four 8x8 16-bit matrices; lanes 8m..8m+7 give the row addresses of matrix m. Lane 4g+t gets
+// row g, columns 2t and 2t+1 of each (.trans: rows 2t and 2t+1 of column g).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// Keys per shared-memory tile: two stages of K and V tiles stay within 48 KiB of static
+// shared memory (head_dim 128: 32 keys; 64: 64 keys).
+template <int kDim>
+struct KeysPerTile {
+  static constexpr int value = kDim >= 128 ? 32 : 64;
+};
+
+// Rows [key0, key0 + keys) of a [kv_len, kDim] operand into a shared-memory tile, as
+// asynchronous 16-byte copies (`vectors`) or element by element; rows past kv_len are zeros
+// (masked scores multiply them, and 0 * garbage could be NaN).
 template <int kDim>
 __device__ __forceinline__ void stage_tile(uint16_t* tile, const uint16_t* src, int64_t row_stride, int64_t key0,
                                            int64_t kv_len, bool vectors) {
   constexpr int kChunks = kDim / 8;  // 8 elements = 16 bytes
-  for (int c = threadIdx.x; c < kKeysPerTile * kChunks; c += blockDim.x) {
+  constexpr int kKeys = KeysPerTile<kDim>::value;
+  for (int c = threadIdx.x; c < kKeys * kChunks; c += blockDim.x) {
     const int row = c / kChunks, col = (c % kChunks) * 8;
     uint16_t* dst = tile + row * (kDim + kPad) + col;
     const int64_t key = key0 + row;
-    if (key >= kv_len) {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
-    } else if (vectors) {
-      *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src + key * row_stride + col);
+    const bool inside = key < kv_len;
+    if (vectors) {
+      cp_async16(shared_address(dst), inside ? src + key * row_stride + col : src, inside ? 16 : 0);
     } else {
-      for (int e = 0; e < 8; ++e) dst[e] = src[key * row_stride + col + e];
+      for (int e = 0; e < 8; ++e) dst[e] = inside ? src[key * row_stride + col + e] : uint16_t{0};
     }
   }
 }
@@ -88,9 +122,11 @@ __device__ __forceinline__ void stage_tile(uint16_t* tile, const uint16_t* src, 
 template <bool kHalf, int kDim, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32) flash_forward(Problem p, bool vectors) {
   constexpr int kRows = 16 * kWarps;
+  constexpr int kKeys = KeysPerTile<kDim>::value;
   constexpr int kLd = kDim + kPad;
-  __shared__ alignas(16) uint16_t k_tile[kKeysPerTile * kLd];
-  __shared__ alignas(16) uint16_t v_tile[kKeysPerTile * kLd];
+  constexpr int kTile = kKeys * kLd;
+  // Two stages, each a K tile then a V tile: tile i + 1 is copied in while tile i is used.
+  __shared__ alignas(128) uint16_t tiles[2 * 2 * kTile];
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int64_t block_row = (static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x) * kRows;  // longest causal first
@@ -101,6 +137,17 @@ __global__ void __launch_bounds__(kWarps * 32) flash_forward(Problem p, bool vec
   const auto* v = static_cast<const uint16_t*>(p.v) + b * p.v_stride[0] + kv_h * p.v_stride[1];
   const int64_t row0 = block_row + warp * 16;  // this warp's first query row
   const int64_t rows[2] = {row0 + g, row0 + g + 8};
+
+  int64_t kv_end = p.kv_len;
+  if (p.causal && block_row + kRows < kv_end) kv_end = block_row + kRows;
+  const int64_t n_tiles = (kv_end + kKeys - 1) / kKeys;
+  auto stage = [&](int64_t tile) {
+    uint16_t* base = tiles + (tile & 1) * 2 * kTile;
+    stage_tile<kDim>(base, k, p.k_stride[2], tile * kKeys, p.kv_len, vectors);
+    stage_tile<kDim>(base + kTile, v, p.v_stride[2], tile * kKeys, p.kv_len, vectors);
+    cp_async_commit();
+  };
+  if (n_tiles > 0) stage(0);
 
   // The warp's queries as A fragments, one per 16 columns (read once: element by element).
   uint32_t qa[kDim / 16][4];
@@ -123,81 +170,91 @@ __global__ void __launch_bounds__(kWarps * 32) flash_forward(Problem p, bool vec
   float row_max[2] = {-INFINITY, -INFINITY};
   float row_sum[2] = {0.f, 0.f};  // this thread's share; the quad's four are added at the end
   const float scale = p.scale * kLog2e;  // scores in log2 units: exp2 below
+  // ldmatrix row of this lane: matrix m = lane / 8, row lane % 8 of it.
+  const int lm = lane / 8, lr = lane % 8;
 
-  int64_t kv_end = p.kv_len;
-  if (p.causal && block_row + kRows < kv_end) kv_end = block_row + kRows;
-  for (int64_t key0 = 0; key0 < kv_end; key0 += kKeysPerTile) {
-    __syncthreads();  // every warp is done with the previous tiles
-    stage_tile<kDim>(k_tile, k, p.k_stride[2], key0, p.kv_len, vectors);
-    stage_tile<kDim>(v_tile, v, p.v_stride[2], key0, p.kv_len, vectors);
+  for (int64_t tile = 0; tile < n_tiles; ++tile) {
+    if (tile + 1 < n_tiles) {
+      stage(tile + 1);
+      cp_async_wait<1>();  // this tile's copies are done, the next tile's may still be in flight
+    } else {
+      cp_async_wait<0>();
+    }
     __syncthreads();
-    if (row0 >= p.q_len || (p.causal && key0 > row0 + 15)) continue;  // nothing visible to this warp here
-
-    // Scores of the warp's 16 rows against the tile's 64 keys: 8 C fragments.
-    float s[kKeysPerTile / 8][4];
+    const int64_t key0 = tile * kKeys;
+    const uint16_t* k_tile = tiles + (tile & 1) * 2 * kTile;
+    const uint16_t* v_tile = k_tile + kTile;
+    if (row0 < p.q_len && !(p.causal && key0 > row0 + 15)) {  // else nothing here is visible to this warp
+      // Scores of the warp's 16 rows against the tile's keys: C fragments of 8 keys each.
+      float s[kKeys / 8][4];
 #pragma unroll
-    for (int j = 0; j < kKeysPerTile / 8; ++j) {
-      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-      const uint16_t* kp = k_tile + (j * 8 + g) * kLd + 2 * t;
+      for (int j = 0; j < kKeys / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
 #pragma unroll
-      for (int kk = 0; kk < kDim / 16; ++kk) {
-        const uint32_t b0 = *reinterpret_cast<const uint32_t*>(kp + kk * 16);
-        const uint32_t b1 = *reinterpret_cast<const uint32_t*>(kp + kk * 16 + 8);
-        mma<kHalf>(s[j], qa[kk], b0, b1);
+      for (int jj = 0; jj < kKeys / 16; ++jj) {
+#pragma unroll
+        for (int kk = 0; kk < kDim / 16; ++kk) {
+          // Matrices: keys 16jj..+7 / +8..+15 (m / 2) x columns 16kk..+7 / +8..+15 (m % 2).
+          uint32_t kb[4];
+          ldmatrix_x4(kb, shared_address(k_tile + (jj * 16 + (lm >> 1) * 8 + lr) * kLd + kk * 16 + (lm & 1) * 8));
+          mma<kHalf>(s[2 * jj], qa[kk], kb[0], kb[1]);
+          mma<kHalf>(s[2 * jj + 1], qa[kk], kb[2], kb[3]);
+        }
       }
-    }
-    // Scale, mask, and the running maximum of each row (over the quad that holds it).
-    float tile_max[2] = {row_max[0], row_max[1]};
+      // Scale, mask, and the running maximum of each row (over the quad that holds it).
+      float tile_max[2] = {row_max[0], row_max[1]};
 #pragma unroll
-    for (int j = 0; j < kKeysPerTile / 8; ++j) {
+      for (int j = 0; j < kKeys / 8; ++j) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int64_t key = key0 + j * 8 + 2 * t + (e & 1);
-        const int64_t row = rows[e >> 1];
-        const bool hidden = key >= p.kv_len || (p.causal && key > row);
-        s[j][e] = hidden ? -INFINITY : s[j][e] * scale;
-        tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[j][e]);
+        for (int e = 0; e < 4; ++e) {
+          const int64_t key = key0 + j * 8 + 2 * t + (e & 1);
+          const bool hidden = key >= p.kv_len || (p.causal && key > rows[e >> 1]);
+          s[j][e] = hidden ? -INFINITY : s[j][e] * scale;
+          tile_max[e >> 1] = fmaxf(tile_max[e >> 1], s[j][e]);
+        }
       }
-    }
-    float rescale[2];
+      float rescale[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-      const float base = tile_max[r] == -INFINITY ? 0.f : tile_max[r];  // no key seen yet: avoid inf - inf
-      rescale[r] = exp2f(row_max[r] - base);
-      row_max[r] = tile_max[r];
-      tile_max[r] = base;
-      row_sum[r] *= rescale[r];
-    }
-#pragma unroll
-    for (int j = 0; j < kKeysPerTile / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[j][e] = exp2f(s[j][e] - tile_max[e >> 1]);
-        row_sum[e >> 1] += s[j][e];
+      for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float base = tile_max[r] == -INFINITY ? 0.f : tile_max[r];  // no key seen yet: avoid inf - inf
+        rescale[r] = exp2f(row_max[r] - base);
+        row_max[r] = tile_max[r];
+        tile_max[r] = base;
+        row_sum[r] *= rescale[r];
       }
-    }
 #pragma unroll
-    for (int n = 0; n < kDim / 8; ++n) {
-      acc[n][0] *= rescale[0];
-      acc[n][1] *= rescale[0];
-      acc[n][2] *= rescale[1];
-      acc[n][3] *= rescale[1];
-    }
-    // acc += p . v, 16 keys per step; p's A fragment is two score fragments side by side.
+      for (int j = 0; j < kKeys / 8; ++j) {
 #pragma unroll
-    for (int step = 0; step < kKeysPerTile / 16; ++step) {
-      const uint32_t pa[4] = {pack<kHalf>(s[2 * step][0], s[2 * step][1]), pack<kHalf>(s[2 * step][2], s[2 * step][3]),
-                              pack<kHalf>(s[2 * step + 1][0], s[2 * step + 1][1]),
-                              pack<kHalf>(s[2 * step + 1][2], s[2 * step + 1][3])};
-      const uint16_t* vp = v_tile + (step * 16 + 2 * t) * kLd + g;
+        for (int e = 0; e < 4; ++e) {
+          s[j][e] = exp2f(s[j][e] - tile_max[e >> 1]);
+          row_sum[e >> 1] += s[j][e];
+        }
+      }
 #pragma unroll
       for (int n = 0; n < kDim / 8; ++n) {
-        const uint16_t* col = vp + n * 8;
-        mma<kHalf>(acc[n], pa, join(col[0], col[kLd]), join(col[8 * kLd], col[9 * kLd]));
+        acc[n][0] *= rescale[0];
+        acc[n][1] *= rescale[0];
+        acc[n][2] *= rescale[1];
+        acc[n][3] *= rescale[1];
+      }
+      // acc += p . v, 16 keys per step; p's A fragment is two score fragments side by side.
+#pragma unroll
+      for (int step = 0; step < kKeys / 16; ++step) {
+        const uint32_t pa[4] = {pack<kHalf>(s[2 * step][0], s[2 * step][1]), pack<kHalf>(s[2 * step][2], s[2 * step][3]),
+                                pack<kHalf>(s[2 * step + 1][0], s[2 * step + 1][1]),
+                                pack<kHalf>(s[2 * step + 1][2], s[2 * step + 1][3])};
+#pragma unroll
+        for (int nn = 0; nn < kDim / 16; ++nn) {
+          // Matrices: keys 16step..+7 / +8..+15 (m % 2) x columns 16nn..+7 / +8..+15 (m / 2), transposed.
+          uint32_t vb[4];
+          ldmatrix_x4_trans(vb, shared_address(v_tile + (step * 16 + (lm & 1) * 8 + lr) * kLd + nn * 16 + (lm >> 1) * 8));
+          mma<kHalf>(acc[2 * nn], pa, vb[0], vb[1]);
+          mma<kHalf>(acc[2 * nn + 1], pa, vb[2], vb[3]);
+        }
       }
     }
+    __syncthreads();  // every warp is done with this stage before it is refilled
   }
 
   // Normalize and store; lse from the quad's summed share.
@@ -230,12 +287,16 @@ int launch_dim(const Problem& p, void* stream, int rows, bool vectors) {
   const dim3 grid(static_cast<unsigned>((p.q_len + rows - 1) / rows), static_cast<unsigned>(p.heads),
                   static_cast<unsigned>(p.batch));
   auto s = static_cast<cudaStream_t>(stream);
-  if (rows == 64) flash_forward<kHalf, kDim, 4><<<grid, 128, 0, s>>>(p, vectors);
-  else flash_forward<kHalf, kDim, 2><<<grid, 64, 0, s>>>(p, vectors);
+  switch (rows) {
+    case 64: flash_forward<kHalf, kDim, 4><<<grid, 128, 0, s>>>(p, vectors); break;
+    case 32: flash_forward<kHalf, kDim, 2><<<grid, 64, 0, s>>>(p, vectors); break;
+    case 16: flash_forward<kHalf, kDim, 1><<<grid, 32, 0, s>>>(p, vectors); break;
+    default: return cudaErrorInvalidValue;
+  }
   return static_cast<int>(cudaGetLastError());
 }
 
-// 16-byte rows of K and V (aligned base, strides multiples of 8 elements): vector staging.
+// 16-byte rows of K and V (aligned base, strides multiples of 8 elements): asynchronous staging.
 bool vector_staging(const Problem& p) {
   auto aligned = [](const void* ptr, const int64_t (&stride)[3]) {
     return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
@@ -249,20 +310,25 @@ bool vector_staging(const Problem& p) {
 bool supports_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
 int rows_per_block(const Problem& p, int sm_count) {
-  const int64_t blocks64 = (p.q_len + 63) / 64 * p.heads * p.batch;
-  return blocks64 >= 2 * static_cast<int64_t>(sm_count) ? 64 : 32;
+  // The largest block whose grid still covers every multiprocessor (fewer, larger blocks
+  // stage each key tile fewer times); 16 rows when even that does not.
+  for (int rows : {64, 32}) {
+    if ((p.q_len + rows - 1) / rows * p.heads * p.batch >= sm_count) return rows;
+  }
+  return 16;
 }
 
-int launch(const Problem& p, void* stream, int sm_count) {
+int launch_rows(const Problem& p, void* stream, int rows) {
   if (p.q_len == 0 || p.batch == 0 || p.heads == 0) return 0;
   if (!supports_head_dim(p.head_dim) || p.kv_heads <= 0 || p.heads % p.kv_heads != 0) return cudaErrorInvalidValue;
-  const int rows = rows_per_block(p, sm_count);
   const bool vectors = vector_staging(p);
   if (p.fp16) return p.head_dim == 64 ? launch_dim<true, 64>(p, stream, rows, vectors)
                                       : launch_dim<true, 128>(p, stream, rows, vectors);
   return p.head_dim == 64 ? launch_dim<false, 64>(p, stream, rows, vectors)
                           : launch_dim<false, 128>(p, stream, rows, vectors);
 }
+
+int launch(const Problem& p, void* stream, int sm_count) { return launch_rows(p, stream, rows_per_block(p, sm_count)); }
 
 }  // namespace attention
 }  // namespace shim

@@ -13,9 +13,11 @@
 //
 // How: one thread block per 16 * warps query rows of one (b, h); each warp keeps its 16
 // rows' queries, running maxima, sums and output accumulators in registers and walks the
-// keys in tiles of 64 staged in shared memory (the online softmax of FlashAttention), with
-// tensor-core multiplies (mma.sync m16n8k16) for q.k^T and p.v. Causal blocks stop at their
-// last row; key tiles past a warp's rows are skipped.
+// keys in tiles (32 keys for head_dim 128, 64 for 64) staged in shared memory (the online
+// softmax of FlashAttention): two stages, the next tile copied in (cp.async) while the
+// current one is used; tensor-core multiplies (mma.sync m16n8k16) for q.k^T and p.v with
+// their K and V operands read by ldmatrix. Causal blocks stop at their last row; key tiles
+// past a warp's rows are skipped.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +46,12 @@ struct Problem {
 bool supports_head_dim(int64_t head_dim);
 
 /// Query rows one thread block takes for this problem on a GPU with `sm_count`
-/// multiprocessors (32 when 64-row blocks would not fill every multiprocessor twice).
+/// multiprocessors: 64, 32 or 16 (the largest whose grid covers every multiprocessor).
 int rows_per_block(const Problem& p, int sm_count);
+
+/// launch() with `rows` query rows per block (64, 32 or 16; else cudaErrorInvalidValue), for
+/// benchmarks and tests of every block size.
+int launch_rows(const Problem& p, void* stream, int rows);
 
 /// Enqueues the kernel on `stream` (a cudaStream_t) of the current device. Requires
 /// supports_head_dim(p.head_dim); q_len == 0 enqueues nothing. Returns the launch's

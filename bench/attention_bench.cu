@@ -1,0 +1,139 @@
+// The flash attention kernel (src/shim/ops/flash_attention.cu, compiled in) at an LLM prefill's shapes,
+// every block size and the default dispatch, timed with CUDA events (median of 9 runs of 50 launches).
+//
+//   aoti_cuda_attention_bench [--lens 128,512,1024] [--heads 16] [--kv-heads 16,4] [--dim 128]
+//
+// Prints one line per (shape, block size): microseconds per call and the attention TFLOP/s
+// (4 * L * S * D * H multiply-adds as flops, halved for the causal mask).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "shim/ops/flash_attention.hpp"
+
+namespace {
+
+using aoti_cuda::shim::attention::Problem;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+std::vector<int64_t> parse_list(const char* s) {
+  std::vector<int64_t> out;
+  for (const char* p = s; *p;) {
+    out.push_back(std::strtoll(p, const_cast<char**>(&p), 10));
+    if (*p == ',') ++p;
+  }
+  return out;
+}
+
+// Median time of one call, in microseconds.
+double time_call(const Problem& p, int rows, cudaStream_t stream) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> samples;
+  for (int round = 0; round < 10; ++round) {
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    for (int i = 0; i < 50; ++i) {
+      const int err = rows > 0 ? aoti_cuda::shim::attention::launch_rows(p, stream, rows)
+                               : aoti_cuda::shim::attention::launch(p, stream, 132);
+      check(static_cast<cudaError_t>(err), "launch");
+    }
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (round > 0) samples.push_back(ms * 1000.0 / 50);  // round 0 warms up
+  }
+  std::sort(samples.begin(), samples.end());
+  check(cudaEventDestroy(start), "cudaEventDestroy");
+  check(cudaEventDestroy(stop), "cudaEventDestroy");
+  return samples[samples.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int64_t> lens{128, 512, 1024}, kv_heads{16, 4};
+  int64_t heads = 16, dim = 128;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--lens") lens = parse_list(argv[i + 1]);
+    else if (a == "--heads") heads = std::atoll(argv[i + 1]);
+    else if (a == "--kv-heads") kv_heads = parse_list(argv[i + 1]);
+    else if (a == "--dim") dim = std::atoll(argv[i + 1]);
+  }
+  int device = 0, sms = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  for (int64_t len : lens) {
+    for (int64_t kvh : kv_heads) {
+      const size_t q_elems = static_cast<size_t>(len * heads * dim), kv_elems = static_cast<size_t>(len * kvh * dim);
+      std::vector<uint16_t> host(std::max(q_elems, kv_elems));
+      for (uint16_t& x : host) {
+        const float f = dist(rng);
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        x = static_cast<uint16_t>(u >> 16);
+      }
+      void *q, *k, *v, *o;
+      check(cudaMalloc(&q, q_elems * 2), "cudaMalloc");
+      check(cudaMalloc(&k, kv_elems * 2), "cudaMalloc");
+      check(cudaMalloc(&v, kv_elems * 2), "cudaMalloc");
+      check(cudaMalloc(&o, q_elems * 2), "cudaMalloc");
+      check(cudaMemcpy(q, host.data(), q_elems * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+      check(cudaMemcpy(k, host.data(), kv_elems * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+      check(cudaMemcpy(v, host.data(), kv_elems * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+      Problem p;
+      p.q = q;
+      p.k = k;
+      p.v = v;
+      p.out = o;
+      p.batch = 1;
+      p.heads = heads;
+      p.kv_heads = kvh;
+      p.q_len = p.kv_len = len;
+      p.head_dim = static_cast<int>(dim);
+      // q and out as a prefill's: [1, L, H, D] storage viewed [1, H, L, D]; k and v [1, Hkv, L, D].
+      const int64_t qs[3] = {len * heads * dim, dim, heads * dim}, kvs[3] = {len * kvh * dim, len * dim, dim};
+      for (int d = 0; d < 3; ++d) {
+        p.q_stride[d] = p.out_stride[d] = qs[d];
+        p.k_stride[d] = p.v_stride[d] = kvs[d];
+      }
+      p.scale = 1.0f / std::sqrt(static_cast<float>(dim));
+      p.causal = true;
+      const double flops = 4.0 * len * len * dim * heads / 2;
+      for (int rows : {0, 64, 32, 16}) {
+        const double us = time_call(p, rows, stream);
+        std::printf("L=%-5lld H=%lld Hkv=%-3lld D=%lld causal bf16  %-8s %8.2f us  %6.1f TFLOP/s\n",
+                    static_cast<long long>(len), static_cast<long long>(heads), static_cast<long long>(kvh),
+                    static_cast<long long>(dim),
+                    rows == 0 ? ("default(" + std::to_string(aoti_cuda::shim::attention::rows_per_block(p, sms)) + ")").c_str()
+                              : ("rows " + std::to_string(rows)).c_str(),
+                    us, flops / (us * 1e-6) / 1e12);
+      }
+      cudaFree(q);
+      cudaFree(k);
+      cudaFree(v);
+      cudaFree(o);
+    }
+  }
+  return 0;
+}
