@@ -49,7 +49,7 @@ double time_call(const Problem& p, int rows, cudaStream_t stream) {
     check(cudaEventRecord(start, stream), "cudaEventRecord");
     for (int i = 0; i < 50; ++i) {
       const int err = rows > 0 ? aoti_cuda::shim::attention::launch_rows(p, stream, rows)
-                               : aoti_cuda::shim::attention::launch(p, stream, 132);
+                               : aoti_cuda::shim::attention::launch(p, stream);
       check(static_cast<cudaError_t>(err), "launch");
     }
     check(cudaEventRecord(stop, stream), "cudaEventRecord");
@@ -76,9 +76,6 @@ int main(int argc, char** argv) {
     else if (a == "--kv-heads") kv_heads = parse_list(argv[i + 1]);
     else if (a == "--dim") dim = std::atoll(argv[i + 1]);
   }
-  int device = 0, sms = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
   std::mt19937 rng(5);
@@ -125,7 +122,7 @@ int main(int argc, char** argv) {
         std::printf("L=%-5lld H=%lld Hkv=%-3lld D=%lld causal bf16  %-8s %8.2f us  %6.1f TFLOP/s\n",
                     static_cast<long long>(len), static_cast<long long>(heads), static_cast<long long>(kvh),
                     static_cast<long long>(dim),
-                    rows == 0 ? ("default(" + std::to_string(aoti_cuda::shim::attention::rows_per_block(p, sms)) + ")").c_str()
+                    rows == 0 ? ("default(" + std::to_string(aoti_cuda::shim::attention::rows_per_block(p)) + ")").c_str()
                               : ("rows " + std::to_string(rows)).c_str(),
                     us, flops / (us * 1e-6) / 1e12);
       }

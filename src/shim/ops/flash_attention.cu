@@ -309,13 +309,12 @@ bool vector_staging(const Problem& p) {
 
 bool supports_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
-int rows_per_block(const Problem& p, int sm_count) {
-  // The largest block whose grid still covers every multiprocessor (fewer, larger blocks
-  // stage each key tile fewer times); 16 rows when even that does not.
-  for (int rows : {64, 32}) {
-    if ((p.q_len + rows - 1) / rows * p.heads * p.batch >= sm_count) return rows;
-  }
-  return 16;
+int rows_per_block(const Problem& p) {
+  // 64-row blocks were the fastest at every length measured on the H200, also where they leave
+  // multiprocessors idle (16 heads: 37 us at 512 tokens against 49 with 32-row blocks and 74 with
+  // 16; 13 against 15 and 20 us at 128; bench/results/h200-2026-12-03-s27-4-attention-bench.txt):
+  // each key tile is staged once for four warps. Shorter queries take the smallest block that holds them.
+  return p.q_len <= 16 ? 16 : (p.q_len <= 32 ? 32 : 64);
 }
 
 int launch_rows(const Problem& p, void* stream, int rows) {
@@ -328,7 +327,7 @@ int launch_rows(const Problem& p, void* stream, int rows) {
                           : launch_dim<false, 128>(p, stream, rows, vectors);
 }
 
-int launch(const Problem& p, void* stream, int sm_count) { return launch_rows(p, stream, rows_per_block(p, sm_count)); }
+int launch(const Problem& p, void* stream) { return launch_rows(p, stream, rows_per_block(p)); }
 
 }  // namespace attention
 }  // namespace shim

@@ -45,9 +45,8 @@ struct Problem {
 /// Whether the kernels are built for this head dimension (64 and 128).
 bool supports_head_dim(int64_t head_dim);
 
-/// Query rows one thread block takes for this problem on a GPU with `sm_count`
-/// multiprocessors: 64, 32 or 16 (the largest whose grid covers every multiprocessor).
-int rows_per_block(const Problem& p, int sm_count);
+/// Query rows one thread block takes: 64, or 16 / 32 for queries that short.
+int rows_per_block(const Problem& p);
 
 /// launch() with `rows` query rows per block (64, 32 or 16; else cudaErrorInvalidValue), for
 /// benchmarks and tests of every block size.
@@ -56,7 +55,7 @@ int launch_rows(const Problem& p, void* stream, int rows);
 /// Enqueues the kernel on `stream` (a cudaStream_t) of the current device. Requires
 /// supports_head_dim(p.head_dim); q_len == 0 enqueues nothing. Returns the launch's
 /// cudaError_t (0 = success).
-int launch(const Problem& p, void* stream, int sm_count);
+int launch(const Problem& p, void* stream);
 
 }  // namespace attention
 }  // namespace shim

@@ -191,7 +191,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     void* stream = current_stream(device);
     aoti_cuda::common::KernelTimer::Launch timed(aoti_cuda::common::KernelTimer::current(), nullptr,
                                                  "aoti_cuda flash attention", stream);
-    const int err = attention::launch(p, stream, multiprocessor_count(device));
+    const int err = attention::launch(p, stream);
     timed.done(err == 0);
     if (err != 0) throw_cuda_error(err, "flash attention kernel launch");
 
