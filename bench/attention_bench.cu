@@ -1,5 +1,5 @@
 // The flash attention kernel (src/shim/ops/flash_attention.cu, compiled in) at an LLM prefill's shapes,
-// every block size and the default dispatch, timed with CUDA events (median of 9 runs of 50 launches).
+// every block size and pipeline depth and the default dispatch, timed with CUDA events (median of 9 runs of 50 launches).
 //
 //   aoti_cuda_attention_bench [--lens 128,512,1024] [--heads 16] [--kv-heads 16,4] [--dim 128]
 //
@@ -40,7 +40,7 @@ std::vector<int64_t> parse_list(const char* s) {
 }
 
 // Median time of one call, in microseconds.
-double time_call(const Problem& p, int rows, cudaStream_t stream) {
+double time_call(const Problem& p, int rows, int stages, cudaStream_t stream) {
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
@@ -48,7 +48,7 @@ double time_call(const Problem& p, int rows, cudaStream_t stream) {
   for (int round = 0; round < 10; ++round) {
     check(cudaEventRecord(start, stream), "cudaEventRecord");
     for (int i = 0; i < 50; ++i) {
-      const int err = rows > 0 ? aoti_cuda::shim::attention::launch_rows(p, stream, rows)
+      const int err = rows > 0 ? aoti_cuda::shim::attention::launch_rows(p, stream, rows, stages)
                                : aoti_cuda::shim::attention::launch(p, stream);
       check(static_cast<cudaError_t>(err), "launch");
     }
@@ -118,13 +118,17 @@ int main(int argc, char** argv) {
       p.causal = true;
       const double flops = 4.0 * len * len * dim * heads / 2;
       for (int rows : {0, 64, 32, 16}) {
-        const double us = time_call(p, rows, stream);
-        std::printf("L=%-5lld H=%lld Hkv=%-3lld D=%lld causal bf16  %-8s %8.2f us  %6.1f TFLOP/s\n",
-                    static_cast<long long>(len), static_cast<long long>(heads), static_cast<long long>(kvh),
-                    static_cast<long long>(dim),
-                    rows == 0 ? ("default(" + std::to_string(aoti_cuda::shim::attention::rows_per_block(p)) + ")").c_str()
-                              : ("rows " + std::to_string(rows)).c_str(),
-                    us, flops / (us * 1e-6) / 1e12);
+        for (int stages : {4, 2}) {
+          if (rows == 0 && stages == 2) continue;  // the default dispatch has one depth
+          const double us = time_call(p, rows, stages, stream);
+          const std::string variant =
+              rows == 0 ? "default(" + std::to_string(aoti_cuda::shim::attention::rows_per_block(p)) + " rows, " +
+                              std::to_string(aoti_cuda::shim::attention::kDefaultStages) + " stages)"
+                        : "rows " + std::to_string(rows) + ", " + std::to_string(stages) + " stages";
+          std::printf("L=%-5lld H=%lld Hkv=%-3lld D=%lld causal bf16  %-28s %8.2f us  %6.1f TFLOP/s\n",
+                      static_cast<long long>(len), static_cast<long long>(heads), static_cast<long long>(kvh),
+                      static_cast<long long>(dim), variant.c_str(), us, flops / (us * 1e-6) / 1e12);
+        }
       }
       cudaFree(q);
       cudaFree(k);

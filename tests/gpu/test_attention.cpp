@@ -209,15 +209,16 @@ TEST_CASE("gpu: flash attention queued on the thread's current stream, outputs n
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
 
-TEST_CASE("gpu: flash attention gives bit-identical results with every block size" * AOTI_CUDA_GPU_CASE) {
-  // Each warp walks the same key tiles in the same order whatever block it is in.
+TEST_CASE("gpu: flash attention gives bit-identical results with every block size and pipeline depth" * AOTI_CUDA_GPU_CASE) {
+  // Each warp walks the same key tiles in the same order whatever block or pipeline it is in.
   std::mt19937 rng(11);
   const int64_t len = 300, heads = 4, kv_heads = 2, dim = 128;
   Operand q = make_operand(rng, 1, heads, len, dim, false, true);
   Operand k = make_operand(rng, 1, kv_heads, len, dim, false, false);
   Operand v = make_operand(rng, 1, kv_heads, len, dim, false, false);
   std::vector<std::vector<uint16_t>> results;
-  for (int rows : {64, 32, 16}) {
+  for (int variant = 0; variant < 6; ++variant) {
+    const int rows = 64 >> (variant % 3), stages = variant < 3 ? 4 : 2;
     OwnedTensor out = empty(q.sizes, q.strides, kBF16, kCUDA, 0);
     aoti_cuda::shim::attention::Problem p;
     p.q = q.device.data();
@@ -236,12 +237,11 @@ TEST_CASE("gpu: flash attention gives bit-identical results with every block siz
     }
     p.scale = 0.088f;
     p.causal = true;
-    REQUIRE(aoti_cuda::shim::attention::launch_rows(p, nullptr, rows) == 0);
+    REQUIRE(aoti_cuda::shim::attention::launch_rows(p, nullptr, rows, stages) == 0);
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
     results.emplace_back(q.host.size());
     REQUIRE(cudaMemcpy(results.back().data(), out.data(), q.host.size() * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
   }
-  CHECK(results[0] == results[1]);
-  CHECK(results[0] == results[2]);
+  for (std::size_t i = 1; i < results.size(); ++i) CHECK(results[0] == results[i]);
   CHECK(aoti_cuda::shim::attention::launch_rows(aoti_cuda::shim::attention::Problem{}, nullptr, 48) == 0);  // empty
 }

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "shim/ops/flash_attention.hpp"
+#include "shim/ops/shared_memory.cuh"
 
 namespace aoti_cuda {
 namespace shim {
@@ -119,14 +120,23 @@ __device__ __forceinline__ void stage_tile(uint16_t* tile, const uint16_t* src, 
   }
 }
 
-template <bool kHalf, int kDim, int kWarps>
+template <int kDim, int kStages>
+struct TileSizes {
+  static constexpr int kKeys = KeysPerTile<kDim>::value;
+  static constexpr int kLd = kDim + kPad;
+  static constexpr int kTile = kKeys * kLd;                    // elements of one K or V tile
+  static constexpr int kSmemBytes = kStages * 2 * kTile * 2;  // a K and a V tile per stage
+};
+
+template <bool kHalf, int kDim, int kWarps, int kStages>
 __global__ void __launch_bounds__(kWarps * 32) flash_forward(Problem p, bool vectors) {
   constexpr int kRows = 16 * kWarps;
-  constexpr int kKeys = KeysPerTile<kDim>::value;
-  constexpr int kLd = kDim + kPad;
-  constexpr int kTile = kKeys * kLd;
-  // Two stages, each a K tile then a V tile: tile i + 1 is copied in while tile i is used.
-  __shared__ alignas(128) uint16_t tiles[2 * 2 * kTile];
+  constexpr int kKeys = TileSizes<kDim, kStages>::kKeys;
+  constexpr int kLd = TileSizes<kDim, kStages>::kLd;
+  constexpr int kTile = TileSizes<kDim, kStages>::kTile;
+  // kStages stages, each a K tile then a V tile: tiles i + 1 .. i + kStages - 1 are being copied
+  // in while tile i is used.
+  extern __shared__ __align__(128) uint16_t tiles[];
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int64_t block_row = (static_cast<int64_t>(gridDim.x) - 1 - blockIdx.x) * kRows;  // longest causal first
@@ -141,13 +151,18 @@ __global__ void __launch_bounds__(kWarps * 32) flash_forward(Problem p, bool vec
   int64_t kv_end = p.kv_len;
   if (p.causal && block_row + kRows < kv_end) kv_end = block_row + kRows;
   const int64_t n_tiles = (kv_end + kKeys - 1) / kKeys;
+  // One commit group per tile, empty past the last, so "tile i has landed" is always "at most
+  // kStages - 2 groups pending" at the top of iteration i.
   auto stage = [&](int64_t tile) {
-    uint16_t* base = tiles + (tile & 1) * 2 * kTile;
-    stage_tile<kDim>(base, k, p.k_stride[2], tile * kKeys, p.kv_len, vectors);
-    stage_tile<kDim>(base + kTile, v, p.v_stride[2], tile * kKeys, p.kv_len, vectors);
+    if (tile < n_tiles) {
+      uint16_t* base = tiles + (tile % kStages) * 2 * kTile;
+      stage_tile<kDim>(base, k, p.k_stride[2], tile * kKeys, p.kv_len, vectors);
+      stage_tile<kDim>(base + kTile, v, p.v_stride[2], tile * kKeys, p.kv_len, vectors);
+    }
     cp_async_commit();
   };
-  if (n_tiles > 0) stage(0);
+#pragma unroll
+  for (int i = 0; i < kStages - 1; ++i) stage(i);
 
   // The warp's queries as A fragments, one per 16 columns (read once: element by element).
   uint32_t qa[kDim / 16][4];
@@ -174,15 +189,11 @@ __global__ void __launch_bounds__(kWarps * 32) flash_forward(Problem p, bool vec
   const int lm = lane / 8, lr = lane % 8;
 
   for (int64_t tile = 0; tile < n_tiles; ++tile) {
-    if (tile + 1 < n_tiles) {
-      stage(tile + 1);
-      cp_async_wait<1>();  // this tile's copies are done, the next tile's may still be in flight
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();
+    cp_async_wait<kStages - 2>();  // this tile's copies are done; later tiles' may be in flight
+    __syncthreads();  // ... for every thread's copies; and every warp is done with the previous tile
+    stage(tile + kStages - 1);  // into the stage the previous tile used
     const int64_t key0 = tile * kKeys;
-    const uint16_t* k_tile = tiles + (tile & 1) * 2 * kTile;
+    const uint16_t* k_tile = tiles + (tile % kStages) * 2 * kTile;
     const uint16_t* v_tile = k_tile + kTile;
     if (row0 < p.q_len && !(p.causal && key0 > row0 + 15)) {  // else nothing here is visible to this warp
       // Scores of the warp's 16 rows against the tile's keys: C fragments of 8 keys each.
@@ -254,7 +265,6 @@ __global__ void __launch_bounds__(kWarps * 32) flash_forward(Problem p, bool vec
         }
       }
     }
-    __syncthreads();  // every warp is done with this stage before it is refilled
   }
 
   // Normalize and store; lse from the quad's summed share.
@@ -282,18 +292,35 @@ __global__ void __launch_bounds__(kWarps * 32) flash_forward(Problem p, bool vec
   }
 }
 
-template <bool kHalf, int kDim>
+template <bool kHalf, int kDim, int kWarps, int kStages>
+int launch_kernel(const Problem& p, const dim3& grid, cudaStream_t stream, bool vectors) {
+  static SharedMemoryOptIns opted_in{};
+  constexpr int kBytes = TileSizes<kDim, kStages>::kSmemBytes;
+  auto* kernel = flash_forward<kHalf, kDim, kWarps, kStages>;
+  if (const cudaError_t err = opt_in_shared_memory(kernel, kBytes, opted_in); err != cudaSuccess) return err;
+  kernel<<<grid, kWarps * 32, kBytes, stream>>>(p, vectors);
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <bool kHalf, int kDim, int kStages>
 int launch_dim(const Problem& p, void* stream, int rows, bool vectors) {
   const dim3 grid(static_cast<unsigned>((p.q_len + rows - 1) / rows), static_cast<unsigned>(p.heads),
                   static_cast<unsigned>(p.batch));
   auto s = static_cast<cudaStream_t>(stream);
   switch (rows) {
-    case 64: flash_forward<kHalf, kDim, 4><<<grid, 128, 0, s>>>(p, vectors); break;
-    case 32: flash_forward<kHalf, kDim, 2><<<grid, 64, 0, s>>>(p, vectors); break;
-    case 16: flash_forward<kHalf, kDim, 1><<<grid, 32, 0, s>>>(p, vectors); break;
+    case 64: return launch_kernel<kHalf, kDim, 4, kStages>(p, grid, s, vectors);
+    case 32: return launch_kernel<kHalf, kDim, 2, kStages>(p, grid, s, vectors);
+    case 16: return launch_kernel<kHalf, kDim, 1, kStages>(p, grid, s, vectors);
     default: return cudaErrorInvalidValue;
   }
-  return static_cast<int>(cudaGetLastError());
+}
+
+template <int kStages>
+int launch_stages(const Problem& p, void* stream, int rows, bool vectors) {
+  if (p.fp16) return p.head_dim == 64 ? launch_dim<true, 64, kStages>(p, stream, rows, vectors)
+                                      : launch_dim<true, 128, kStages>(p, stream, rows, vectors);
+  return p.head_dim == 64 ? launch_dim<false, 64, kStages>(p, stream, rows, vectors)
+                          : launch_dim<false, 128, kStages>(p, stream, rows, vectors);
 }
 
 // 16-byte rows of K and V (aligned base, strides multiples of 8 elements): asynchronous staging.
@@ -317,17 +344,18 @@ int rows_per_block(const Problem& p) {
   return p.q_len <= 16 ? 16 : (p.q_len <= 32 ? 32 : 64);
 }
 
-int launch_rows(const Problem& p, void* stream, int rows) {
+int launch_rows(const Problem& p, void* stream, int rows, int stages) {
   if (p.q_len == 0 || p.batch == 0 || p.heads == 0) return 0;
   if (!supports_head_dim(p.head_dim) || p.kv_heads <= 0 || p.heads % p.kv_heads != 0) return cudaErrorInvalidValue;
   const bool vectors = vector_staging(p);
-  if (p.fp16) return p.head_dim == 64 ? launch_dim<true, 64>(p, stream, rows, vectors)
-                                      : launch_dim<true, 128>(p, stream, rows, vectors);
-  return p.head_dim == 64 ? launch_dim<false, 64>(p, stream, rows, vectors)
-                          : launch_dim<false, 128>(p, stream, rows, vectors);
+  switch (stages) {
+    case 2: return launch_stages<2>(p, stream, rows, vectors);
+    case 4: return launch_stages<4>(p, stream, rows, vectors);
+    default: return cudaErrorInvalidValue;
+  }
 }
 
-int launch(const Problem& p, void* stream) { return launch_rows(p, stream, rows_per_block(p)); }
+int launch(const Problem& p, void* stream) { return launch_rows(p, stream, rows_per_block(p), kDefaultStages); }
 
 }  // namespace attention
 }  // namespace shim

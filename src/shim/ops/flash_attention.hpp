@@ -14,8 +14,8 @@
 // How: one thread block per 16 * warps query rows of one (b, h); each warp keeps its 16
 // rows' queries, running maxima, sums and output accumulators in registers and walks the
 // keys in tiles (32 keys for head_dim 128, 64 for 64) staged in shared memory (the online
-// softmax of FlashAttention): two stages, the next tile copied in (cp.async) while the
-// current one is used; tensor-core multiplies (mma.sync m16n8k16) for q.k^T and p.v with
+// softmax of FlashAttention): a pipeline of stages, the next tiles copied in (cp.async)
+// while the current one is used; tensor-core multiplies (mma.sync m16n8k16) for q.k^T and p.v with
 // their K and V operands read by ldmatrix. Causal blocks stop at their last row; key tiles
 // past a warp's rows are skipped.
 #pragma once
@@ -48,9 +48,12 @@ bool supports_head_dim(int64_t head_dim);
 /// Query rows one thread block takes: 64, or 16 / 32 for queries that short.
 int rows_per_block(const Problem& p);
 
-/// launch() with `rows` query rows per block (64, 32 or 16; else cudaErrorInvalidValue), for
-/// benchmarks and tests of every block size.
-int launch_rows(const Problem& p, void* stream, int rows);
+/// Pipeline depth of launch(): key tiles in shared memory at once (one used, the rest being copied in).
+constexpr int kDefaultStages = 4;
+
+/// launch() with `rows` query rows per block (64, 32 or 16) and `stages` pipeline stages (2 or 4);
+/// else cudaErrorInvalidValue. For benchmarks and tests of every configuration.
+int launch_rows(const Problem& p, void* stream, int rows, int stages = kDefaultStages);
 
 /// Enqueues the kernel on `stream` (a cudaStream_t) of the current device. Requires
 /// supports_head_dim(p.head_dim); q_len == 0 enqueues nothing. Returns the launch's

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "shim/ops/shared_memory.cuh"
 #include "shim/ops/weight_int4pack_mm.hpp"
 
 namespace aoti_cuda {
@@ -396,26 +397,12 @@ enum class Config { kHalfM, kSmallM, kLargeM };
 
 Config pick_config(int64_t m) { return m <= 8 ? Config::kHalfM : (m <= 64 ? Config::kSmallM : Config::kLargeM); }
 
-constexpr int kDevicesRemembered = 64;
-
 template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
 cudaError_t launch_one(const Problem& p, const Shape& sh, cudaStream_t stream) {
   using Gemm = Int4Gemm<IKT, MT, NT, KW, HalfM, P, Depth>;
   auto* kernel = int4_gemm_kernel<IKT, MT, NT, KW, HalfM, P, Depth>;
-  if (Gemm::kSmemBytes > 48 * 1024) {
-    // The attribute belongs to the function in a device's context: set once per device (a call
-    // costs host time on every launch otherwise).
-    static std::array<std::atomic<bool>, kDevicesRemembered> set_on{};
-    int device = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err != cudaSuccess) return err;
-    const bool remembered = device >= 0 && device < kDevicesRemembered;
-    if (!remembered || !set_on[static_cast<std::size_t>(device)].load(std::memory_order_acquire)) {
-      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Gemm::kSmemBytes);
-      if (err != cudaSuccess) return err;
-      if (remembered) set_on[static_cast<std::size_t>(device)].store(true, std::memory_order_release);
-    }
-  }
+  static SharedMemoryOptIns opted_in{};
+  if (const cudaError_t err = opt_in_shared_memory(kernel, Gemm::kSmemBytes, opted_in); err != cudaSuccess) return err;
   const dim3 grid(static_cast<unsigned>((sh.n_tiles + NT - 1) / NT),
                   static_cast<unsigned>((p.m + 16 * MT - 1) / (16 * MT)));
   kernel<<<grid, KW * 32, Gemm::kSmemBytes, stream>>>(
