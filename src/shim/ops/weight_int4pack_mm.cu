@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "shim/ops/ptx.cuh"
 #include "shim/ops/shared_memory.cuh"
 #include "shim/ops/weight_int4pack_mm.hpp"
 
@@ -31,6 +32,12 @@ namespace aoti_cuda {
 namespace shim {
 namespace int4mm {
 namespace {
+
+using ptx::cp_async16;
+using ptx::cp_async_commit;
+using ptx::cp_async_wait;
+using ptx::ldmatrix_x4;
+using ptx::mma_bf16;
 
 constexpr int kLanes = 32;
 constexpr int kRowBytes = 64;  // one staged activation row: 32 bf16 (one packed word's k range)
@@ -55,30 +62,6 @@ __device__ __forceinline__ uint32_t dequant_pair(uint32_t word, int shift, __nv_
   const uint32_t biased = ((word >> shift) & 0x000f000fu) | 0x43004300u;
   const __nv_bfloat162 q = __hsub2(bits_bf162(biased), bits_bf162(0x43084308u));  // {136, 136}
   return bf162_bits(__hfma2(q, scale, zero));
-}
-
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// 16-byte async copy global -> shared; src_bytes 0 zero-fills (rows past M).
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 // Byte offset of 16-byte chunk c (0..3) of staged row r: chunks are XOR-swizzled by (r/2)%4 so
