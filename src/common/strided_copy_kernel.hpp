@@ -19,6 +19,22 @@ namespace aoti_cuda::common {
 /// dimensions that are contiguous in both layouts).
 constexpr int kMaxStridedCopyDims = 8;
 
+/// A copy's dimensions after planning, outermost first: size-1 dimensions dropped, and each
+/// dimension merged into the one outside it where both layouts step over it contiguously.
+struct StridedCopyPlan {
+  int64_t sizes[kMaxStridedCopyDims] = {};
+  int64_t dst_strides[kMaxStridedCopyDims] = {};
+  int64_t src_strides[kMaxStridedCopyDims] = {};
+  int ndim = 0;
+  int64_t numel = 0;  ///< elements to copy (0: nothing)
+};
+
+/// Plans a copy of `sizes` (ndim dimensions) between the two layouts (strides in elements).
+/// Returns 0, or cudaErrorInvalidValue when the kernel cannot express it (more than
+/// kMaxStridedCopyDims dimensions after merging, a negative stride). Host code: no GPU needed.
+int plan_strided_copy(const int64_t* dst_strides, const int64_t* src_strides, const int64_t* sizes, int ndim,
+                      StridedCopyPlan& plan) noexcept;
+
 /// Enqueues dst[i...] = src[i...] for every index of `sizes` (ndim dimensions, strides in
 /// elements of `element_bytes` bytes: 1, 2, 4 or 8) on `stream`, for device memory (or
 /// mapped page-locked host memory) of the current device. Source and destination must not
