@@ -220,15 +220,20 @@ bool memcpy2d_copy(const View& dst, const View& src, cudaStream_t stream) {
 // nothing staged or waited for); false when the kernel cannot express it.
 bool device_kernel_copy(const View& dst, const View& src, cudaStream_t stream) {
   if (!dst.cuda || !src.cuda || dst.device != src.device) return false;
-  const int err = AOTI_CUDA_FAULTABLE(launch_strided_copy(dst.data, dst.strides.data(), src.data, src.strides.data(),
-                                                          dst.sizes.data(), static_cast<int>(dst.sizes.size()),
-                                                          element_size(dst.dtype), stream));
+  return copy_by_kernel(dst.data, dst.strides.data(), src.data, src.strides.data(), dst.sizes.data(),
+                        static_cast<int>(dst.sizes.size()), element_size(dst.dtype), stream);
+}
+
+}  // namespace
+
+bool copy_by_kernel(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
+                    const int64_t* sizes, int ndim, std::size_t element_bytes, void* stream) {
+  const int err = AOTI_CUDA_FAULTABLE(launch_strided_copy(dst, dst_strides, src, src_strides, sizes, ndim,
+                                                          element_bytes, static_cast<cudaStream_t>(stream)));
   if (err == cudaErrorInvalidValue) return false;
   check_cuda(static_cast<cudaError_t>(err), "strided copy kernel launch");
   return true;
 }
-
-}  // namespace
 
 int copy_device(const View& dst, const View& src) noexcept {
   if (dst.cuda) return dst.device;

@@ -22,6 +22,7 @@
 // nullptr is the legacy default stream. dtype conversion: dtype_convert.hpp.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -42,6 +43,12 @@ struct View {
 int copy_device(const View& dst, const View& src) noexcept;
 /// Copies src into dst (see header comment); src is broadcast to dst's sizes. Throws aoti_cuda::Error.
 void copy_views(const View& dst, const View& src, bool non_blocking, void* stream);
+/// The device-to-device kernel path of copy_views on its own, for callers with sizes and strides
+/// at hand (no View, so nothing is allocated): enqueues the copy on `stream` of the current device
+/// (strided_copy_kernel.hpp) and returns true, or returns false, having done nothing, when the
+/// kernel cannot express it. Throws aoti_cuda::Error when the launch fails.
+bool copy_by_kernel(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
+                    const int64_t* sizes, int ndim, std::size_t element_bytes, void* stream);
 /// Fills the view's elements with zero bytes (stream-ordered on `stream` for CUDA).
 void zero_view(const View& dst, void* stream);
 /// Reads the first element of a 1-element view into `out` (>= itemsize bytes); CUDA: on `stream`, then synchronized.

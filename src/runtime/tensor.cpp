@@ -13,7 +13,6 @@
 #include "common/cuda.hpp"
 #include "common/host_memory.hpp"
 #include "common/strided_copy.hpp"
-#include "common/strided_copy_kernel.hpp"
 #include "runtime/tensor_util.hpp"
 
 namespace aoti_cuda {
@@ -115,14 +114,10 @@ bool enqueue_device_copy(const Tensor& dst, const Tensor& src, void* stream) {
       dst.dtype() != src.dtype() || dst.shape() != src.shape()) {
     return false;
   }
-  const int ndim = static_cast<int>(dst.shape().size());
   common::DeviceGuard on_device(dst.device().index);
-  const int err = AOTI_CUDA_FAULTABLE(common::launch_strided_copy(
-      dst.data(), dst.strides().data(), src.data(), src.strides().data(), dst.shape().data(), ndim,
-      element_size(dst.dtype()), static_cast<cudaStream_t>(stream)));
-  if (err == cudaErrorInvalidValue) return false;
-  common::check_cuda(static_cast<cudaError_t>(err), "strided copy kernel launch");
-  return true;
+  return common::copy_by_kernel(dst.data(), dst.strides().data(), src.data(), src.strides().data(),
+                                dst.shape().data(), static_cast<int>(dst.shape().size()), element_size(dst.dtype()),
+                                stream);
 }
 
 namespace {

@@ -26,17 +26,6 @@ AtenTensorHandle allocate_like(const AtenTensorOpaque& like, const std::vector<i
   return make_handle(std::move(storage), sizes, strides, 0, like.dtype);
 }
 
-// Deletes a handle unless released (used while building a result that may still fail).
-struct HandleGuard {
-  AtenTensorHandle handle = nullptr;
-  ~HandleGuard() { release_handle(handle); }
-  AtenTensorHandle release() {
-    AtenTensorHandle h = handle;
-    handle = nullptr;
-    return h;
-  }
-};
-
 template <class T>
 AOTITorchError item_impl(const char* fn, AtenTensorHandle tensor, T* ret_value, int32_t out_dtype) {
   return shim_call(fn, [&] {

@@ -168,6 +168,21 @@ class NewHandle {
   AtenTensorOpaque* t_;
 };
 
+/// RAII: a finished handle a shim call made for its caller, deleted unless release()d (so a
+/// call that fails after making it leaves nothing behind).
+struct HandleGuard {
+  AtenTensorHandle handle = nullptr;
+  HandleGuard() = default;
+  HandleGuard(const HandleGuard&) = delete;
+  HandleGuard& operator=(const HandleGuard&) = delete;
+  ~HandleGuard() { release_handle(handle); }
+  AtenTensorHandle release() noexcept {
+    AtenTensorHandle h = handle;
+    handle = nullptr;
+    return h;
+  }
+};
+
 /// A new handle over `storage` (counted by live_handles()).
 AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, const std::vector<int64_t>& sizes,
                              const std::vector<int64_t>& strides, int64_t storage_offset, int32_t dtype);

@@ -64,8 +64,8 @@ __device__ __forceinline__ uint32_t join(uint16_t lo, uint16_t hi) {
   return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
 }
 
-// Keys per shared-memory tile: two stages of K and V tiles stay within 48 KiB of static
-// shared memory (head_dim 128: 32 keys; 64: 64 keys).
+// Keys per shared-memory tile (head_dim 128: 32 keys; 64: 64 keys): one stage, a K and a V
+// tile, is 17-18 KiB, so the pipeline's stages share the multiprocessor with other blocks.
 template <int kDim>
 struct KeysPerTile {
   static constexpr int value = kDim >= 128 ? 32 : 64;

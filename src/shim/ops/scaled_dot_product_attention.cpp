@@ -119,17 +119,6 @@ attention::Problem validate(const AtenTensorOpaque& q, const AtenTensorOpaque& k
   return p;
 }
 
-// The call's new handles, deleted unless handed to the caller (no partial results on failure).
-struct NewHandles {
-  std::array<AtenTensorHandle, 6> owned{};
-  std::size_t count = 0;
-  AtenTensorHandle keep(AtenTensorHandle h) { return owned[count++] = h; }
-  void release() { count = 0; }
-  ~NewHandles() {
-    for (std::size_t i = 0; i < count; ++i) (void)aoti_torch_delete_tensor_object(owned[i]);
-  }
-};
-
 AtenTensorHandle empty_cuda(const char* what, int64_t ndim, const int64_t* sizes, const int64_t* strides,
                             int32_t dtype, int device) {
   return new_empty_strided(what, ndim, sizes, strides, dtype, static_cast<int32_t>(DeviceType::kCUDA), device, false);
@@ -165,26 +154,24 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
 
     // Outputs as PyTorch's kernel returns them: the attention output laid out like query,
     // logsumexp [batch, heads, q_len] float32; the varlen, RNG and debug outputs are empty
-    // (no dropout, no nested tensors). Only the ones asked for (non-null) are made.
-    NewHandles made;
+    // (no dropout, no nested tensors). Only the ones asked for (non-null) are made, and none
+    // is handed out unless the launch succeeded.
     const Dims4 strides = output_strides(q);
-    AtenTensorHandle out = made.keep(empty_cuda("flash attention output", 4, q.sizes.data(), strides.data(), q.dtype,
-                                                device));
-    p.out = out->data_ptr();
+    HandleGuard out, lse, empties[5];
+    out.handle = empty_cuda("flash attention output", 4, q.sizes.data(), strides.data(), q.dtype, device);
+    p.out = out.handle->data_ptr();
     for (int d = 0; d < 3; ++d) p.out_stride[d] = strides[d];
-    AtenTensorHandle lse = nullptr;
     if (ret1 != nullptr) {
       const int64_t lse_sizes[3] = {p.batch, p.heads, p.q_len};
-      lse = made.keep(empty_cuda("flash attention logsumexp", 3, lse_sizes, nullptr, kFloat32, device));
-      p.lse = reinterpret_cast<float*>(lse->data_ptr());
+      lse.handle = empty_cuda("flash attention logsumexp", 3, lse_sizes, nullptr, kFloat32, device);
+      p.lse = reinterpret_cast<float*>(lse.handle->data_ptr());
     }
     const int64_t none[1] = {0};
     AtenTensorHandle* unused[] = {ret2, ret3, ret6, ret7, ret8};
-    AtenTensorHandle empties[5] = {};
     for (int i = 0; i < 5; ++i) {
       if (unused[i] == nullptr) continue;
       const int32_t dtype = i < 2 ? static_cast<int32_t>(aoti_cuda::DType::kInt32) : (i < 4 ? kInt64 : q.dtype);
-      empties[i] = made.keep(empty_cuda("flash attention (unused output)", 1, none, nullptr, dtype, device));
+      empties[i].handle = empty_cuda("flash attention (unused output)", 1, none, nullptr, dtype, device);
     }
 
     DeviceSwitch on_device(device);
@@ -195,11 +182,10 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     timed.done(err == 0);
     if (err != 0) throw_cuda_error(err, "flash attention kernel launch");
 
-    made.release();
-    out_handle = out;
-    if (ret1 != nullptr) *ret1 = lse;
+    out_handle = out.release();
+    if (ret1 != nullptr) *ret1 = lse.release();
     for (int i = 0; i < 5; ++i) {
-      if (unused[i] != nullptr) *unused[i] = empties[i];
+      if (unused[i] != nullptr) *unused[i] = empties[i].release();
     }
     if (ret4 != nullptr) *ret4 = p.q_len;
     if (ret5 != nullptr) *ret5 = p.kv_len;

@@ -141,19 +141,6 @@ bool multiply_dequantized(const int4mm::Problem& p, int device, void* stream) {
   return true;
 }
 
-// Owns a freshly created handle until it is handed to the caller.
-struct HandleOwner {
-  AtenTensorHandle handle = nullptr;
-  ~HandleOwner() {
-    if (handle != nullptr) (void)aoti_torch_delete_tensor_object(handle);
-  }
-  AtenTensorHandle release() {
-    AtenTensorHandle h = handle;
-    handle = nullptr;
-    return h;
-  }
-};
-
 AtenTensorHandle weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2, int64_t group,
                                     AtenTensorHandle scale_zeros) {
   const AtenTensorOpaque& x = *checked_defined(self, "self");
@@ -173,7 +160,7 @@ AtenTensorHandle weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2
   expect_aligned(p.sz, 4, "qScaleAndZeros");
 
   const int64_t out_sizes[2] = {p.m, p.n};
-  HandleOwner out;
+  HandleGuard out;
   out.handle = new_empty_strided("aoti_torch_cuda__weight_int4pack_mm output", 2, out_sizes, nullptr, kBFloat16,
                                  static_cast<int32_t>(DeviceType::kCUDA), device, false);
   p.out = out.handle->data_ptr();
