@@ -281,6 +281,17 @@ struct LoadTimings {
   double total_ms = 0;        ///< the whole constructor, parse included
 };
 
+/// How one model library's CUDA imports were bound (docs/cuda-hooks.md). The
+/// SDK binds a few CUDA functions of each library to its own hooks, in the
+/// library's own import slots, so that graph capture, pinned weight uploads,
+/// kernel unloading, kernel profiles and model error messages work whatever
+/// order the process loaded CUDA and aoti_cuda in.
+struct LibraryHooks {
+  std::string library;                ///< the delegate it belongs to, as messages name it
+  std::vector<std::string> hooked;    ///< its imports now bound to the SDK's hooks, e.g. "cudaEventRecord"
+  std::vector<std::string> warnings;  ///< imports that bypass the hooks, each with its consequence (also logged)
+};
+
 /// What loading installed, and what it avoided (Module::load_stats()).
 struct LoadStats {
   std::size_t weight_bytes = 0;              ///< weights blob bytes uploaded to the device
@@ -293,6 +304,7 @@ struct LoadStats {
   std::size_t staged_bytes = 0;              ///< of weight_bytes, uploaded through the SDK's pinned staging pipeline
   std::string upload_note;                   ///< why some bytes took neither pinned path ("" when all did or were small)
   double compare_ms = 0;                     ///< comparing weights blob ranges for deduplication
+  std::vector<LibraryHooks> libraries;       ///< per loaded model library: its CUDA hook binding
 };
 
 /// An independent copy of a Module's mutable state (its buffers, e.g. one KV

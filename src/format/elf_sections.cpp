@@ -45,7 +45,7 @@ ElfSections::ElfSections(ByteView b) : bytes_(b) {
   phdrs_ok_ = phnum == 0 || p != nullptr;
   if (p != nullptr) {
     for (std::uint16_t i = 0; i < phnum; ++i, p += 56) {
-      phdrs_.push_back({read_u32(p), read_u64(p + 8), read_u64(p + 16), read_u64(p + 32), read_u64(p + 40)});
+      phdrs_.push_back({read_u32(p), read_u64(p + 8), read_u64(p + 16), read_u64(p + 32), read_u64(p + 40), read_u32(p + 4)});
     }
   }
   if (shnum == 0) return;

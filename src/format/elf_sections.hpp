@@ -35,6 +35,7 @@ struct ElfSection {
 struct ElfProgramHeader {
   std::uint32_t type = 0;
   std::uint64_t offset = 0, vaddr = 0, filesz = 0, memsz = 0;
+  std::uint32_t flags = 0;  // p_flags: PF_X 1, PF_W 2, PF_R 4
 };
 
 /// The headers of an ELF64 little-endian file. Throws Error(kInvalidProgram)

@@ -8,19 +8,16 @@
 // a "captured event" that cudaEventQuery refuses (cudaErrorCapturedEvent) from
 // then on, so every later Run of that container would fail; and a thread-local
 // capture treats cudaEventQuery/Synchronize themselves as unsafe calls.
-// libaoti_cuda therefore exports pass-through definitions of these three
-// functions, which the model libraries bind to from the global scope (like
-// the shim and the module tracker in driver_modules.hpp). While a
-// GraphCaptureScope is active on the calling thread:
-//   * cudaEventRecord does nothing and succeeds: nothing runs during a
-//     capture, so the instance is free again as soon as Run returns (its
-//     event keeps the state of the instance's last real run);
-//   * cudaEventQuery / cudaEventSynchronize run with the thread's capture
-//     mode relaxed (they only look at events of earlier, real runs).
-// Outside such a scope the functions forward unchanged to libcudart.
+// The model libraries' imports of these functions are bound to the SDK's
+// hooks (runtime/cuda_hooks.hpp). While a GraphCaptureScope is active on the
+// calling thread:
+//   * event records do nothing and succeed: nothing runs during a capture,
+//     so the instance is free again as soon as Run returns (its event keeps
+//     the state of the instance's last real run);
+//   * event queries / synchronizations run with the thread's capture mode
+//     relaxed (they only look at events of earlier, real runs).
+// Outside such a scope the hooks forward unchanged to libcudart.
 #pragma once
-
-#include <string>
 
 namespace aoti_cuda::runtime {
 
@@ -34,14 +31,27 @@ class GraphCaptureScope {
   /// Event records skipped in this scope so far.
   int skipped_records() const noexcept;
 
+  /// For the event-record hooks: true (and counted) when the calling thread
+  /// is capturing, so the record must be skipped.
+  static bool skip_event_record() noexcept;
+
  private:
   bool previous_;
   int records_at_start_;
 };
 
-/// "" when model libraries bind cudaEventRecord/Query/Synchronize to the
-/// definitions above (graphs can be captured safely); otherwise why not (e.g.
-/// libcudart comes before libaoti_cuda in the process's global symbol scope).
-std::string capture_hooks_problem();
+/// For the event query hooks: relaxes the calling thread's capture mode
+/// while alive, when a GraphCaptureScope is active on it (else does nothing).
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() noexcept;
+  ~RelaxedCaptureMode();
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  bool active_;
+  int mode_ = 0;
+};
 
 }  // namespace aoti_cuda::runtime

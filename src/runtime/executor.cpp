@@ -1,5 +1,6 @@
 // Running one call of a loaded method. See executor.hpp.
 #include "runtime/executor.hpp"
+#include "runtime/cuda_hooks.hpp"
 
 #include <algorithm>
 #include <array>
@@ -230,6 +231,7 @@ void run_delegate(RunState& run, const PlanStep& step) {
   {
     Profiler::Scope p(run.profiler, "run: delegate ", which);
     runtime::TrackModulesScope track(&d.kernel_modules);  // kernels load on their first launch
+    runtime::ModelMessageScope said;  // the model's stderr, for the Error
     rc = api.run(d.container, ins.data(), ins.size(), outs.data(), outs.size(), run.stream, nullptr);
   }
   if (rc != 0) {

@@ -475,6 +475,17 @@ GraphEntry& SlotGraphs::insert(std::unique_ptr<GraphEntry> entry, MethodGraphs& 
   return *entries_.back();
 }
 
+// What a capture failure may owe to how the method's libraries are bound:
+// imports that bypass the SDK's CUDA hooks (cuda_hooks.hpp). "" when none.
+static std::string binding_notes(const Method& method) {
+  std::string notes;
+  for (const auto& d : method.delegates) {
+    if (d == nullptr || d->library == nullptr) continue;
+    for (const std::string& w : d->library->hooks().warnings) notes += "; binding of " + d->label + ": " + w;
+  }
+  return notes;
+}
+
 bool run_with_graph(RunState& run, const std::vector<Tensor>& inputs, bool want_device,
                     const std::vector<Tensor>* bound, std::vector<Tensor>& result) {
   MethodGraphs& mg = *run.method.graphs;
@@ -483,15 +494,10 @@ bool run_with_graph(RunState& run, const std::vector<Tensor>& inputs, bool want_
   GraphEntry* e = sg.find(inputs);
   if (e == nullptr) {
     if (!sg.warmed(inputs)) return false;  // warm-up: kernels load on the first plain run
-    static const std::string hooks_problem = capture_hooks_problem();
-    if (!hooks_problem.empty()) {
-      mg.disable(run.method.spec->name, hooks_problem);
-      return false;
-    }
     try {
       e = &sg.insert(capture(run, inputs), mg);
     } catch (const Error& err) {
-      mg.disable(run.method.spec->name, std::string("capture failed: ") + err.what());
+      mg.disable(run.method.spec->name, std::string("capture failed: ") + err.what() + binding_notes(run.method));
       return false;
     }
     mg.captures.fetch_add(1);

@@ -20,6 +20,7 @@
 #include "common/fault_injection.hpp"
 #include "common/text.hpp"
 #include "format/elf.hpp"
+#include "runtime/cuda_hooks.hpp"
 #include "runtime/sha256.hpp"
 #include "shim/ops/gemm.hpp"
 
@@ -326,8 +327,12 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   }  // fd closed / temp file unlinked: the mapping keeps the code alive
   // AOTI_CUDA_KEEP_EH_POOL=1 leaves the pool alone (to measure the leak it prevents).
   if (!env_flag("AOTI_CUDA_KEEP_EH_POOL")) lib->freeres_ = own_freeres(lib->handle_, so);
-  // 5. Entry points.
-  bind_entry_points(lib->handle_, lib->api_, label);  // throws: ~ModelLibrary dlcloses
+  // 5. The CUDA functions the SDK hooks, bound in the library's own import
+  // slots whatever the process's symbol order (cuda_hooks.hpp).
+  lib->hooks_ = bind_hooks(lib->handle_, so, label);  // throws: ~ModelLibrary dlcloses
+  lib->hooks_.warnings = hook_bypass_warnings(elf.undefined_symbols);
+  // 6. Entry points.
+  bind_entry_points(lib->handle_, lib->api_, label);
   return lib;
 }
 

@@ -23,6 +23,7 @@
 
 #include "aoti_cuda/program.hpp"
 #include "aoti_cuda/shim.h"
+#include "runtime/cuda_hooks.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -102,6 +103,8 @@ class ModelLibrary {
   bool frees_own_eh_pool() const noexcept { return freeres_ != nullptr; }
   /// True when it imports a shim that may multiply through cuBLAS (shim/ops/gemm.hpp).
   bool uses_cublas() const noexcept { return uses_cublas_; }
+  /// Which of its imports are bound to the SDK's CUDA hooks, and what bypasses them.
+  const HookBinding& hooks() const noexcept { return hooks_; }
 
  private:
   ModelLibrary() = default;
@@ -112,6 +115,7 @@ class ModelLibrary {
   std::string sha256_;
   CudaKernelInfo kernels_;
   bool uses_cublas_ = false;
+  HookBinding hooks_;
 };
 
 }  // namespace aoti_cuda::runtime

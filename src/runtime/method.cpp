@@ -2,6 +2,8 @@
 // staging, the stream scope, and model-error text.
 #include "runtime/method.hpp"
 
+#include "runtime/cuda_hooks.hpp"
+
 #include <algorithm>
 
 #include "common/chunk_pool.hpp"
@@ -131,8 +133,13 @@ std::string model_failure_detail(const ContainerApi& api) {
       detail += (detail.empty() ? "" : "; ") + std::string("model: ") + msg;
     }
   }
-  return detail.empty() ? std::string("no error message was recorded (the model library prints its exception to stderr)")
-                        : detail;
+  // What the model printed (its runtime writes exceptions to stderr); kept by
+  // the ModelMessageScope around the call (cuda_hooks.hpp).
+  const std::string said = last_model_message();
+  if (!said.empty() && detail.find(said) == std::string::npos) {
+    detail += (detail.empty() ? "" : "; ") + std::string("model said: ") + said;
+  }
+  return detail.empty() ? std::string("no error message was recorded") : detail;
 }
 
 ErrorCode model_failure_code() noexcept {

@@ -1,5 +1,6 @@
 // Loading methods: library -> container -> weights. See method_loader.hpp.
 #include "runtime/method_loader.hpp"
+#include "runtime/cuda_hooks.hpp"
 
 #include "common/env.hpp"
 
@@ -164,6 +165,9 @@ std::unique_ptr<Delegate> MethodLoader::load_library(const MethodSpec& ms, std::
   d->label = "method '" + ms.name + "' delegate " + std::to_string(index) + " (.so '" + ds.so_key + "' in " + ds.so_file + ")";
   const auto t0 = Clock::now();
   d->library = ModelLibrary::load(ds.so, d->label, options_.allowed_so_sha256);
+  const HookBinding& hooks = d->library->hooks();
+  stats_.libraries.push_back(LibraryHooks{d->label, hooks.bound, hooks.warnings});
+  for (const std::string& w : hooks.warnings) log(LogLevel::kWarning, d->label + ": " + w);
   timings_.library_ms += ms_since(t0);
   // Refuse a GPU the embedded kernels cannot run on now, not at the first
   // kernel launch: no SASS for this SM and no PTX old enough to JIT.
@@ -187,6 +191,7 @@ void MethodLoader::create_container(Delegate& d) {
     DeviceGuard guard(target_.ordinal());  // CreateWithDevice("cuda:N") calls cudaSetDevice(N)
     aoti_cuda_shim_clear_error();
     TrackModulesScope track(&d.kernel_modules);
+    ModelMessageScope said;  // the model's stderr, for the Error
     if (api.create_with_device(&d.container, options_.num_models, device_str.c_str(), nullptr) != 0 ||
         d.container == nullptr) {
       d.container = nullptr;
@@ -318,6 +323,7 @@ void MethodLoader::upload_weights(Delegate& d) {
   {
     DeviceGuard guard(target_.ordinal());
     TrackModulesScope track(&d.kernel_modules);
+    ModelMessageScope said;  // the model's stderr, for the Error
     shim::HandleCapture capture(shim::CreatedBy::kFromBlob, &d.constant_handles);
     if (api.update_constants_from_blob(d.container, ds.weights.data) != 0) {
       throw Error(model_failure_code(), d.label + ": installing the weights ('" + ds.weights_key + "' from " +

@@ -4,7 +4,7 @@
 # affine_static is "affine" linked like a real AOTInductor library: libstdc++
 # and libgcc statically (their start-up allocates the exception-handling
 # emergency pool inside the library; see ModelLibrary's unload).
-foreach(kind_name affine kv bad_import kv_wide affine_untyped affine_unknown affine_static affine_mm)
+foreach(kind_name affine kv bad_import kv_wide affine_untyped affine_unknown affine_static affine_mm affine_cuda)
   set(extra_defs "")
   if(kind_name STREQUAL "affine" OR kind_name STREQUAL "affine_static")
     set(kind 1)
@@ -19,6 +19,9 @@ foreach(kind_name affine kv bad_import kv_wide affine_untyped affine_unknown aff
   elseif(kind_name STREQUAL "affine_mm")  # imports aoti_torch_cuda_mm_out, as a program exported with cuBLAS GEMMs
     set(kind 1)
     set(extra_defs FAKE_IMPORTS_MM)
+  elseif(kind_name STREQUAL "affine_cuda")  # imports the CUDA functions the SDK hooks (runtime/cuda_hooks.hpp)
+    set(kind 1)
+    set(extra_defs FAKE_IMPORTS_CUDA)
   elseif(kind_name STREQUAL "affine_unknown")  # reports ConstantType Unknown (0), as ExecuTorch's lifted weights
     set(kind 1)
     set(extra_defs FAKE_CONSTANT_TYPE_UNKNOWN)

@@ -19,6 +19,9 @@
 //                starts as the weights blob and persists across runs.
 //                "kv_wide" is the same with an 8x4 cache (FAKE_KV_ROWS=8).
 //   3 "bad import": kind 1 that also imports aoti_torch_fake_op (no shim provides it).
+//   "affine_cuda": kind 1 that also imports the CUDA functions the SDK hooks
+//                (FAKE_IMPORTS_CUDA); if b[0] == -778 its run prints an error
+//                to stderr and fails, as AOTInductor's runtime does.
 // Like a real library each exposes its constant table (one constant; its
 // ConstantType unless FAKE_NO_CONSTANT_TYPE, as in "affine_untyped") and
 // accepts a user-managed replacement (UpdateUserManagedConstantBufferPairs),
@@ -41,6 +44,19 @@
 
 #if FAKE_MODEL_KIND == 3
 extern "C" AOTITorchError aoti_torch_fake_op(AtenTensorHandle self, AtenTensorHandle* ret);
+#endif
+#ifdef FAKE_IMPORTS_CUDA
+// Like a real model library, "affine_cuda" imports the CUDA functions the SDK
+// hooks (runtime/cuda_hooks.hpp) and resolves them when it is loaded: the
+// runtime's from the global scope, the driver's weakly (the CPU test machines
+// have no libcuda.so.1). fake_model_import() returns what the library's code
+// would call for one of them, so tests can see where each import was bound.
+#include <cstdio>
+extern "C" int cudaEventRecord(void* event, void* stream);
+extern "C" int cudaMemcpy(void* dst, const void* src, std::size_t count, int kind);
+extern "C" __attribute__((weak)) int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                                     unsigned, void*, void**, void**);
+extern "C" __attribute__((weak)) int cuModuleLoadData(void** module, const void* image);
 #endif
 #ifdef FAKE_IMPORTS_MM  // like a program exported with cuBLAS GEMMs (never called here)
 extern "C" AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
@@ -130,6 +146,12 @@ int run_affine(Container* c, AtenTensorHandle* in, AtenTensorHandle* out) {
   if (!check_f32(a.h, 2, &a_sizes, &a_data) || !check_f32(in[1], 2, &b_sizes, &b_data)) return 1;
   if (a_sizes[1] != kWidth || b_sizes[0] != a_sizes[0] || b_sizes[1] != kWidth) return 1;
   const int64_t rows = a_sizes[0];
+#ifdef FAKE_IMPORTS_CUDA
+  if (rows > 0 && b_data[0] == -778.0f) {  // fails the way AOTInductor's runtime does: a message on stderr
+    std::fputs("Error: the fake model refuses b[0] = -778\n", stderr);
+    return 1;
+  }
+#endif
   if (rows > 0 && b_data[0] == -777.0f) {
     AtenTensorHandle bogus = nullptr;
     (void)aoti_torch_empty_strided(2, a_sizes, nullptr, /*dtype=*/99, aoti_torch_device_type_cpu(), 0, &bogus);
@@ -361,3 +383,14 @@ FAKE_API int32_t AOTInductorModelContainerRun(void* container, AtenTensorHandle*
     return 1;
   }
 }
+
+#ifdef FAKE_IMPORTS_CUDA
+FAKE_API void* fake_model_import(const char* name) {
+  if (std::strcmp(name, "cudaEventRecord") == 0) return reinterpret_cast<void*>(&cudaEventRecord);
+  if (std::strcmp(name, "cudaMemcpy") == 0) return reinterpret_cast<void*>(&cudaMemcpy);
+  if (std::strcmp(name, "cuLaunchKernel") == 0) return reinterpret_cast<void*>(&cuLaunchKernel);
+  if (std::strcmp(name, "cuModuleLoadData") == 0) return reinterpret_cast<void*>(&cuModuleLoadData);
+  if (std::strcmp(name, "fputs") == 0) return reinterpret_cast<void*>(&std::fputs);
+  return nullptr;
+}
+#endif

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "format/mapped_file.hpp"
+#include "runtime/cuda_hooks.hpp"
 #include "runtime/weight_upload.hpp"
 #include "support/test_util.hpp"
 
@@ -89,6 +90,14 @@ TEST_CASE("weight upload: chunk plan covers every byte once, packs small copies,
   }
 }
 
+namespace {
+// The hook a bound model library calls for cudaMemcpy (runtime/cuda_hooks.hpp).
+cudaError_t hooked_memcpy(void* dst, const void* src, std::size_t n, cudaMemcpyKind kind) {
+  static const auto fn = reinterpret_cast<decltype(&::cudaMemcpy)>(aoti_cuda::runtime::hook_function("cudaMemcpy"));
+  return fn(dst, src, n, kind);
+}
+}  // namespace
+
 TEST_CASE("weight upload: the cudaMemcpy hook records host-to-device copies from the blob only while a scope is active") {
   std::vector<std::uint8_t> blob(4096, 7);
   const ByteView view{blob.data(), blob.size()};
@@ -98,8 +107,8 @@ TEST_CASE("weight upload: the cudaMemcpy hook records host-to-device copies from
   CHECK_FALSE(WeightUploadScope::offer(dst, blob.data(), 16, cudaMemcpyHostToDevice));
   {
     WeightUploadScope scope(view, 0);
-    CHECK(cudaMemcpy(dst, blob.data() + 100, 200, cudaMemcpyHostToDevice) == cudaSuccess);
-    CHECK(cudaMemcpy(dst, blob.data(), blob.size(), cudaMemcpyDefault) == cudaSuccess);  // the whole blob
+    CHECK(hooked_memcpy(dst, blob.data() + 100, 200, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK(hooked_memcpy(dst, blob.data(), blob.size(), cudaMemcpyDefault) == cudaSuccess);  // the whole blob
     REQUIRE(scope.recorded().size() == 2);
     CHECK(scope.recorded()[0].dst == dst);
     CHECK(scope.recorded()[0].src == blob.data() + 100);
@@ -120,16 +129,16 @@ TEST_CASE("weight upload: another copy inside the scope first carries out what w
   std::vector<std::uint8_t> blob(1024, 1);
   char not_device[32];
   WeightUploadScope scope({blob.data(), blob.size()}, 0);
-  REQUIRE(cudaMemcpy(not_device, blob.data(), 32, cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(hooked_memcpy(not_device, blob.data(), 32, cudaMemcpyHostToDevice) == cudaSuccess);
   REQUIRE(scope.recorded().size() == 1);
   // A device-to-host copy is not taken: the recorded copy runs before it (and
   // fails here, the destination not being device memory or no GPU being present),
   // the failure comes back from the call, and nothing stays recorded.
-  CHECK(cudaMemcpy(not_device, not_device, 32, cudaMemcpyDeviceToHost) != cudaSuccess);
+  CHECK(hooked_memcpy(not_device, not_device, 32, cudaMemcpyDeviceToHost) != cudaSuccess);
   (void)cudaGetLastError();
   CHECK(scope.recorded().empty());
   // Still recording afterwards.
-  CHECK(cudaMemcpy(not_device, blob.data(), 8, cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(hooked_memcpy(not_device, blob.data(), 8, cudaMemcpyHostToDevice) == cudaSuccess);
   CHECK(scope.recorded().size() == 1);
 }
 
