@@ -7,13 +7,15 @@ if(TARGET CUDA::cuda_driver)
   get_target_property(_driver_stub CUDA::cuda_driver LOCATION)
 endif()
 add_library(aoti_cuda_load_order_cases MODULE
-  ${CMAKE_CURRENT_LIST_DIR}/cases.cpp ${CMAKE_CURRENT_SOURCE_DIR}/support/pte_builder.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/cases.cpp ${CMAKE_CURRENT_LIST_DIR}/gpu_cases.cpp
+  ${CMAKE_CURRENT_SOURCE_DIR}/support/pte_builder.cpp)
 target_include_directories(aoti_cuda_load_order_cases PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${AOTI_CUDA_DOCTEST_INCLUDE})
-target_link_libraries(aoti_cuda_load_order_cases PRIVATE aoti_cuda aoti_cuda_schema_headers ${CMAKE_DL_LIBS})
+target_link_libraries(aoti_cuda_load_order_cases PRIVATE aoti_cuda aoti_cuda_schema_headers CUDA::cudart ${CMAKE_DL_LIBS})
 target_compile_definitions(aoti_cuda_load_order_cases PRIVATE
   AOTI_CUDA_FAKE_MODEL_AFFINE_CUDA="$<TARGET_FILE:aoti_cuda_fake_model_affine_cuda>"
   AOTI_CUDA_FAKE_MODEL_AFFINE="$<TARGET_FILE:aoti_cuda_fake_model_affine>"
-  AOTI_CUDA_FAKE_MODEL_KV="$<TARGET_FILE:aoti_cuda_fake_model_kv>")
+  AOTI_CUDA_FAKE_MODEL_KV="$<TARGET_FILE:aoti_cuda_fake_model_kv>"
+  AOTI_CUDA_TEST_FIXTURES="${AOTI_CUDA_TEST_FIXTURES}")
 set_target_properties(aoti_cuda_load_order_cases PROPERTIES CXX_VISIBILITY_PRESET hidden PREFIX "lib")
 add_dependencies(aoti_cuda_load_order_cases aoti_cuda_fake_model_affine_cuda aoti_cuda_fake_model_affine aoti_cuda_fake_model_kv)
 
