@@ -59,7 +59,8 @@ enum class CheckStatus { kPass, kFail, kNotChecked };
 AOTI_CUDA_API const char* to_string(CheckStatus s) noexcept;
 
 struct LibraryCheck {
-  /// "elf", "integrity", "needed_libraries", "symbol_versions", "imports", "cublas" (only for a library that
+  /// "elf", "integrity", "needed_libraries", "symbol_versions", "imports", "cuda_hooks" (which imports the
+  /// loader binds to the SDK's CUDA hooks, docs/cuda-hooks.md), "cublas" (only for a library that
   /// calls the extern GEMM shims, which run on cuBLAS), "gpu_architecture", "weights"
   std::string name;
   CheckStatus status = CheckStatus::kNotChecked;

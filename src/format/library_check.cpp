@@ -14,6 +14,8 @@
 
 #include "aoti_cuda/error.hpp"
 #include "common/cublas_shims.hpp"
+#include "common/cuda_hook_table.hpp"
+#include "common/text.hpp"
 #include "format/elf_sections.hpp"
 #include "format/mapped_file.hpp"
 
@@ -125,6 +127,16 @@ LibraryCheck versions_check(const std::vector<VersionNeed>& needs) {
 
 // The loader's rule: shim, aoti_cuda and CUDA runtime imports must resolve in
 // the process's global scope; operator shims must come from libaoti_cuda.
+// Which imports the loader will bind to the SDK's CUDA hooks
+// (runtime/cuda_hooks.hpp), and which could bypass them.
+void check_cuda_hooks(const ElfInfo& elf, LibraryReport& r) {
+  const std::vector<std::string> hooked = common::hooks::hooked_imports(elf.undefined_symbols);
+  std::string detail = hooked.empty() ? std::string("imports none of the CUDA functions the SDK hooks")
+                                      : "bound at load to the SDK's hooks: " + common::join(hooked);
+  for (const std::string& w : common::hooks::bypass_warnings(elf.undefined_symbols)) detail += "; warning: " + w;
+  add(r, "cuda_hooks", CheckStatus::kPass, std::move(detail));
+}
+
 void check_imports(const ElfInfo& elf, LibraryReport& r) {
   Dl_info self{};
   void* own = nullptr;
@@ -265,6 +277,7 @@ LibraryReport check_library(ByteView so, const LibraryCheckOptions& options) {
   } catch (const Error&) {
   }
   check_imports(elf, r);
+  check_cuda_hooks(elf, r);
   check_cublas(elf, r);
   check_gpu(so, options, r);
   check_weights(so, options, r);

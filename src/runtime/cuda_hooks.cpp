@@ -20,6 +20,7 @@
 
 #include "aoti_cuda/error.hpp"
 #include "common/cuda.hpp"
+#include "common/cuda_hook_table.hpp"
 #include "common/kernel_timer.hpp"
 #include "format/elf.hpp"
 #include "runtime/capture_hooks.hpp"
@@ -29,72 +30,7 @@
 namespace aoti_cuda::runtime {
 namespace {
 
-// Indices into the table; the order of kHooks below.
-enum HookId : int {
-  kEventRecord, kEventRecordPtsz, kEventRecordWithFlags, kEventRecordWithFlagsPtsz, kEventQuery, kEventSynchronize,
-  kMemcpy, kMemcpyPtds,
-  kModuleLoad, kModuleLoadData, kModuleLoadDataEx, kModuleLoadFatBinary, kLibraryLoadData, kLibraryLoadFromFile,
-  kLaunchKernel, kLaunchKernelPtsz, kLaunchKernelEx, kLaunchKernelExPtsz,
-  kFwrite, kFputs, kFputc, kPutc,
-  kHookCount
-};
-
-constexpr const char* kCaptureWhy =
-    "skipped inside a CUDA graph capture (a captured event would make every later query of the model instance fail)";
-constexpr const char* kQueryWhy =
-    "run with the thread's capture mode relaxed inside a graph capture (it only looks at earlier, real runs)";
-constexpr const char* kMemcpyWhy =
-    "copies from the weights blob during a load are recorded and run through pinned staging; any other copy "
-    "first carries them out";
-constexpr const char* kModuleWhy = "kernel images loaded during the Module's container calls are unloaded with it";
-constexpr const char* kLaunchWhy =
-    "timed while a call profiles its kernels; carries out recorded weight copies before the first launch";
-constexpr const char* kMessageWhy =
-    "what the model writes to stderr during a container call is kept for the SDK's Error (and still printed)";
-
-const std::array<HookSpec, kHookCount> kHooks = {{
-    {"cudaEventRecord", HookPurpose::kGraphCapture, kCaptureWhy},
-    {"cudaEventRecord_ptsz", HookPurpose::kGraphCapture, kCaptureWhy},
-    {"cudaEventRecordWithFlags", HookPurpose::kGraphCapture, kCaptureWhy},
-    {"cudaEventRecordWithFlags_ptsz", HookPurpose::kGraphCapture, kCaptureWhy},
-    {"cudaEventQuery", HookPurpose::kGraphCapture, kQueryWhy},
-    {"cudaEventSynchronize", HookPurpose::kGraphCapture, kQueryWhy},
-    {"cudaMemcpy", HookPurpose::kWeightUpload, kMemcpyWhy},
-    {"cudaMemcpy_ptds", HookPurpose::kWeightUpload, kMemcpyWhy},
-    {"cuModuleLoad", HookPurpose::kKernelModules, kModuleWhy},
-    {"cuModuleLoadData", HookPurpose::kKernelModules, kModuleWhy},
-    {"cuModuleLoadDataEx", HookPurpose::kKernelModules, kModuleWhy},
-    {"cuModuleLoadFatBinary", HookPurpose::kKernelModules, kModuleWhy},
-    {"cuLibraryLoadData", HookPurpose::kKernelModules, kModuleWhy},
-    {"cuLibraryLoadFromFile", HookPurpose::kKernelModules, kModuleWhy},
-    {"cuLaunchKernel", HookPurpose::kKernelProfile, kLaunchWhy},
-    {"cuLaunchKernel_ptsz", HookPurpose::kKernelProfile, kLaunchWhy},
-    {"cuLaunchKernelEx", HookPurpose::kKernelProfile, kLaunchWhy},
-    {"cuLaunchKernelEx_ptsz", HookPurpose::kKernelProfile, kLaunchWhy},
-    {"fwrite", HookPurpose::kModelMessages, kMessageWhy},
-    {"fputs", HookPurpose::kModelMessages, kMessageWhy},
-    {"fputc", HookPurpose::kModelMessages, kMessageWhy},
-    {"putc", HookPurpose::kModelMessages, kMessageWhy},
-}};
-
-// Entry points that hand out function pointers at run time: whatever the
-// library calls through them bypasses the hooks.
-struct Bypass {
-  const char* import;
-  const char* consequence;
-};
-constexpr Bypass kBypasses[] = {
-    {"cuGetProcAddress", "driver functions it fetches at run time are not hooked: kernels loaded through them stay "
-                         "loaded after the Module is destroyed and are missing from kernel profiles"},
-    {"cuGetProcAddress_v2", "driver functions it fetches at run time are not hooked: kernels loaded through them stay "
-                            "loaded after the Module is destroyed and are missing from kernel profiles"},
-    {"cudaGetDriverEntryPoint", "driver functions it fetches at run time are not hooked: kernels loaded through them "
-                                "stay loaded after the Module is destroyed and are missing from kernel profiles"},
-    {"cudaGetDriverEntryPointByVersion", "driver functions it fetches at run time are not hooked: kernels loaded "
-                                         "through them stay loaded after the Module is destroyed and are missing "
-                                         "from kernel profiles"},
-    {"cudaLaunchKernel", "kernels it launches through the CUDA runtime API are missing from kernel profiles"},
-};
+using namespace common::hooks;
 
 // What each hooked import would have reached without the hook: the first
 // definition in the process's global scope, or (driver functions, which a
@@ -106,7 +42,7 @@ template <typename Fn>
 Fn next(HookId id) noexcept {
   void* p = g_next[id].load(std::memory_order_acquire);
   if (p == nullptr) {
-    const char* name = kHooks[id].import;
+    const char* name = kHooks[static_cast<std::size_t>(id)].import;
     p = ::dlsym(RTLD_DEFAULT, name);
     if (p == nullptr && std::strncmp(name, "cu", 2) == 0 && std::strncmp(name, "cuda", 4) != 0) {
       p = common::driver_symbol(name);
@@ -342,12 +278,6 @@ const std::array<void*, kHookCount>& hook_functions() {
   return fns;
 }
 
-int find_hook(const std::string& name) noexcept {
-  for (int i = 0; i < kHookCount; ++i) {
-    if (name == kHooks[static_cast<std::size_t>(i)].import) return i;
-  }
-  return -1;
-}
 
 // Makes the pages of [begin, end) writable (true) or read-only again (false).
 bool set_writable(std::uintptr_t begin, std::uintptr_t end, bool writable) noexcept {
@@ -359,37 +289,13 @@ bool set_writable(std::uintptr_t begin, std::uintptr_t end, bool writable) noexc
 
 }  // namespace
 
-const std::vector<HookSpec>& hook_table() {
-  static const std::vector<HookSpec> table(kHooks.begin(), kHooks.end());
-  return table;
-}
 
 void* hook_function(const char* import) noexcept {
   const int id = import != nullptr ? find_hook(import) : -1;
   return id >= 0 ? hook_functions()[static_cast<std::size_t>(id)] : nullptr;
 }
 
-std::vector<std::string> hooked_imports(const std::vector<std::string>& undefined_symbols) {
-  std::set<std::string> out;
-  for (const std::string& s : undefined_symbols) {
-    const std::string base = s.substr(0, s.find('@'));
-    if (find_hook(base) >= 0) out.insert(base);
-  }
-  return {out.begin(), out.end()};
-}
 
-std::vector<std::string> hook_bypass_warnings(const std::vector<std::string>& undefined_symbols) {
-  std::vector<std::string> out;
-  for (const Bypass& b : kBypasses) {
-    for (const std::string& s : undefined_symbols) {
-      if (s.substr(0, s.find('@')) == b.import) {
-        out.push_back(std::string("imports ") + b.import + ": " + b.consequence);
-        break;
-      }
-    }
-  }
-  return out;
-}
 
 HookBinding bind_hooks(void* handle, ByteView so, const std::string& label) {
   link_map* map = nullptr;

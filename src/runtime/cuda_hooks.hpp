@@ -26,34 +26,9 @@
 #include <vector>
 
 #include "aoti_cuda/program.hpp"
+#include "common/cuda_hook_table.hpp"
 
 namespace aoti_cuda::runtime {
-
-/// What a hook is for (groups the table).
-enum class HookPurpose {
-  kGraphCapture,    ///< event functions made safe inside a CUDA graph capture
-  kWeightUpload,    ///< host-to-device copies of the weights routed through pinned staging
-  kKernelModules,   ///< kernel images recorded so that they are unloaded with the Module
-  kKernelProfile,   ///< launches timed while a call profiles its kernels (also flush recorded weight copies)
-  kModelMessages,   ///< the model's own stderr messages kept for the SDK's Error
-};
-
-/// One row of the table.
-struct HookSpec {
-  const char* import;  ///< the imported name it replaces, e.g. "cudaEventRecord"
-  HookPurpose purpose;
-  const char* why;     ///< one line for docs and inspect
-};
-
-/// Every hooked import, in table order.
-const std::vector<HookSpec>& hook_table();
-
-/// Imports that bypass the hooks (the library could fetch unhooked entry
-/// points at run time) and what that costs; empty when none.
-std::vector<std::string> hook_bypass_warnings(const std::vector<std::string>& undefined_symbols);
-
-/// The hooked imports among `undefined_symbols` (sorted).
-std::vector<std::string> hooked_imports(const std::vector<std::string>& undefined_symbols);
 
 /// The SDK's hook for `import` (what a bound library calls), or nullptr when
 /// the table has no such row. For tests and diagnostics.
@@ -62,7 +37,7 @@ void* hook_function(const char* import) noexcept;
 /// Result of binding one loaded library.
 struct HookBinding {
   std::vector<std::string> bound;     ///< hooked imports whose every slot now holds the SDK's hook (sorted)
-  std::vector<std::string> warnings;  ///< hook_bypass_warnings of the library's imports (the loader fills them)
+  std::vector<std::string> warnings;  ///< common::hooks::bypass_warnings of its imports (the loader fills them)
 };
 
 /// Rewrites the import slots of the library `handle` (dlopen'ed from `so`)

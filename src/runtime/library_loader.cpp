@@ -330,7 +330,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   // 5. The CUDA functions the SDK hooks, bound in the library's own import
   // slots whatever the process's symbol order (cuda_hooks.hpp).
   lib->hooks_ = bind_hooks(lib->handle_, so, label);  // throws: ~ModelLibrary dlcloses
-  lib->hooks_.warnings = hook_bypass_warnings(elf.undefined_symbols);
+  lib->hooks_.warnings = common::hooks::bypass_warnings(elf.undefined_symbols);
   // 6. Entry points.
   bind_entry_points(lib->handle_, lib->api_, label);
   return lib;

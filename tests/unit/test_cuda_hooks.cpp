@@ -14,7 +14,7 @@ using namespace aoti_cuda;
 
 TEST_CASE("cuda hooks: the table names each import once, with its reason") {
   std::set<std::string> names;
-  for (const runtime::HookSpec& h : runtime::hook_table()) {
+  for (const common::hooks::HookSpec& h : common::hooks::kHooks) {
     CAPTURE(h.import);
     CHECK(names.insert(h.import).second);
     CHECK(std::strlen(h.why) > 20);
@@ -24,16 +24,16 @@ TEST_CASE("cuda hooks: the table names each import once, with its reason") {
     CAPTURE(newer);
     CHECK(names.count(newer) == 1);
   }
-  CHECK(runtime::hooked_imports({"cudaMalloc", "cudaMemcpy", "cuLaunchKernel@libcuda", "aoti_torch_warn"}) ==
+  CHECK(common::hooks::hooked_imports({"cudaMalloc", "cudaMemcpy", "cuLaunchKernel@libcuda", "aoti_torch_warn"}) ==
         std::vector<std::string>{"cuLaunchKernel", "cudaMemcpy"});
 }
 
 TEST_CASE("cuda hooks: imports that fetch driver entry points at run time are warned about, with the consequence") {
-  const std::vector<std::string> w = runtime::hook_bypass_warnings({"cudaMalloc", "cuGetProcAddress_v2"});
+  const std::vector<std::string> w = common::hooks::bypass_warnings({"cudaMalloc", "cuGetProcAddress_v2"});
   REQUIRE(w.size() == 1);
   CHECK(w[0].find("cuGetProcAddress_v2") != std::string::npos);
   CHECK(w[0].find("not hooked") != std::string::npos);
-  CHECK(runtime::hook_bypass_warnings({"cudaMalloc", "cudaMemcpy"}).empty());
+  CHECK(common::hooks::bypass_warnings({"cudaMalloc", "cudaMemcpy"}).empty());
 }
 
 TEST_CASE("cuda hooks: the event-record hook is skipped inside a graph capture scope, forwarded outside") {
