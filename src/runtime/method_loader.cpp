@@ -341,9 +341,12 @@ void MethodLoader::upload_weights(Delegate& d) {
     }
   }
   if (large && !locked_in_place && staged.bytes == 0) {
-    // Nothing was recorded: the library's cudaMemcpy is libcudart's, not ours.
-    staged.fallback = "the model library copied from pageable memory itself (its cudaMemcpy is bound to libcudart, "
-                      "loaded before libaoti_cuda)";
+    // Nothing was recorded: the library copied its weights some other way
+    // than the hooked cudaMemcpy (runtime/cuda_hooks.hpp).
+    const std::vector<std::string>& bound = d.library->hooks().bound;
+    const bool hooked = std::find(bound.begin(), bound.end(), "cudaMemcpy") != bound.end();
+    staged.fallback = hooked ? "the model library made no host-to-device cudaMemcpy from the weights blob"
+                             : "the model library does not import cudaMemcpy, so its weights copies could not be staged";
   }
   if (staged.threads == 0 && !staged.fallback.empty() && stats_.upload_note.empty()) {
     stats_.upload_note = d.label + ": " + staged.fallback;

@@ -11,8 +11,8 @@
 // so it stays opt-in.
 //
 // Instead, while a WeightUploadScope is active on the calling thread,
-// libaoti_cuda's exported cudaMemcpy (which the model libraries bind to from
-// the global scope, like the event functions of capture_hooks.hpp) does not
+// the SDK's cudaMemcpy hook (which each model library's import is bound to,
+// runtime/cuda_hooks.hpp) does not
 // copy host-to-device ranges that lie inside the blob: it records them
 // (destination, source, size) and reports success. Any other cudaMemcpy
 // first carries out what was recorded, then runs (so a copy that could read a
