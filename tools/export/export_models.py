@@ -491,6 +491,19 @@ def _cnn_mobilenet() -> Model:
 
 
 @register(
+    "mlp_wide",
+    "f32[4,4096] -> f32[4,1024]: 80 MiB of weights, for upload rate and staging checks (optional)",
+    default=False,
+)
+def _mlp_wide() -> Model:
+    _seed("mlp_wide")
+    g = _gen("mlp_wide")
+    net = _mlp_module(4096, 4096, 1024).eval()  # 4096*4096 + 4096*1024 floats = 80 MiB
+    return Model([Method("forward", net, (_randn(g, 4, 4096),), 2e-3, 2e-3)],
+                 notes="optional: large enough (>= 64 MiB) that the weights go through pinned staging")
+
+
+@register(
     "partial",
     "f32[4,16] -> f32[4,8]: Linear/ReLU/Linear in the delegate, sigmoid left to a CPU KernelCall",
 )
