@@ -461,6 +461,7 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
   bool want_device = false;
   if (cuda) {
     run.stream = own_stream ? static_cast<void*>(run.slot.own_stream()) : ro.stream;
+    if (!own_stream) run.slot.used_caller_stream(ro.stream);
     stream_scope.emplace(target.device.index, run.stream);
     want_device = ro.outputs == OutputLocation::kDevice ||
                   (ro.outputs == OutputLocation::kSameAsInputs && !inputs.empty() && inputs[0].device().is_cuda());

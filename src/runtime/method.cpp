@@ -2,14 +2,14 @@
 // staging, the stream scope, and model-error text.
 #include "runtime/method.hpp"
 
-#include "runtime/cuda_hooks.hpp"
-
 #include <algorithm>
 
 #include "common/chunk_pool.hpp"
 #include "common/cuda.hpp"
+#include "runtime/cuda_hooks.hpp"
 #include "runtime/graph_cache.hpp"
 #include "shim/error_state.hpp"
+#include "shim/ops/gemm.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -51,7 +51,12 @@ Slot::~Slot() {
       (void)cudaEventDestroy(staging_done);
     }
     if (pinned != nullptr) (void)cudaFreeHost(pinned);
-    if (stream != nullptr) (void)cudaStreamDestroy(stream);
+    // What the slot's calls made per stream inside the shim goes with it.
+    for (void* s : caller_streams) shim::gemm::release_stream(device, s);
+    if (stream != nullptr) {
+      shim::gemm::release_stream(device, stream);
+      (void)cudaStreamDestroy(stream);
+    }
   }
   (void)cudaGetLastError();
 }
@@ -59,6 +64,11 @@ Slot::~Slot() {
 cudaStream_t Slot::own_stream() {
   if (stream == nullptr) check_cuda(AOTI_CUDA_FAULTABLE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)), "cudaStreamCreateWithFlags");
   return stream;
+}
+
+void Slot::used_caller_stream(void* s) {
+  if (s == nullptr || std::find(caller_streams.begin(), caller_streams.end(), s) != caller_streams.end()) return;
+  caller_streams.push_back(s);
 }
 
 void* Slot::staging(std::size_t bytes) {

@@ -132,6 +132,9 @@ struct Slot {
   /// calls (shim/allocator.hpp). Destroyed after the stream: it waits for the
   /// last call by its own event.
   shim::BlockCache block_cache;
+  /// Caller streams (RunOptions::stream) this slot's calls ran on: their
+  /// cuBLAS workspaces are released with the slot (shim/ops/gemm.hpp).
+  std::vector<void*> caller_streams;
 
   Slot();
   Slot(const Slot&) = delete;
@@ -140,6 +143,8 @@ struct Slot {
 
   /// The slot's stream, created on first use.
   cudaStream_t own_stream();
+  /// Records that a call runs on the caller's `stream` (cheap after the first time).
+  void used_caller_stream(void* stream);
   /// A pinned buffer of at least `bytes`, free of in-flight copies.
   void* staging(std::size_t bytes);
   /// Records that copies out of the staging buffer were queued on `s`.

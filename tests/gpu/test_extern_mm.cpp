@@ -296,3 +296,39 @@ TEST_CASE("extern mm: alternating current streams, each multiply runs on its own
   REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
   for (cudaStream_t s : streams) REQUIRE(cudaStreamDestroy(s) == cudaSuccess);
 }
+
+TEST_CASE("extern mm: a released stream's workspace is freed, and multiplies after it rebind and stay right" *
+          AOTI_CUDA_GPU_CASE) {
+  std::mt19937 rng(29);
+  const int64_t m = 64, n = 32, k = 64;  // cuBLAS, not the few-row kernels
+  void *previous = nullptr;
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, nullptr, &previous) == 0);
+  const std::vector<float> bv = random_values(k * n, rng);
+  for (int round = 0; round < 3; ++round) {
+    cudaStream_t s = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    REQUIRE(aoti_cuda_shim_set_current_stream(0, s, nullptr) == 0);
+    const std::size_t before = aoti_cuda::shim::gemm::workspace_count();
+    std::size_t free_before = 0, free_after = 0, total = 0;
+    REQUIRE(cudaMemGetInfo(&free_before, &total) == cudaSuccess);
+    {
+      const std::vector<float> av = random_values(m * k, rng);
+      DeviceTensor a = make({m, k}, {k, 1}, kF32, av);
+      DeviceTensor b = make({k, n}, {n, 1}, kF32, bv);
+      DeviceTensor c = make({m, n}, {n, 1}, kF32, std::vector<float>(m * n, 0.0f));
+      REQUIRE(aoti_torch_cuda_mm_out(c.view.get(), a.view.get(), b.view.get()) == AOTI_TORCH_SUCCESS);
+      REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+      check_close(c.read(), reference(av, bv, m, n, k), kF32, "round " + std::to_string(round));
+      CHECK(aoti_cuda::shim::gemm::workspace_count() == before + 1);
+    }
+    REQUIRE(aoti_cuda_shim_set_current_stream(0, nullptr, nullptr) == 0);
+    aoti_cuda::shim::gemm::release_stream(0, s);
+    CHECK(aoti_cuda::shim::gemm::workspace_count() == before);
+    REQUIRE(cudaStreamDestroy(s) == cudaSuccess);
+    REQUIRE(cudaMemGetInfo(&free_after, &total) == cudaSuccess);
+    // The workspace (32 MiB by default) did not stay behind (from the second round on: the
+    // first may create this thread's cuBLAS handle, which is kept).
+    if (round > 0) CHECK(static_cast<double>(free_before) - static_cast<double>(free_after) < 2.0 * 1024 * 1024);
+  }
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
+}

@@ -172,6 +172,7 @@ HandlePool& pool() {
 struct BoundHandle {
   Handle handle = nullptr;
   void* stream = nullptr;
+  std::uint64_t epoch = 0;  // g_workspace_epoch when bound
   bool bound = false;
 };
 
@@ -193,8 +194,11 @@ BoundHandle& thread_handle(int device) {
 }
 
 // Workspace per (device, stream); see gemm.hpp. Bounded: past kMaxWorkspaces streams, new
-// streams run without one.
+// streams run without one. release_stream() frees a stream's workspace when its owner is done
+// with it and bumps g_workspace_epoch, so that every thread's handle binds its stream and
+// workspace again before its next multiply (a later stream may get the same address).
 constexpr std::size_t kMaxWorkspaces = 64;
+std::atomic<std::uint64_t> g_workspace_epoch{0};
 
 std::size_t workspace_bytes() {
   static const std::size_t bytes = [] {
@@ -206,26 +210,35 @@ std::size_t workspace_bytes() {
   return bytes;
 }
 
+struct Workspaces {
+  std::mutex mu;
+  std::map<std::pair<int, void*>, void*> by_stream;  // nullptr: the stream runs without one
+};
+
+Workspaces& workspaces() {
+  static auto* instance = new Workspaces;  // leaked, like the handles: threads may outlive statics
+  return *instance;
+}
+
 std::pair<void*, std::size_t> stream_workspace(int device, void* stream) {
-  static std::mutex mu;
-  static auto* spaces = new std::map<std::pair<int, void*>, void*>;  // leaked, like the handles
   const std::size_t bytes = workspace_bytes();
   if (bytes == 0) return {nullptr, 0};
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = spaces->find({device, stream});
-  if (it != spaces->end()) return {it->second, it->second != nullptr ? bytes : 0};
+  Workspaces& w = workspaces();
+  std::lock_guard<std::mutex> lock(w.mu);
+  auto it = w.by_stream.find({device, stream});
+  if (it != w.by_stream.end()) return {it->second, it->second != nullptr ? bytes : 0};
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture) != cudaSuccess) {
     (void)cudaGetLastError();
     return {nullptr, 0};
   }
-  if (capture != cudaStreamCaptureStatusNone || spaces->size() >= kMaxWorkspaces) return {nullptr, 0};
+  if (capture != cudaStreamCaptureStatusNone || w.by_stream.size() >= kMaxWorkspaces) return {nullptr, 0};
   void* ptr = nullptr;
   if (cudaMalloc(&ptr, bytes) != cudaSuccess) {
     (void)cudaGetLastError();
     ptr = nullptr;  // remembered as "none": cuBLAS still works without
   }
-  spaces->emplace(std::make_pair(device, stream), ptr);
+  w.by_stream.emplace(std::make_pair(device, stream), ptr);
   return {ptr, ptr != nullptr ? bytes : 0};
 }
 
@@ -348,6 +361,27 @@ void open_in_background(int device) noexcept {
   }
 }
 
+void release_stream(int device, void* stream) noexcept {
+  void* space = nullptr;
+  {
+    Workspaces& w = workspaces();
+    std::lock_guard<std::mutex> lock(w.mu);
+    auto it = w.by_stream.find({device, stream});
+    if (it == w.by_stream.end()) return;
+    space = it->second;
+    w.by_stream.erase(it);
+    g_workspace_epoch.fetch_add(1, std::memory_order_acq_rel);
+  }
+  if (space != nullptr) (void)cudaFree(space);  // waits for the work that used it
+  (void)cudaGetLastError();
+}
+
+std::size_t workspace_count() noexcept {
+  Workspaces& w = workspaces();
+  std::lock_guard<std::mutex> lock(w.mu);
+  return w.by_stream.size();
+}
+
 bool uses_cublas(const char* symbol) noexcept {
   return common::is_extern_gemm_shim(symbol) || symbol == common::kInt4MatmulShim;
 }
@@ -395,7 +429,8 @@ void multiply(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int
   BoundHandle& bh = thread_handle(device);
   Handle h = bh.handle;
   Status status = kStatusSuccess;
-  if (!bh.bound || bh.stream != stream) {
+  const std::uint64_t epoch = g_workspace_epoch.load(std::memory_order_acquire);
+  if (!bh.bound || bh.stream != stream || bh.epoch != epoch) {
     bh.bound = false;
     status = blas.set_stream(h, static_cast<cudaStream_t>(stream));  // also resets the workspace
     if (status != kStatusSuccess) throw_status(status, "cublasSetStream");
@@ -404,6 +439,7 @@ void multiply(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int
     if (status != kStatusSuccess) throw_status(status, "cublasSetWorkspace");
     // Kept unless the stream got no workspace (e.g. first seen while capturing): retried next time.
     bh.stream = stream;
+    bh.epoch = epoch;
     bh.bound = space != nullptr || workspace_bytes() == 0;
   }
   status = blas.gemm_strided_batched(

@@ -15,9 +15,12 @@
 // gone at process exit). Workspace: one per (device, stream), allocated on first use outside
 // stream capture, so a captured graph and later direct calls on that stream share it safely
 // (one stream runs its GEMMs in order). A GEMM captured on a stream that has none runs without
-// workspace (cuBLAS then picks algorithms that need none).
+// workspace (cuBLAS then picks algorithms that need none). The owner of a stream releases its
+// workspace (release_stream) once nothing will run on it any more: the Module does so for its
+// own streams and for the caller streams its calls ran on, when it is destroyed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace aoti_cuda {
@@ -75,6 +78,15 @@ void open_in_background(int device) noexcept;
 
 /// True once open_in_background() has started (for tests).
 bool opening_started() noexcept;
+
+/// Frees the workspace of (device, stream), if any, and makes every handle bind its stream and
+/// workspace again before its next multiply. Call it when nothing more will run on that stream
+/// through this Module (the caller made `device` current; work already queued that uses the
+/// workspace completes first: cudaFree waits for it). Never throws.
+void release_stream(int device, void* stream) noexcept;
+
+/// Streams that currently have a workspace entry (for tests).
+std::size_t workspace_count() noexcept;
 
 /// True for the shim symbols that may multiply through cuBLAS (the extern GEMMs, the int4 matmul).
 bool uses_cublas(const char* symbol) noexcept;
