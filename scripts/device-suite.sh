@@ -18,6 +18,7 @@ CONFIGURED_BUILD="$(sed -n 's/^CMAKE_CACHEFILE_DIR:INTERNAL=//p' "$BUILD/CMakeCa
 if [[ -n "$CONFIGURED_BUILD" && "$CONFIGURED_BUILD" != "$BUILD" && ! -e "$CONFIGURED_BUILD" ]]; then
   ln -s "$BUILD" "$CONFIGURED_BUILD"
 fi
+cmake -P "$ROOT/cmake/unpack_fixtures.cmake"  # the fixture binaries travel compressed
 export LD_LIBRARY_PATH="$BUILD:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export AOTI_CUDA_QUIET=1
 
