@@ -5,11 +5,20 @@
 // loads the SDK, RTLD_LOCAL, through the library holding the test cases (as
 // Python loads an extension module). Linked against neither CUDA nor the SDK.
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <initializer_list>
+#include <string>
 
 int main(int argc, char** argv) {
-  if (dlopen(AOTI_CUDA_CUDART_PATH, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+  // The toolkit's libcudart where it was configured, else by soname (the GPU machine runs a
+  // copy of this build with its toolkit elsewhere).
+  void* cudart = nullptr;
+  for (const char* name : {AOTI_CUDA_CUDART_PATH, "libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+    if (cudart == nullptr) cudart = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+  }
+  if (cudart == nullptr) {
     std::fprintf(stderr, "load-order test: cannot load libcudart first: %s\n", dlerror());
     return 1;
   }
@@ -17,7 +26,13 @@ int main(int argc, char** argv) {
   if (driver == nullptr) driver = dlopen(AOTI_CUDA_DRIVER_STUB_PATH, RTLD_NOW | RTLD_GLOBAL);
   std::printf("load-order test: libcudart%s in the global scope before libaoti_cuda\n",
               driver != nullptr ? " and libcuda" : " (no libcuda found)");
-  void* cases = dlopen(AOTI_CUDA_LOAD_ORDER_CASES, RTLD_NOW | RTLD_LOCAL);
+  // The cases library: beside this program (a copied build), else where it was built.
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  std::string beside = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string();
+  beside = beside.substr(0, beside.rfind('/') + 1) + "libaoti_cuda_load_order_cases.so";
+  void* cases = dlopen(beside.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (cases == nullptr) cases = dlopen(AOTI_CUDA_LOAD_ORDER_CASES, RTLD_NOW | RTLD_LOCAL);
   if (cases == nullptr) {
     std::fprintf(stderr, "load-order test: cannot load the cases: %s\n", dlerror());
     return 1;
