@@ -3,7 +3,8 @@
 # and import lists that git keeps as text. The binaries are stored compressed
 # (~7 MB instead of ~51 MB) so that the repository stays small enough to
 # travel; they are git-ignored once unpacked. Runs when the archive changed
-# since the last unpack (a stamp holds its SHA-256).
+# since the last unpack or files are missing (a stamp holds the archive's
+# SHA-256 and how many binaries it unpacked).
 #
 # Included by the top-level CMakeLists.txt at configure time, or run alone:
 #   cmake -P cmake/unpack_fixtures.cmake
@@ -12,8 +13,16 @@ if(NOT DEFINED AOTI_CUDA_SOURCE_ROOT)
 endif()
 set(_fixtures_archive "${AOTI_CUDA_SOURCE_ROOT}/tests/fixtures.tar.xz")
 set(_fixtures_stamp "${AOTI_CUDA_SOURCE_ROOT}/tests/fixtures/.unpacked")
+function(_aoti_cuda_fixture_binaries out)
+  file(GLOB_RECURSE _found "${AOTI_CUDA_SOURCE_ROOT}/tests/fixtures/*.pte" "${AOTI_CUDA_SOURCE_ROOT}/tests/fixtures/*.ptd"
+       "${AOTI_CUDA_SOURCE_ROOT}/tests/fixtures/*.bin")
+  list(LENGTH _found _count)
+  set(${out} ${_count} PARENT_SCOPE)
+endfunction()
 if(EXISTS "${_fixtures_archive}")
   file(SHA256 "${_fixtures_archive}" _fixtures_hash)
+  _aoti_cuda_fixture_binaries(_fixtures_count)
+  set(_fixtures_hash "${_fixtures_hash} ${_fixtures_count}")
   set(_fixtures_old "")
   if(EXISTS "${_fixtures_stamp}")
     file(READ "${_fixtures_stamp}" _fixtures_old)
@@ -21,7 +30,9 @@ if(EXISTS "${_fixtures_archive}")
   if(NOT _fixtures_old STREQUAL _fixtures_hash)
     message(STATUS "aoti_cuda: unpacking tests/fixtures.tar.xz into tests/fixtures")
     file(ARCHIVE_EXTRACT INPUT "${_fixtures_archive}" DESTINATION "${AOTI_CUDA_SOURCE_ROOT}")
-    file(WRITE "${_fixtures_stamp}" "${_fixtures_hash}")
+    file(SHA256 "${_fixtures_archive}" _fixtures_hash)
+    _aoti_cuda_fixture_binaries(_fixtures_count)
+    file(WRITE "${_fixtures_stamp}" "${_fixtures_hash} ${_fixtures_count}")
   endif()
 else()
   message(WARNING "aoti_cuda: ${_fixtures_archive} is missing; the bundled programs are not available")

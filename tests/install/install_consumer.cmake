@@ -18,6 +18,17 @@ foreach(f include/aoti_cuda/aoti_cuda.hpp include/aoti_cuda/shim.h include/aoti_
   endif()
 endforeach()
 
+# The installed CLI starts with a clean environment (no LD_LIBRARY_PATH: its RPATH finds
+# libaoti_cuda in ../lib) and inspects a bundled program without a GPU.
+set(clean_env ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH --unset=LD_PRELOAD)
+run(${clean_env} ${prefix}/bin/aoti_cuda --version)
+execute_process(COMMAND ${clean_env} ${prefix}/bin/aoti_cuda inspect ${AOTI_CUDA_SRC}/tests/fixtures/mlp/mlp.pte --json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# 0: runnable here; 3: not runnable here (no GPU), which inspect must still explain.
+if(NOT (rc EQUAL 0 OR rc EQUAL 3) OR NOT out MATCHES "\"runnable\"")
+  message(FATAL_ERROR "the installed CLI's inspect failed (${rc}):\n${out}\n${err}")
+endif()
+
 # Every example, built against the installed SDK (examples/ is a stand-alone project).
 run(${CMAKE_COMMAND} -S ${AOTI_CUDA_SRC}/examples -B ${WORK}/build -G ${GENERATOR}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
@@ -39,5 +50,12 @@ foreach(c ${cases})
     message(FATAL_ERROR "${exe} failed (${rc}):\n${out}\n${err}")
   endif()
 endforeach()
+# One example installed too: it runs from its install folder with a clean environment.
+run(${CMAKE_COMMAND} --install ${WORK}/build/minimal --prefix ${WORK}/examples-prefix)
+execute_process(COMMAND ${clean_env} ${WORK}/examples-prefix/bin/minimal ${fx}/mlp/mlp.pte ${fx}/mlp/forward.in0.bin
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT (rc EQUAL 0 OR (rc EQUAL 3 AND "${err}" MATCHES "cannot run here")))
+  message(FATAL_ERROR "the installed example failed (${rc}):\n${out}\n${err}")
+endif()
 # The LLM example (examples/generate) needs an exported LLM: --help runs anywhere.
 run(${WORK}/build/generate/generate --help)
