@@ -4,7 +4,8 @@
 # (cudart + headers) must already be installed; see README "Quick start".
 set -euo pipefail
 
-packages=(cmake ninja-build g++ ccache binutils python3 flatbuffers-compiler libflatbuffers-dev doctest-dev nlohmann-json3-dev libdlpack-dev libcli11-dev)
+# clang-14 + libclang-rt-14-dev: the libFuzzer targets the test command runs (tests/fuzz).
+packages=(cmake ninja-build g++ ccache binutils python3 flatbuffers-compiler libflatbuffers-dev doctest-dev nlohmann-json3-dev libdlpack-dev libcli11-dev clang-14 libclang-rt-14-dev xz-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

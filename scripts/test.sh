@@ -4,7 +4,8 @@
 # present), an install + find_package(aoti_cuda) consumer build, the CPU suites
 # again under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer,
 # the CPU suites again under ThreadSanitizer (zero reports: any report fails
-# the run), and the exporter's pure-Python self-test over the fixtures.
+# the run), the three libFuzzer targets for 30 s each, and the exporter's
+# pure-Python self-test over the fixtures.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 "$ROOT/scripts/setup-deps.sh"
@@ -51,6 +52,14 @@ cmake --build "$TSAN_BUILD" -j "$JOBS" --target aoti_cuda_unit_tests
 # halt_on_error: the first report fails the suite; suppressions (each with its
 # reason) live in tests/tsan.supp.
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$ROOT/tests/tsan.supp" run_ctest "$TSAN_BUILD" -R '^unit$'
+
+echo
+echo "== fuzzing: each libFuzzer target 30 s from the kept corpus (tests/fuzz; any crash, leak or timeout fails)"
+if AOTI_CUDA_FUZZ_CHECK=1 AOTI_CUDA_FUZZ_BUILD="$ROOT/build-fuzz" bash "$ROOT/tests/fuzz/run.sh" "${AOTI_CUDA_FUZZ_SECONDS:-30}"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
 
 echo
 echo "== [4/4] exporter self-test (fixture manifests and imports re-derived from the programs)"

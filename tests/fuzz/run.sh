@@ -9,7 +9,13 @@
 # scripts/reliability-report.sh sums them. A crash stops the script with the
 # reproducer in build-fuzz/crashes/ (turn it into a regression test).
 # Runs at nice 19: the fuzzer shares the machine.
+#
+# AOTI_CUDA_FUZZ_CHECK=1 (what scripts/test.sh sets): the same runs, but the
+# tracked tree is left alone: new inputs stay in the build folder, nothing is
+# merged into the corpus and executions.tsv is not appended to. A crash, leak
+# or timeout still fails the script.
 set -euo pipefail
+CHECK="${AOTI_CUDA_FUZZ_CHECK:-0}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 SECONDS_PER_TARGET="${1:-60}"
 shift || true
@@ -25,6 +31,7 @@ nice -n 19 cmake --build "$B" -j "${JOBS:-2}" --target aoti_cuda_fuzz_make_seeds
 rm -rf "$B/seeds" && "$B/tests/fuzz/aoti_cuda_fuzz_make_seeds" "$B/seeds"
 mkdir -p "$B/crashes" "$B/logs"
 LOG="$ROOT/tests/fuzz/executions.tsv"
+[[ "$CHECK" == 1 ]] && LOG="$B/logs/executions.tsv"
 [[ -f "$LOG" ]] || printf 'date\ttarget\tseconds\texecutions\texec_per_s\tresult\n' >"$LOG"
 
 for t in "${TARGETS[@]}"; do
@@ -55,6 +62,7 @@ for t in "${TARGETS[@]}"; do
     echo "reproducer(s): $(ls "$B/crashes" | sed "s|^|$B/crashes/|" | tr '\n' ' ')"
     exit 1
   fi
+  [[ "$CHECK" == 1 ]] && continue  # check mode: the kept corpus stays as it is
   # Keep only inputs that add coverage.
   rm -rf "$kept.new" && mkdir -p "$kept.new"
   nice -n 19 "$fuzzer" -merge=1 -max_len=8192 -timeout=5 "$kept.new" "$work" >>"$out" 2>&1

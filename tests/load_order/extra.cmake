@@ -13,11 +13,9 @@ target_include_directories(aoti_cuda_load_order_cases PRIVATE ${CMAKE_CURRENT_SO
 target_link_libraries(aoti_cuda_load_order_cases PRIVATE aoti_cuda aoti_cuda_schema_headers CUDA::cudart ${CMAKE_DL_LIBS})
 target_compile_definitions(aoti_cuda_load_order_cases PRIVATE
   AOTI_CUDA_FAKE_MODEL_AFFINE_CUDA="$<TARGET_FILE:aoti_cuda_fake_model_affine_cuda>"
-  AOTI_CUDA_FAKE_MODEL_AFFINE="$<TARGET_FILE:aoti_cuda_fake_model_affine>"
-  AOTI_CUDA_FAKE_MODEL_KV="$<TARGET_FILE:aoti_cuda_fake_model_kv>"
   AOTI_CUDA_TEST_FIXTURES="${AOTI_CUDA_TEST_FIXTURES}")
 set_target_properties(aoti_cuda_load_order_cases PROPERTIES CXX_VISIBILITY_PRESET hidden PREFIX "lib")
-add_dependencies(aoti_cuda_load_order_cases aoti_cuda_fake_model_affine_cuda aoti_cuda_fake_model_affine aoti_cuda_fake_model_kv)
+add_dependencies(aoti_cuda_load_order_cases aoti_cuda_fake_model_affine_cuda)
 
 add_executable(aoti_cuda_load_order_tests ${CMAKE_CURRENT_LIST_DIR}/main.cpp)
 target_link_libraries(aoti_cuda_load_order_tests PRIVATE ${CMAKE_DL_LIBS})

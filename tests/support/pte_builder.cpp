@@ -484,15 +484,5 @@ Bytes float_bytes(const std::vector<float>& values) {
   return b;
 }
 
-std::string write_affine_kv_program(const std::string& dir, const std::string& name, std::int32_t rows) {
-  PteBuilder b;
-  auto fw = b.add_cuda_blobs(aoti_cuda::ExporterGeneration::kMethodKeys, "forward",
-                             read_file(AOTI_CUDA_FAKE_MODEL_AFFINE), float_bytes({1, 2, 3, 4}));
-  b.add_method(cuda_method("forward", {f32({rows, 4}), f32({rows, 4})}, {f32({rows, 4}), f32({rows, 4})}, fw));
-  auto kv = b.add_cuda_blobs(aoti_cuda::ExporterGeneration::kMethodKeys, "accumulate",
-                             read_file(AOTI_CUDA_FAKE_MODEL_KV), float_bytes(std::vector<float>(16, 0.0f)));
-  b.add_method(cuda_method("accumulate", {i64({1}), f32({1, 4})}, {f32({4})}, kv));
-  return b.build().write(dir, name);
-}
 
 }  // namespace aoti_cuda_test

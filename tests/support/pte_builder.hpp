@@ -200,10 +200,5 @@ Bytes read_file(const std::string& path);
 /// Raw bytes of float32 values (e.g. a fake model library's weights blob).
 Bytes float_bytes(const std::vector<float>& values);
 
-/// A program on the fake model libraries, written as DIR/NAME.pte + .ptd (returns the .pte path):
-/// forward(a f32[rows,4], b f32[rows,4]) -> (y, y), y = a * w + b (affine fake, w = {1, 2, 3, 4}), and
-/// accumulate(pos i64[1], x f32[1,4]) -> f32[4] on the kv fake, whose 16-float cache is state
-/// shared by every call.
-std::string write_affine_kv_program(const std::string& dir, const std::string& name, std::int32_t rows);
 
 }  // namespace aoti_cuda_test

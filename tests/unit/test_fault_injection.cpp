@@ -17,6 +17,7 @@
 #include "aoti_cuda/module.hpp"
 #include "aoti_cuda/shim.h"
 #include "common/fault_injection.hpp"
+#include "support/affine_program.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
 

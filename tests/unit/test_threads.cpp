@@ -14,6 +14,7 @@
 #include "aoti_cuda/memory.hpp"
 #include "aoti_cuda/module.hpp"
 #include "aoti_cuda/shim.h"
+#include "support/affine_program.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
 
