@@ -79,6 +79,12 @@ struct LibraryCheckOptions {
   bool has_weights = false;
   ByteView weights;
   std::string weights_label;
+  /// When `has_weights` is false: the data key the delegate's weights should
+  /// be under (DelegateSpec::weights_key) and the keys the data files hold. A
+  /// library that records a weights-blob size then FAILS the weights check,
+  /// naming the key, the bytes it needs and these keys (it cannot run).
+  std::string weights_key;
+  std::vector<std::string> available_keys;
   /// Compute capabilities (major*10+minor) of the GPUs the library would run
   /// on. Empty: the architecture check is "not checked" with `no_gpu_reason`.
   std::vector<int> gpu_sms;

@@ -208,11 +208,19 @@ void check_gpu(ByteView so, const LibraryCheckOptions& o, LibraryReport& r) {
 }
 
 void check_weights(ByteView so, const LibraryCheckOptions& o, LibraryReport& r) {
+  const std::optional<std::uint64_t> want = elf_external_weights_size(so);
   if (!o.has_weights) {
-    add(r, "weights", CheckStatus::kNotChecked, "no weights blob given");
+    if (want.has_value() && *want > 0 && !o.weights_key.empty()) {
+      add(r, "weights", CheckStatus::kFail,
+          "the library needs a " + std::to_string(*want) + "-byte weights blob under the key '" + o.weights_key +
+              "', which no data file holds (they hold: " +
+              (o.available_keys.empty() ? std::string("no keys") : common::join(o.available_keys)) +
+              "; a data file from another export?)");
+    } else {
+      add(r, "weights", CheckStatus::kNotChecked, "no weights blob given");
+    }
     return;
   }
-  const std::optional<std::uint64_t> want = elf_external_weights_size(so);
   if (!want) {
     add(r, "weights", CheckStatus::kNotChecked,
         "the library records no weights size; loading it checks the blob against its constant table");

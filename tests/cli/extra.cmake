@@ -36,6 +36,12 @@ if(TARGET aoti_cuda_cli)
   cli_case(inspect_wrong_data 3
     "weights +FAIL +the library was compiled for a 38440-byte weights blob.* has 22184 bytes" "^runnable: no"
     -- inspect ${_fx}/mlp/mlp.pte --data ${_fx}/conv/aoti_cuda_blob.ptd)
+  # Another export's data file that lacks the keys this program needs: a FAIL naming the key,
+  # the bytes needed and the keys the data file does hold, never "runnable: yes".
+  cli_case(inspect_missing_weights_key 3
+    "weights +FAIL +the library needs a 37248-byte weights blob under the key 'decode_weights_blob', which no data file holds \\(they hold: .*forward_weights_blob"
+    "^runnable: no"
+    -- inspect ${_fx}/lm/lm.pte --data ${_fx}/mlp/aoti_cuda_blob.ptd)
   cli_case(inspect_partial 3 "NOT runnable by aoti_cuda" "aten::sigmoid" "^runnable: no" -- inspect ${_fx}/partial/partial.pte)
   cli_case(inspect_bad_file 1 "error \\(invalid_program\\).*P2 \\(file identifier\\) failed" -- inspect ${_fx}/README.md)
   cli_case(inspect_missing_file 2 "model: File does not exist: /nonexistent.pte" -- inspect /nonexistent.pte)

@@ -79,6 +79,7 @@ nlohmann::json library_json(const aoti_cuda::DelegateSpec& d, const aoti_cuda::L
   o.has_weights = !d.weights_file.empty();
   o.weights = d.weights;
   o.weights_label = "'" + d.weights_key + "' in " + d.weights_file;
+  o.weights_key = d.weights_key;
   const aoti_cuda::LibraryReport r = aoti_cuda::check_library(d.so, o);
   je["checks"] = nlohmann::json::array();
   for (const auto& c : r.checks) {
@@ -141,6 +142,7 @@ int run_inspect(const InspectArgs& a) {
   const int sm = device_sm(a.device, &why);
   if (sm > 0) checks.gpu_sms = {sm};
   checks.no_gpu_reason = why;
+  for (const auto& e : program.named_data_entries()) checks.available_keys.push_back(e.key);
 
   nlohmann::json doc;
   doc["program"] = program.pte_path();
