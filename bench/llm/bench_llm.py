@@ -5,7 +5,7 @@
         [--parts llm,int4,cublas,compile,fixtures] [--budget 540] [--work /tmp/llm_bench]
         [--stage all|prepare|measure]
 
-BUILD is a build folder of this repository made elsewhere (scripts/device-pack.sh), holding
+BUILD is a build folder of this repository made elsewhere (tools/contrib/gpu-machine/device-pack.sh), holding
 examples/generate/generate and the aoti_cuda CLI. Steps (each a child process with its own log
 and timeout; a failed or timed-out step is recorded and the rest go on):
 

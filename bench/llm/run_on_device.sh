@@ -4,7 +4,7 @@
 #   bash bench/llm/run_on_device.sh OUT BUILD [CONFIG] [PARTS] [BUDGET_S] [LAYERS]
 #
 #   OUT      where results go ("$OUT" on the lent machine; at most 8 files come back)
-#   BUILD    this repository's build folder, packed by scripts/device-pack.sh and carried
+#   BUILD    this repository's build folder, packed by tools/contrib/gpu-machine/device-pack.sh and carried
 #            (needs examples/generate/generate and the aoti_cuda CLI)
 #   CONFIG   model config of tools/export/llm/model.py: 1b (default), small, tiny
 #   PARTS    comma list of llm,int4,cublas,compile,fixtures (default: llm,int4,compile,fixtures;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Packs a build folder made on this machine for the GPU machine: every
 # executable and shared library, stripped, in the same layout, plus
-# CMakeCache.txt (scripts/device-suite.sh reads the configured paths from it).
+# CMakeCache.txt (tools/contrib/gpu-machine/device-suite.sh reads the configured paths from it).
 # A stripped RelWithDebInfo build is ~10 MB instead of ~170 MB.
 #
-#   scripts/device-pack.sh BUILD_DIR DEST_DIR
+#   tools/contrib/gpu-machine/device-pack.sh BUILD_DIR DEST_DIR
 set -euo pipefail
 BUILD="$(cd "$1" && pwd)"
 mkdir -p "$2"; DEST="$(cd "$2" && pwd)"

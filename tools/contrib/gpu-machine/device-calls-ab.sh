@@ -6,14 +6,14 @@
 # drifts), and eager PyTorch with its CUDA-graph replay. Results in OUT/results.tgz,
 # the call benchmark's JSON files also beside it.
 #
-#   scripts/device-calls-ab.sh BUILD OUT   (BUILD from scripts/device-pack.sh)
+#   tools/contrib/gpu-machine/device-calls-ab.sh BUILD OUT   (BUILD from tools/contrib/gpu-machine/device-pack.sh)
 set -uo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
 BUILD="$(cd "$1" && pwd)"; OUT="$2"
 RES=/tmp/calls-ab; rm -rf "$RES"; mkdir -p "$RES/suite" "$OUT"
 cd "$ROOT"
 export LD_LIBRARY_PATH="$BUILD:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-DEVICE_SUITE_NO_BENCH=1 timeout -k 5 200 bash scripts/device-suite.sh "$BUILD" "$RES/suite" > "$RES/suite.log" 2>&1
+DEVICE_SUITE_NO_BENCH=1 timeout -k 5 200 bash tools/contrib/gpu-machine/device-suite.sh "$BUILD" "$RES/suite" > "$RES/suite.log" 2>&1
 echo "device-suite exit $? at ${SECONDS}s"
 AOTI_CUDA_SMALL_COPY=dma timeout -k 5 120 "$BUILD/tests/aoti_cuda_gpu_tests" -tc="graphs*,gpu conformance*" \
   > "$RES/gpu_tests_dma.log" 2>&1

@@ -4,7 +4,7 @@
 #   1. in the background: the 1.12 B LLM exports (bf16 and int4; CPU-bound, a few
 #      minutes) and the eager peers' weights file;
 #   2. meanwhile: the GPU test suite, CLI runs over the fixtures, the GPU CLI cases and
-#      the examples (scripts/device-suite.sh without benchmarks), then the opt-in
+#      the examples (tools/contrib/gpu-machine/device-suite.sh without benchmarks), then the opt-in
 #      page-locked upload case alone under a timeout (it can stall: see weights_io);
 #   3. once the exports are done: the LLM measurements one at a time (aoti_cuda bf16
 #      and int4 through examples/generate, eager and eager with a CUDA-graph decode);
@@ -12,9 +12,9 @@
 #      graphs / bound outputs, eager PyTorch and its CUDA-graph replay).
 # Everything lands in OUT/results.tgz, plus the JSON files bench/report.py reads.
 #
-#   scripts/device-job.sh BUILD OUT [BUDGET_S]   (BUILD from scripts/device-pack.sh; carry .whl)
+#   tools/contrib/gpu-machine/device-job.sh BUILD OUT [BUDGET_S]   (BUILD from tools/contrib/gpu-machine/device-pack.sh; carry .whl)
 set -uo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
 BUILD="$(cd "$1" && pwd)"; OUT="$2"; BUDGET="${3:-570}"
 RES=/tmp/device-job; rm -rf "$RES"; mkdir -p "$RES/suite" "$OUT"
 cd "$ROOT"
@@ -25,7 +25,7 @@ LLM_BENCH_EXTRA="--stage prepare --export-timeout $((BUDGET - 200)) --peers eage
   > "$RES/llm_prepare.log" 2>&1 &
 prep=$!
 
-DEVICE_SUITE_NO_BENCH=1 timeout -k 5 240 bash scripts/device-suite.sh "$BUILD" "$RES/suite" > "$RES/suite.log" 2>&1
+DEVICE_SUITE_NO_BENCH=1 timeout -k 5 240 bash tools/contrib/gpu-machine/device-suite.sh "$BUILD" "$RES/suite" > "$RES/suite.log" 2>&1
 echo "device-suite exit $? at ${SECONDS}s"
 AOTI_CUDA_PAGE_LOCK_WEIGHTS=1 timeout -k 5 60 "$BUILD/tests/aoti_cuda_gpu_tests" -tc="gpu weights: upload rate*" \
   > "$RES/page_lock.log" 2>&1

@@ -3,9 +3,9 @@
 # (see scripts/test.sh for the build): GPU test suites, the example program
 # through the CLI, and the benchmarks. Writes logs to OUT_DIR.
 #
-#   scripts/device-suite.sh BUILD_DIR OUT_DIR
+#   tools/contrib/gpu-machine/device-suite.sh BUILD_DIR OUT_DIR
 set -uo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
 BUILD="$(cd "$1" && pwd)"
 OUT_DIR="$2"
 mkdir -p "$OUT_DIR"
