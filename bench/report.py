@@ -5,8 +5,8 @@
 
 RESULTS_DIR holds what bench/llm/run_on_device.sh wrote to $OUT: llm_results.json and/or
 calls_results.json. Writes, for each that is present:
-  llm.json, llm.md, llm.png      load, GPU memory, time to first token (128/512-token prompts),
-                                 decode tokens/s per contender, with the ratios of issue 13's targets
+  llm.json, llm.md, llm-decode.png, llm-ttft.png, llm-load.png   load, GPU memory, time to first token (128/512-token prompts),
+                                 decode tokens/s per contender, with the ratios of the LLM targets
                                  (decode and TTFT: aoti_cuda's best bf16 program, Triton or cuBLAS GEMMs)
   calls.json, calls.md, calls.png  p50 of a synchronized call with device inputs per fixture method:
                                  aoti_cuda (from `aoti_cuda bench`, every p50 mode it reports),
@@ -209,8 +209,8 @@ def fast_notes(res, rows):
         return []
     text = ("- \"decomposed SDPA\": exported with `--gemm cublas --sdpa decomposed` (the backend's "
             "triton_kernel_mode=OFF): attention is Inductor's matmuls + softmax, the matmuls extern GEMMs. "
-            "In bf16 since job s24-4 (the exporter allows math SDPA's bf16 reductions; before, PyTorch upcast q, K, V "
-            "to float32, so each decode step converted the whole KV cache and multiplied in float32).")
+            "In bf16: the exporter allows math SDPA's bf16 reductions (otherwise PyTorch upcasts q, K, V to float32, so "
+            "each decode step would convert the whole KV cache and multiply in float32).")
     lines = [text]
     if any(k.endswith(("_nogemv", "_gemv8")) for k in keys):
         lines.append("- aoti_cuda runs extern GEMMs with one row of activations (decode's projections and the "
@@ -313,7 +313,7 @@ def llm_markdown(res, rows, lens, targets, date):
     if jobs:
         for name in sorted(jobs):
             who = ", ".join(r["label"] for r in rows if (res["runs"].get(r["key"]) or {}).get("job") == name)
-            lines.append(f"- Job {name} (finished {jobs[name].get('finished', '?')}): {who}. {jobs[name].get('note', '')}")
+            lines.append(f"- Run {name} (finished {jobs[name].get('finished', '?')}): {who}. {jobs[name].get('note', '')}")
     int4 = (res.get("exports") or {}).get("int4") or {}
     q = next((r for r in rows if r["key"] == "aoti_cuda_int4"), None)
     if q and q.get("expect_count"):
@@ -330,7 +330,7 @@ def llm_markdown(res, rows, lens, targets, date):
     lines += fast_notes(res, rows)
     lines += kernel_sections(res)
     if targets:
-        lines += ["", "## Targets (issue 13)", "", "| target | aoti_cuda | reference | ratio | met |", "|---|---|---|---|---|"]
+        lines += ["", "## Targets", "", "| target | aoti_cuda | reference | ratio | met |", "|---|---|---|---|---|"]
         for t in targets:
             mine = fmt(t["aoti_cuda"], 2) + (f" ({t['aoti_cuda_name']})" if t.get("aoti_cuda_name") else "")
             lines.append(f"| {t['target']} | {mine} | {fmt(t['reference'], 2)} ({t['reference_name']}) | "
@@ -338,8 +338,8 @@ def llm_markdown(res, rows, lens, targets, date):
     return "\n".join(lines) + "\n"
 
 
-def bar_chart(path, title_groups, labels):
-    """title_groups: [(subplot title, [values per label], log_scale)]."""
+def hbar_chart(path, title, series, labels, log=False):
+    """One question per chart: horizontal bars (one group per label, one bar per series), labels at full length."""
     try:
         import matplotlib
 
@@ -348,23 +348,33 @@ def bar_chart(path, title_groups, labels):
     except ImportError:
         print("matplotlib not installed: no PNG written", file=sys.stderr)
         return False
-    fig, axes = plt.subplots(1, len(title_groups), figsize=(5.2 * len(title_groups), 4.8))
-    axes = axes if len(title_groups) > 1 else [axes]
-    colors = ["#1f77b4", "#aec7e8", "#ff7f0e", "#2ca02c", "#98df8a", "#d62728", "#9467bd"]
-    for ax, (title, series, log) in zip(axes, title_groups):
-        xs = range(len(labels))
-        width = 0.8 / max(1, len(series))
-        for i, (name, vals) in enumerate(series):
-            ax.bar([x + i * width for x in xs], [v or 0 for v in vals], width, label=name, color=colors[i % len(colors)])
-        ax.set_xticks([x + width * (len(series) - 1) / 2 for x in xs])
-        ax.set_xticklabels(labels, rotation=35, ha="right", fontsize=8)
-        ax.set_title(title, fontsize=10)
-        if log:
-            ax.set_yscale("log")
-        if len(series) > 1:
-            ax.legend(fontsize=7)
+    import textwrap
+
+    wrapped = ["\n".join(textwrap.wrap(lab, 46)) for lab in labels]
+    lines_per_label = max((w.count("\n") + 1 for w in wrapped), default=1)
+    height = 1.2 + len(labels) * max(0.2 * len(series) + 0.1, 0.28 * lines_per_label + 0.15)
+    fig, ax = plt.subplots(figsize=(9.5, height))
+    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
+    width = 0.8 / max(1, len(series))
+    ys = range(len(labels))
+    for i, (name, vals) in enumerate(series):
+        pos = [y + i * width for y in ys]
+        bars = ax.barh(pos, [v or 0 for v in vals], width, label=name, color=colors[i % len(colors)])
+        for b, v in zip(bars, vals):
+            if v:
+                ax.text(b.get_width(), b.get_y() + b.get_height() / 2, f" {v:.0f}" if v >= 100 else f" {v:.3g}",
+                        va="center", fontsize=7)
+    ax.set_yticks([y + width * (len(series) - 1) / 2 for y in ys])
+    ax.set_yticklabels(wrapped, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_title(title, fontsize=10)
+    if log:
+        ax.set_xscale("log")
+    if len(series) > 1:
+        ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
     return True
 
 
@@ -379,13 +389,14 @@ def llm_report(res, out, date):
         json.dump(doc, f, indent=1)
     with open(os.path.join(out, "llm.md"), "w") as f:
         f.write(llm_markdown(res, rows, lens, targets, date))
-    labels = [r["label"].replace(" (", "\n(") for r in ok]
-    bar_chart(os.path.join(out, "llm.png"), [
-        ("decode tokens/s (higher is better)", [(f"{n}-token prompt", [r.get(f"decode_{n}_tok_s") for r in ok]) for n in lens], False),
-        ("time to first token, ms (lower is better)", [(f"{n} tokens", [r.get(f"ttft_{n}_ms") for r in ok]) for n in lens], False),
-        ("load, ms (lower is better)", [("file -> ready", [r.get("load_ms") for r in ok])], True),
-    ], labels)
-    print(f"wrote {out}/llm.json, llm.md, llm.png ({len(rows)} contenders, {len(targets)} targets)")
+    labels = [r["label"] for r in ok]
+    hbar_chart(os.path.join(out, "llm-decode.png"), "LLM decode, tokens/s (higher is better)",
+               [(f"{n}-token prompt", [r.get(f"decode_{n}_tok_s") for r in ok]) for n in lens], labels)
+    hbar_chart(os.path.join(out, "llm-ttft.png"), "LLM time to first token, ms (lower is better)",
+               [(f"{n}-token prompt", [r.get(f"ttft_{n}_ms") for r in ok]) for n in lens], labels)
+    hbar_chart(os.path.join(out, "llm-load.png"), "LLM load, file -> ready, ms (lower is better)",
+               [("load", [r.get("load_ms") for r in ok])], labels)
+    print(f"wrote {out}/llm.json, llm.md, llm-{{decode,ttft,load}}.png ({len(rows)} contenders, {len(targets)} targets)")
 
 
 def flat_p50(d, prefix=""):
@@ -407,7 +418,7 @@ AOTI_PRIMARY = ("plain_dev_p50_ms", "bench_latency_device_io_p50_ms", "device_io
 
 
 def calls_rows(res):
-    """One row per fixture method with every contender's p50 (ms) and the ratios of issue 12's targets."""
+    """One row per fixture method with every contender's p50 (ms) and the ratios of the per-call targets."""
     calls = res.get("calls") or {}
     table = {}
 
@@ -516,7 +527,7 @@ def calls_report(res, out, date):
     lines = [f"# Per-call latency ({date})", "", f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')}. p50 of a "
              "synchronized call with device-resident inputs (outputs on the device), in microseconds, on random inputs at "
              "the methods' upper-bound shapes; each contender in its own process (aoti_cuda's modes interleaved in one, "
-             "`bench/aoti_cuda_call_bench`, or `aoti_cuda bench` where that is absent). Targets of issue 12 in the "
+             "`bench/aoti_cuda_call_bench`, or `aoti_cuda bench` where that is absent). The targets are in the "
              "headers. First result: CUDA context + load + first call in a fresh process (libtorch: its first CUDA "
              "tensor op + AOTIModelPackageLoader + first run).", "",
              "| program.method | " + " | ".join(c[0] for c in cols) + " |", "|---|" + "---|" * len(cols)]
@@ -541,12 +552,13 @@ def calls_report(res, out, date):
     with open(os.path.join(out, "calls.json"), "w") as f:
         json.dump({"date": date, "machine": m, "rows": rows}, f, indent=1)
     labels = [f"{r['model']}.{r['method']}" for r in rows]
+    # The mode users are told is fastest (graphs + outputs bound to their buffers) beside the peers.
     series = [(name, [None if r.get(key) is None else r[key] * 1000 for r in rows])
-              for name, key in (("aoti_cuda", "aoti_cuda_p50_ms"), ("aoti_cuda graphs", "graphs_dev_p50_ms"),
+              for name, key in (("aoti_cuda graphs + bound outputs", "graphs_bound_dev_p50_ms"),
                                 ("libtorch AOTI", "libtorch_p50_ms"), ("eager", "eager_p50_ms"),
                                 ("eager graph replay", "graph_p50_ms"))
               if any(num(r.get(key)) is not None for r in rows)]
-    bar_chart(os.path.join(out, "calls.png"), [("p50 per call, µs (log; lower is better)", series, True)], labels)
+    hbar_chart(os.path.join(out, "calls.png"), "p50 per call, µs (log scale; lower is better)", series, labels, log=True)
     print(f"wrote {out}/calls.json, calls.md, calls.png ({len(rows)} rows)")
 
 

@@ -93,7 +93,7 @@ def main() -> int:
               "graphs + bound / replay ≤ 0.8: 1 of 2" in calls_md)
         check("calls.md: the host I/O table", "Host I/O overhead" in calls_md)
         llm_md = open(os.path.join(out, "llm.md")).read()
-        check("llm.md: the targets table", "## Targets (issue 13)" in llm_md)
+        check("llm.md: the targets table", "## Targets" in llm_md)
         check("llm.md: the prefill's queuing time beside the TTFT, for the runs that report it",
               "Host time of queuing the prefill" in llm_md and "libtorch AOTI runner (C++) 0.40 of 2.00 / 0.50 of 2.50"
               in llm_md and "eager" not in llm_md.split("Host time of queuing")[1].split("\n")[0])

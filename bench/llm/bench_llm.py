@@ -370,7 +370,7 @@ def aoti_cuda_bench(s: Steps, a, fixtures):
 
 
 def aoti_cuda_call_modes(s: Steps, a, fixtures):
-    """bench/aoti_cuda_call_bench (issue 12's modes: plain, graphs, bound outputs, interleaved in one
+    """bench/aoti_cuda_call_bench (its modes: plain, graphs, bound outputs, interleaved in one
     process) over the fixtures, and its --first (load + first call in a fresh process) per model.
     None when the build has no such program."""
     prog = find_binary(a.build, "bench/aoti_cuda_call_bench")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Per-call peers of issue 12 on every fixture model: eager PyTorch, a CUDA-graph replay of eager,
+"""Per-call peers on every fixture model: eager PyTorch, a CUDA-graph replay of eager,
 and packages for the libtorch AOTInductor runner (bench/peers/aoti_runner).
 
     call_peers.py measure [--fixtures DIR] [--models a,b] [--runs 200] [--json OUT]

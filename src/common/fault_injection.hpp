@@ -1,5 +1,5 @@
 // Private test hook: make the n-th allocation or CUDA call fail, to check that
-// every failure path throws the right ErrorCode and leaks nothing (issue 15).
+// every failure path throws the right ErrorCode and leaks nothing.
 //
 // Compiled into every build and off by default. When off, a site costs one
 // relaxed atomic load and a predictable branch; nothing is counted. Tests arm

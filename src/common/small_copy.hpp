@@ -2,16 +2,13 @@
 // memcpy nodes.
 //
 // A graph replay wraps the captured plan with copy nodes (inputs in, outputs
-// out; runtime/graph_cache.hpp). On the H200 machine (2026-12-03, every
-// fixture, alternated runs) replays whose copies were memcpy nodes took 5-19
-// us longer with unbound device outputs than the same replays with kernel
-// nodes (add 29.5 vs 19.4 us, kv_cache 41.8 vs 22.7), and host I/O replays
-// were faster with kernel nodes on 13 of 17 methods. Page-locked host memory
+// out; runtime/graph_cache.hpp). Replays with kernel nodes measured faster
+// than with memcpy nodes (docs/design-measurements.md). Page-locked host memory
 // from cudaMallocHost/cudaHostAlloc is mapped at the same address under
 // unified addressing, so the kernel reads staged host inputs and writes host
 // outputs directly. Outside graphs the opposite held: a copy kernel queued on
-// the stream in place of cudaMemcpyAsync made plain host I/O calls slower on 16 of 17 methods (up to 25 us),
-// so plain calls keep cudaMemcpyAsync.
+// the stream in place of cudaMemcpyAsync made plain host I/O calls slower, so
+// plain calls keep cudaMemcpyAsync.
 #pragma once
 
 #include <cuda_runtime_api.h>

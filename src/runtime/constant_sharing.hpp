@@ -1,5 +1,5 @@
 // Private runtime: which constants of different methods of one Module use a
-// single copy — correct by default (issue 10):
+// single copy — correct by default:
 //
 //   * Read-only constants (Parameter, TensorConstant, as GetConstantType
 //     reports them) are deduplicated (LoadOptions::deduplicate_constants)

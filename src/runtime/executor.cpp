@@ -284,11 +284,11 @@ bool compiled_row_major(const TensorSpec& spec, std::size_t ndim) {
 // device in one copy: staged one after another (256-byte aligned) in the
 // slot's pinned buffer, copied into one device block, each input then a typed
 // view of the block (aoti_torch__alloc_from_pool) in the value table. One
-// copy-engine launch for all of them instead of one each (about 4 us of host
-// time apiece on the H200 machine). The block lives as long as any view of
-// it. A single host input keeps the per-input path (staged straight into a
-// model-owned tensor): on the H200 the block path cost single-input calls
-// 8-12 us more (job s25-e, not explained yet), two-input calls gained.
+// copy-engine launch for all of them instead of one each (each launch costs
+// host time). The block lives as long as any view of it. A single host input
+// keeps the per-input path (staged straight into a model-owned tensor): the
+// block path measured slower for single-input calls, faster from two inputs on
+// (docs/design-measurements.md).
 void upload_host_inputs(RunState& run, const std::vector<Tensor>& inputs) {
   const MethodSpec& ms = *run.method.spec;
   auto staged = [&](std::size_t i) {

@@ -161,7 +161,7 @@ constexpr const char* kFreeresSymbol = "_ZN9__gnu_cxx9__freeresEv";
 // gets a private copy of libstdc++'s emergency pool for exceptions thrown under
 // memory pressure: ~73 KB malloc'ed by a static constructor when the library is
 // loaded, and freed by nothing — the pool has no destructor and dlclose does not
-// free heap blocks — so each load/unload cycle leaked it (issue 15). The
+// free heap blocks — so each load/unload cycle leaked it. The
 // library's own __freeres frees exactly that block. Returns it when the
 // library defines it itself (never a shared libstdc++'s: that pool belongs to
 // the process), found through the dynamic table or, when hidden, the .symtab.

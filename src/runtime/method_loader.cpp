@@ -117,9 +117,9 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
   if (stats_.upload_ms > 0) stats_.upload_gb_per_s = static_cast<double>(stats_.weight_bytes) / (stats_.upload_ms * 1e6);
   // Libraries that multiply through cuBLAS: open it (and make a handle) in the background, so
   // that a first call made a little later finds it ready (one made at once waits for the open in
-  // progress, no longer than opening it itself). Not during the load: the H200 showed its dlopen
-  // and handle creation serializing with the model libraries' dlopen (library phase 3 -> 55 ms)
-  // and with the weights upload (weights phase 1 -> 78-166 ms for mlp_cublas).
+  // progress, no longer than opening it itself). Not during the load: its dlopen and handle
+  // creation serialize with the model libraries' dlopen and the weights upload
+  // (docs/design-measurements.md).
   const bool uses_cublas = std::any_of(methods.begin(), methods.end(), [](const std::unique_ptr<Method>& m) {
     return std::any_of(m->delegates.begin(), m->delegates.end(),
                        [](const std::unique_ptr<Delegate>& d) { return d->library->uses_cublas(); });
@@ -303,9 +303,8 @@ void MethodLoader::upload_weights(Delegate& d) {
   // driver's staging speed, so by default they are recorded and carried out
   // by the SDK's pinned pipeline once the library returns
   // (runtime/weight_upload.hpp). Page-locking the mapped file in place
-  // (cudaHostRegister) instead is opt-in: on the H200 machine a 1 GiB
-  // registration never returned (registering file-backed mappings can stall
-  // elsewhere too), and a load must never hang.
+  // (cudaHostRegister) instead is opt-in: registering a large file-backed
+  // mapping can stall (docs/design-measurements.md), and a load must never hang.
   std::unique_ptr<PageLock> lock;
   const bool large = target_.device.is_cuda() && ds.weights.size >= upload_thresholds().stage_from;
   if (large) {

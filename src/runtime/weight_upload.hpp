@@ -4,11 +4,11 @@
 // AOTInductorModelUpdateConstantsFromBlob copies the blob to the device one
 // constant at a time with a synchronous cudaMemcpy from the blob pointer. From
 // a pageable file mapping the driver stages those copies through its own small
-// pinned buffer, one at a time: 7-9 GB/s on the H200 machine, against 55 GB/s
-// from pinned memory. Page-locking the mapping in place (cudaHostRegister)
-// would fix the rate, but registering a large file mapping stalled there
-// (weights_io.hpp), and registering it 16-64 MiB at a time ran at 17-22 GB/s,
-// so it stays opt-in.
+// pinned buffer, one at a time: several times slower than copies from pinned
+// memory. Page-locking the mapping in place (cudaHostRegister) would fix the
+// rate, but registering a large file mapping can stall (weights_io.hpp) and
+// registering it in pieces is slow, so it stays opt-in
+// (docs/design-measurements.md has the figures behind this file's choices).
 //
 // Instead, while a WeightUploadScope is active on the calling thread,
 // the SDK's cudaMemcpy hook (which each model library's import is bound to,
@@ -25,17 +25,13 @@
 // else with memcpy from the blob. The block is allocated on a background
 // thread from the scope's construction on, so page-locking it overlaps the
 // library's own work; it is made of huge pages because page-locking them
-// costs 0.18-0.23 ms per MiB on the H200 machine against 0.44-0.70 ms per MiB
-// for cudaHostAlloc (StagingMemory). Host memory
+// costs about half of what cudaHostAlloc does (StagingMemory). Host memory
 // used: the block (2 slots per thread), never a second copy of the weights;
 // with pread the mapping's pages never enter the process either.
 //
-// What decided the design (bench/upload_probe.cpp, 1 GiB, H200 machine, page
-// cache warm): pinned copies 54.4 GB/s; device copies alone from 256 KiB /
-// 1 MiB / 4 MiB slots 34 / 48 / 53 GB/s (each copy has a fixed cost, so slots
-// are 4 MiB); 8 threads fill slots at 55-59 GB/s with pread and 63-72 GB/s
-// with memcpy from mapped pages, far less from pages not yet mapped (page
-// faults); the whole pipeline with 8 threads and 4 MiB slots: 50.7 GB/s (93%).
+// Slots are 4 MiB because each device copy has a fixed cost; up to 8 threads
+// fill them, which keeps the pipeline near the pinned copy rate
+// (bench/upload_probe.cpp; figures in docs/design-measurements.md).
 //
 // If the staging memory cannot be had, the recorded copies run as the
 // library would have run them (synchronous cudaMemcpy from the blob).
@@ -95,7 +91,7 @@ struct FileSource {
 };
 
 /// How staging memory is page-locked. Page-locking is what a large upload
-/// waits for (cudaHostAlloc: about 0.38 ms per MiB on the H200 machine), so
+/// waits for (docs/design-measurements.md), so
 /// the default is the cheapest kind that works here:
 ///   kHugePages:     anonymous memory on transparent huge pages, registered
 ///                   with cudaHostRegister (one pin per 2 MiB page, not per
@@ -114,7 +110,7 @@ const char* staging_memory_name(StagingMemory m) noexcept;
 /// How upload_staged copies. The defaults are what loads use.
 struct StagedUploadOptions {
   /// Copy threads; <= 0: AOTI_CUDA_UPLOAD_THREADS when set, else one per
-  /// core up to 8 (8 and 16 ran at the same rate on the H200 machine).
+  /// core up to 8 (more did not copy faster: docs/design-measurements.md).
   int threads = 0;
   /// Bytes per pinned slot (two per thread); 0: staging_slot_bytes() of the
   /// total. Device copies of 4 MiB run at 98% of the pinned rate, of 1 MiB

@@ -24,8 +24,8 @@
 //     take them back (most recently freed first). A block freed on a stream
 //     may be reused by later work on that stream without synchronizing: the
 //     stream orders them, as cudaFreeAsync would. This removes the
-//     cudaMallocAsync/cudaFreeAsync pair (about 1 us of host time on the
-//     H200 machine) of every intermediate a model makes in a steady state.
+//     cudaMallocAsync/cudaFreeAsync pair (host time: docs/design-measurements.md)
+//     of every intermediate a model makes in a steady state.
 //     Every device allocation is rounded up to block_size(nbytes), cached or
 //     not, so a block's size is known again when it is freed. At the end of a
 //     call, blocks kept by an earlier call that this call did not take back

@@ -1,4 +1,4 @@
-// GPU cases of the user-facing API added for issue 14: per-call profiling with
+// GPU cases of the user-facing API: per-call profiling with
 // CUDA events, method names and dynamic dimensions from real libraries, the
 // default method, and .npy round trips of real outputs.
 #include <cuda_runtime_api.h>

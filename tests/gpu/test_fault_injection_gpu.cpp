@@ -1,4 +1,4 @@
-// Fault injection on a real program (issue 15): for every n, the n-th CUDA
+// Fault injection on a real program: for every n, the n-th CUDA
 // call or allocation of a whole load and of a whole run of the mlp fixture
 // fails (aoti_cuda::testing::FaultInjector). Each must throw kOutOfMemory (the
 // injected cudaErrorMemoryAllocation), leave no handle, fd, mapping or shim

@@ -1,4 +1,4 @@
-// Reliability on a real program (issue 15): 1,000 load/run/unload cycles of
+// Reliability on a real program: 1,000 load/run/unload cycles of
 // the mlp fixture keep host memory flat. Prints the RSS and heap growth per
 // cycle (the figures docs/reliability.md quotes) and, for comparison, the same
 // with the fix switched off (AOTI_CUDA_KEEP_EH_POOL=1).

@@ -1,5 +1,5 @@
-// Weights and state across methods on a real GPU (issue 10) and the weights
-// upload path (issue 13 item 3): programs made in the test from the mlp
+// Weights and state across methods on a real GPU and the weights
+// upload path: programs made in the test from the mlp
 // fixture's library with different or identical weights blobs, the lm
 // fixture's prefill/decode pair with explicit state sharing, sessions, and
 // upload-rate figures for page-locked, pinned and pageable host memory.
@@ -247,7 +247,7 @@ TEST_CASE("gpu state: two lm sessions with different prompts, each as its own fr
   lm.prefill(m, lm.prompt, &s1);
   lm.prefill(m, prompt2, &s2);
   const double e2 = max_diff(lm.decode(m, &s2), ref2);
-  const double e1 = max_diff(lm.decode(m, &s1), lm.after);  // after session 2 ran
+  const double e1 = max_diff(lm.decode(m, &s1), lm.after);  // after the second session ran
   const double e0 = max_diff(lm.decode(m), lm.fresh);       // the Module's own state was never prefilled
   CHECK(e1 <= Lm::kTol);
   CHECK(e2 <= Lm::kTol);
@@ -275,8 +275,8 @@ TEST_CASE("gpu state: two lm sessions with different prompts, each as its own fr
   o2 = Tensor();
   CHECK(cudaStreamDestroy(a) == cudaSuccess);
   CHECK(cudaStreamDestroy(b) == cudaSuccess);
-  std::printf("lm sessions: session 1 vs eager %.3g, session 2 vs its own fresh Module %.3g, default state vs fresh "
-              "%.3g, session 1 after reset vs fresh %.3g, interleaved on two streams %.3g / %.3g; %zu state bytes per "
+  std::printf("lm sessions: first session vs eager %.3g, second vs its own fresh Module %.3g, default state vs fresh "
+              "%.3g, first session after reset vs fresh %.3g, interleaved on two streams %.3g / %.3g; %zu state bytes per "
               "session: %s\n",
               e1, e2, e0, er, s1e, s2e, s1.state_bytes(),
               std::max({e1, e2, e0, er, s1e, s2e}) <= Lm::kTol ? "PASS" : "FAIL");

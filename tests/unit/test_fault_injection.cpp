@@ -1,4 +1,4 @@
-// Fault injection on the CPU (issue 15): for every n, the n-th allocation of
+// Fault injection on the CPU: for every n, the n-th allocation of
 // a whole load and of a whole run fails (aoti_cuda::testing::FaultInjector);
 // the call must throw kOutOfMemory, leave no handle, fd, mapping or heap
 // block behind, and the Module must still work (or, for a load, nothing is

@@ -1,4 +1,4 @@
-// Reliability of loading on the CPU (issue 15): repeated load/unload cycles
+// Reliability of loading on the CPU: repeated load/unload cycles
 // keep host memory flat, and loading writes no file that outlives it.
 #include <doctest/doctest.h>
 #include <fcntl.h>

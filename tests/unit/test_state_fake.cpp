@@ -1,4 +1,4 @@
-// Weights and state across methods on the CPU (issue 10), with the fake model
+// Weights and state across methods on the CPU, with the fake model
 // libraries: identical read-only bytes deduplicated, nothing else merged by
 // default, explicit state sharing and its errors, sessions.
 #include <doctest/doctest.h>

@@ -309,10 +309,9 @@ bool vector_staging(const Problem& p) {
 bool supports_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
 
 int rows_per_block(const Problem& p) {
-  // 64-row blocks were the fastest at every length measured on the H200, also where they leave
-  // multiprocessors idle (16 heads, 4 stages: 35 us at 512 tokens against 49 with 32-row blocks and
-  // 95 with 16; 13 against 15 and 20 us at 128; bench/results/h200-2026-12-03-s27-5-attention-bench.txt):
-  // each key tile is staged once for four warps. Shorter queries take the smallest block that holds them.
+  // 64-row blocks were the fastest at every length measured, also where they leave
+  // multiprocessors idle (bench/results/attention-2026-12-03.txt): each key tile is staged once
+  // for four warps. Shorter queries take the smallest block that holds them.
   return p.q_len <= 16 ? 16 : (p.q_len <= 32 ? 32 : 64);
 }
 

@@ -49,7 +49,7 @@ bool supports_head_dim(int64_t head_dim);
 int rows_per_block(const Problem& p);
 
 /// Pipeline depth of launch(): key tiles in shared memory at once (one used, the rest being copied in).
-/// 4 stages were 2-6 % faster than 2 with 64-row blocks on the H200 (job s27-5).
+/// 4 stages measured faster than 2 with 64-row blocks (bench/results/attention-2026-12-03.txt).
 constexpr int kDefaultStages = 4;
 
 /// launch() with `rows` query rows per block (64, 32 or 16) and `stages` pipeline stages (2 or 4);

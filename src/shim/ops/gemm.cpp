@@ -295,8 +295,8 @@ std::optional<gemv::Element> gemv_element(int32_t dtype) {
   }
 }
 
-// One row by default: on the H200 the kernels beat cuBLAS there (an LLM's decode step), while
-// with 4 rows cuBLAS was faster for weight-sized operands (bench/gemv_bench.cu).
+// One row by default: there the kernels beat cuBLAS (an LLM's decode step), while with 4 rows
+// cuBLAS was faster for weight-sized operands (docs/benchmarks/gemv.md).
 constexpr int kGemvDefaultRows = 1;
 
 int gemv_rows_from_env() {

@@ -12,10 +12,9 @@
 // then sum through shared memory. fp32 accumulation; c = alpha * a·b + beta * c (beta == 0: c is
 // not read).
 //
-// Measured on the H200 (bench/gemv_bench.cu, docs/benchmarks/gemv.md and llm.md): at one row they match or
-// beat cuBLAS (the 1.1 B LLM's decode +4 %); at four rows cuBLAS was faster, hence
-// gemm::gemv_max_rows() defaults to 1. A second kernel for b's rows contiguous (p·V) was slower
-// than cuBLAS at the LLM's shape (11.3 against 6.2 µs) and was removed.
+// At one row they match or beat cuBLAS; at four rows cuBLAS was faster, hence
+// gemm::gemv_max_rows() defaults to 1 (docs/benchmarks/gemv.md). A second kernel for b's rows
+// contiguous (p·V) was slower than cuBLAS at the LLM's shape and was removed.
 #pragma once
 
 #include <cstdint>
