@@ -5,6 +5,8 @@
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -74,6 +76,13 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
   return ha.nbytes() == hb.nbytes() && std::memcmp(ha.data(), hb.data(), ha.nbytes()) == 0;
 }
 
+double rss_mib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
 double device_used_mib() {
   std::size_t free_b = 0, total_b = 0;
   REQUIRE(cudaMemGetInfo(&free_b, &total_b) == cudaSuccess);
@@ -141,13 +150,15 @@ TEST_CASE("load order (GPU): load/run/unload cycles keep device memory flat") {
     };
     for (int k = 0; k < 5; ++k) cycle(k % 2 == 1);  // settle: caches, the context's first allocations
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    const double settled = device_used_mib();
+    const double settled = device_used_mib(), rss_settled = rss_mib();
     for (int k = 0; k < cycles; ++k) cycle(k % 2 == 1);
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    const double after = device_used_mib();
-    MESSAGE(name << ": " << cycles << " cycles, device memory " << settled << " -> " << after << " MiB ("
-                 << (after - settled) * 1024.0 / cycles << " KiB per cycle)");
+    const double after = device_used_mib(), rss_after = rss_mib();
+    MESSAGE(name << ": " << cycles << " cycles (graphs on every other), device memory " << settled << " -> " << after
+                 << " MiB (" << (after - settled) * 1024.0 / cycles << " KiB per cycle), host RSS " << rss_settled
+                 << " -> " << rss_after << " MiB");
     CHECK(after - settled <= 2.0);
+    CHECK(rss_after - rss_settled <= 2.0);
   }
   CHECK_MESSAGE(ran > 0, "no bundled program was found: set AOTI_CUDA_FIXTURES");
 }
