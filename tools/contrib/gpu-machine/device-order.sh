@@ -30,10 +30,11 @@ if [[ "${EXPORT_LARGE:-0}" == 1 && -z "${AOTI_CUDA_LARGE_PROGRAM:-}" ]]; then
 fi
 status=0
 if [[ " $STAGES " == *" cpp "* ]]; then
-  "$BUILD/tests/aoti_cuda_load_order_tests" -s=false > "$OUT/order-cpp.log" 2>&1 || status=1
-  echo "exit status $?" >> "$OUT/order-cpp.log"
+  "$BUILD/tests/aoti_cuda_load_order_tests" -s=false > "$OUT/order-cpp.log" 2>&1
+  rc=$?; echo "exit status $rc" >> "$OUT/order-cpp.log"; [[ $rc -eq 0 ]] || status=1
 fi
 if [[ " $STAGES " == *" torch "* ]]; then
-  python3 "$ROOT/tests/load_order/torch_first.py" "$BUILD" -s=false > "$OUT/order-torch.log" 2>&1 || status=1
+  python3 "$ROOT/tests/load_order/torch_first.py" "$BUILD" -s=false > "$OUT/order-torch.log" 2>&1
+  rc=$?; echo "exit status $rc" >> "$OUT/order-torch.log"; [[ $rc -eq 0 ]] || status=1
 fi
 exit $status
