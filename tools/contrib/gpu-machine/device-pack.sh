@@ -11,11 +11,12 @@ mkdir -p "$2"; DEST="$(cd "$2" && pwd)"
 rm -rf "$DEST"; mkdir -p "$DEST"
 cp "$BUILD/CMakeCache.txt" "$DEST/"
 cd "$BUILD"
-find . -path '*/CMakeFiles' -prune -o \( -type f \( -perm -u+x -o -name '*.so*' \) -print \) | while read -r f; do
+# Not needed there: the install test's tree and the fuzz replay drivers (CPU-only checks).
+find . \( -path '*/CMakeFiles' -o -path './install_consumer' -o -name 'aoti_cuda_fuzz_replay_*' \) -prune -o \( -type f \( -perm -u+x -o -name '*.so*' \) -print \) | while read -r f; do
   mkdir -p "$DEST/$(dirname "$f")"
   if file -b "$f" | grep -q ELF; then strip -o "$DEST/$f" "$f"; else cp -p "$f" "$DEST/$f"; fi
 done
-find . -path '*/CMakeFiles' -prune -o \( -type l -print \) | while read -r l; do
+find . \( -path '*/CMakeFiles' -o -path './install_consumer' \) -prune -o \( -type l -print \) | while read -r l; do
   mkdir -p "$DEST/$(dirname "$l")"; cp -P "$l" "$DEST/$l"
 done
 du -sh "$DEST"
