@@ -177,6 +177,6 @@ TEST_CASE("load order (GPU): a program of 64 MiB or more of weights uploads thro
     CHECK_MESSAGE(s.staged_bytes + s.page_locked_bytes >= s.weight_bytes * 9 / 10, s.upload_note);
     MESSAGE("large program, load " << round << ": " << s.weight_bytes / 1048576.0 << " MiB, staged "
                                    << s.staged_bytes / 1048576.0 << " MiB, " << s.upload_gb_per_s << " GB/s"
-                                   << (s.upload_note.empty() ? "" : "; note: ") << s.upload_note);
+                                   << (s.upload_note.empty() ? std::string() : "; note: " + s.upload_note));
   }
 }
