@@ -94,61 +94,50 @@ void record_module(CUresult rc, CUmodule* module) {
   }
 }
 
-CUresult module_load(CUmodule* module, const char* path) {
-  const auto fn = next<decltype(&::cuModuleLoad)>(kModuleLoad);
-  if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult rc = fn(module, path);
-  record_module(rc, module);
-  return rc;
-}
-
-CUresult module_load_data(CUmodule* module, const void* image) {
-  const auto fn = next<decltype(&::cuModuleLoadData)>(kModuleLoadData);
-  if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult rc = fn(module, image);
-  record_module(rc, module);
-  return rc;
-}
-
-CUresult module_load_data_ex(CUmodule* module, const void* image, unsigned int n, CUjit_option* options,
-                             void** values) {
-  const auto fn = next<decltype(&::cuModuleLoadDataEx)>(kModuleLoadDataEx);
-  if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult rc = fn(module, image, n, options, values);
-  record_module(rc, module);
-  return rc;
-}
-
-CUresult module_load_fat_binary(CUmodule* module, const void* fat_binary) {
-  const auto fn = next<decltype(&::cuModuleLoadFatBinary)>(kModuleLoadFatBinary);
-  if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult rc = fn(module, fat_binary);
-  record_module(rc, module);
-  return rc;
-}
-
 void record_library(CUresult rc, CUlibrary* library) {
   if (rc == CUDA_SUCCESS && library != nullptr) {
     if (ModuleTracker* t = ModuleTracker::current()) t->record_library(*library);
   }
 }
 
+// Calls the loader the import would have reached, then records what it loaded.
+template <typename Fn, typename Handle, typename... Args>
+CUresult load_and_record(HookId id, void (*record)(CUresult, Handle*), Handle* out, Args... args) {
+  const auto fn = next<Fn>(id);
+  if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult rc = fn(out, args...);
+  record(rc, out);
+  return rc;
+}
+
+CUresult module_load(CUmodule* module, const char* path) {
+  return load_and_record<decltype(&::cuModuleLoad)>(kModuleLoad, record_module, module, path);
+}
+
+CUresult module_load_data(CUmodule* module, const void* image) {
+  return load_and_record<decltype(&::cuModuleLoadData)>(kModuleLoadData, record_module, module, image);
+}
+
+CUresult module_load_data_ex(CUmodule* module, const void* image, unsigned int n, CUjit_option* options,
+                             void** values) {
+  return load_and_record<decltype(&::cuModuleLoadDataEx)>(kModuleLoadDataEx, record_module, module, image, n, options,
+                                                          values);
+}
+
+CUresult module_load_fat_binary(CUmodule* module, const void* fat_binary) {
+  return load_and_record<decltype(&::cuModuleLoadFatBinary)>(kModuleLoadFatBinary, record_module, module, fat_binary);
+}
+
 CUresult library_load_data(CUlibrary* library, const void* code, CUjit_option* jit_options, void** jit_values,
                            unsigned int jit_count, CUlibraryOption* options, void** values, unsigned int count) {
-  const auto fn = next<decltype(&::cuLibraryLoadData)>(kLibraryLoadData);
-  if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult rc = fn(library, code, jit_options, jit_values, jit_count, options, values, count);
-  record_library(rc, library);
-  return rc;
+  return load_and_record<decltype(&::cuLibraryLoadData)>(kLibraryLoadData, record_library, library, code, jit_options,
+                                                         jit_values, jit_count, options, values, count);
 }
 
 CUresult library_load_from_file(CUlibrary* library, const char* path, CUjit_option* jit_options, void** jit_values,
                                 unsigned int jit_count, CUlibraryOption* options, void** values, unsigned int count) {
-  const auto fn = next<decltype(&::cuLibraryLoadFromFile)>(kLibraryLoadFromFile);
-  if (fn == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult rc = fn(library, path, jit_options, jit_values, jit_count, options, values, count);
-  record_library(rc, library);
-  return rc;
+  return load_and_record<decltype(&::cuLibraryLoadFromFile)>(kLibraryLoadFromFile, record_library, library, path,
+                                                             jit_options, jit_values, jit_count, options, values, count);
 }
 
 // ---- kernel launches ----------------------------------------------------
