@@ -47,7 +47,9 @@ T resolve_integer(const std::optional<T>& field, const IntegerSetting& s) {
                                                  " is invalid: expected an integer from " + std::to_string(s.min) +
                                                  " to " + std::to_string(s.max));
   }
-  if (from_env && static_cast<int64_t>(*field) != *from_env) note_shadowed(s.variable, std::to_string(*from_env), s.field);
+  if (from_env && static_cast<int64_t>(*field) != *from_env) {
+    note_shadowed(s.variable, std::to_string(*from_env), s.field);
+  }
   return *field;
 }
 
@@ -56,7 +58,8 @@ constexpr const char* kStagingNames[] = {"huge", "wc", "hostalloc"};
 
 StagingMemory resolve_staging(const std::optional<StagingMemory>& field) {
   const char* variable = "AOTI_CUDA_STAGING";
-  const std::optional<std::size_t> from_env = env_choice(variable, {kStagingNames[0], kStagingNames[1], kStagingNames[2]});
+  const std::optional<std::size_t> from_env =
+      env_choice(variable, {kStagingNames[0], kStagingNames[1], kStagingNames[2]});
   if (!field) return from_env ? static_cast<StagingMemory>(*from_env) : StagingMemory::kHugePages;
   const int v = static_cast<int>(*field);
   if (v < 0 || v > static_cast<int>(StagingMemory::kHostAlloc)) {
@@ -93,8 +96,9 @@ TuningOptions resolve_tuning(const TuningOptions& t) {
   const std::optional<bool> page_lock = env_bool("AOTI_CUDA_PAGE_LOCK_WEIGHTS");
   r.page_lock_weights = resolve_switch(t.page_lock_weights, "page_lock_weights", "AOTI_CUDA_PAGE_LOCK_WEIGHTS",
                                        page_lock, page_lock.value_or(false) ? "on" : "off", false);
-  r.block_cache_mib = resolve_integer(t.block_cache_mib, {"block_cache_mib", "AOTI_CUDA_BLOCK_CACHE_MIB", 0, 1 << 20,
-                                                          static_cast<int64_t>(shim::BlockCache::kDefaultCapacity >> 20)});
+  constexpr auto kBlockCacheMib = static_cast<int64_t>(shim::BlockCache::kDefaultCapacity >> 20);
+  r.block_cache_mib =
+      resolve_integer(t.block_cache_mib, {"block_cache_mib", "AOTI_CUDA_BLOCK_CACHE_MIB", 0, 1 << 20, kBlockCacheMib});
   const std::optional<std::size_t> small_copy = env_choice("AOTI_CUDA_SMALL_COPY", {"kernel", "dma"});
   const std::optional<bool> kernels = small_copy ? std::optional<bool>(*small_copy == 0) : std::nullopt;
   r.small_copy_kernels = resolve_switch(t.small_copy_kernels, "small_copy_kernels", "AOTI_CUDA_SMALL_COPY", kernels,

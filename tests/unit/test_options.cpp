@@ -197,7 +197,8 @@ TEST_CASE("env: env_integer_or_warn reads an invalid value as unset and logs it"
   const EnvVar v(name, "6");
   LogCapture log;
   CHECK_FALSE(aoti_cuda::env_integer_or_warn(name, 0, 5).has_value());
-  CHECK(log.has(aoti_cuda::LogLevel::kWarning, "AOTI_CUDA_TEST_ENV_WARN='6' is invalid: expected an integer from 0 to 5"));
+  CHECK(log.has(aoti_cuda::LogLevel::kWarning,
+                "AOTI_CUDA_TEST_ENV_WARN='6' is invalid: expected an integer from 0 to 5"));
 }
 
 TEST_CASE("tuning: defaults when nothing is set") {
@@ -256,7 +257,8 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   CHECK(mixed.staging == StagingMemory::kHostAlloc);
   CHECK(mixed.gemv_max_rows == 8);
   CHECK(mixed.cublas_workspace_mib == 4096u);  // unset: the variable
-  CHECK(log.has(aoti_cuda::LogLevel::kInfo, "AOTI_CUDA_UPLOAD_THREADS=5 is not used: LoadOptions::tuning.upload_threads"));
+  CHECK(log.has(aoti_cuda::LogLevel::kInfo,
+                "AOTI_CUDA_UPLOAD_THREADS=5 is not used: LoadOptions::tuning.upload_threads"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo, "AOTI_CUDA_STAGING=wc is not used: LoadOptions::tuning.staging"));
   CHECK_FALSE(log.has(aoti_cuda::LogLevel::kInfo, "AOTI_CUDA_GEMV_MAX_ROWS"));
 }
