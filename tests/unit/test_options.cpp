@@ -380,6 +380,21 @@ TEST_CASE("module(fake): LoadOptions::tuning is checked at load and reported by 
     REQUIRE(out.size() == 2);
     CHECK(floats(out[0]) == aoti_cuda_test::affine_weights());
   }
+  {  // The model's operators see the Module's settings: read inside Run, from a warning the model logs there.
+    aoti_cuda::Module m(prog.pte, o);
+    aoti_cuda::Tensor x = aoti_cuda::Tensor::empty({1, 4}, aoti_cuda::DType::kFloat32);
+    aoti_cuda::Tensor y = aoti_cuda::Tensor::empty({1, 4}, aoti_cuda::DType::kFloat32);
+    std::fill(x.data_ptr<float>(), x.data_ptr<float>() + 4, 1.0f);
+    std::fill(y.data_ptr<float>(), y.data_ptr<float>() + 4, -779.0f);
+    int rows_inside = -1;
+    const aoti_cuda::LogHandler previous = aoti_cuda::set_log_handler([&](aoti_cuda::LogLevel, std::string_view msg) {
+      if (msg.find("b[0] = -779") != std::string_view::npos) rows_inside = aoti_cuda::shim::op_settings().gemv_max_rows;
+    });
+    (void)m.forward({x, y});
+    aoti_cuda::set_log_handler(previous);
+    CHECK(rows_inside == 4);
+    CHECK(aoti_cuda::shim::op_settings().gemv_max_rows == 1);  // outside the call: the defaults again
+  }
   {  // A variable fills what the options leave unset.
     const EnvVar rows("AOTI_CUDA_INT4_DEQUANT_M", "128");
     aoti_cuda::Module m(prog.pte, o);
