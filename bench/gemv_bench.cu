@@ -3,8 +3,9 @@
 //
 //   aoti_cuda_gemv_bench [--iters N] [--rows M]
 //
-// cuBLAS is reached through aoti_torch_cuda_mm_out / bmm_out with AOTI_CUDA_GEMV_MAX_ROWS=0 (set
-// here before the first multiply); the kernels are compiled in and launched directly. Each timed
+// cuBLAS is reached through aoti_torch_cuda_mm_out / bmm_out with the few-row limit at 0 (an
+// OpSettingsScope around main's multiplies, as a Module with TuningOptions::gemv_max_rows = 0
+// installs it); the kernels are compiled in and launched directly. Each timed
 // call follows a kernel that reads 512 MiB, so the weights come from HBM as in a decode step
 // (the H200's L2 holds 60 MB), and is timed alone between two events (which adds a few µs to
 // both); the median is reported, with the bandwidth of reading b once and the largest
@@ -22,6 +23,7 @@
 
 #include "aoti_cuda/shim.h"
 #include "l2_flush.cuh"
+#include "shim/op_settings.hpp"
 #include "shim/ops/gemv.hpp"
 
 namespace {
@@ -92,7 +94,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  setenv("AOTI_CUDA_GEMV_MAX_ROWS", "0", 1);  // the shim's own path: cuBLAS
+  aoti_cuda::shim::OpSettings cublas_only;
+  cublas_only.gemv_max_rows = 0;  // the shim's own path: cuBLAS
+  const aoti_cuda::shim::OpSettingsScope on_cublas(&cublas_only);
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0) == cudaSuccess, "cudaGetDeviceProperties");
   std::printf("device %s, %d SMs; bf16, median of %d single calls after an L2 flush\n", prop.name,

@@ -26,17 +26,10 @@
 // derived from the program. Before that the bytes are checked: a 64-bit shared
 // object for this machine's architecture, the optional SHA-256 pin, and every
 // aoti_torch_* / aoti_cuda_* / cuda* import resolvable (all missing names are
-// listed). Diagnostic switches (environment; any value but "" or "0" turns
-// them on): AOTI_CUDA_DISABLE_MEMFD forces the temporary-file path;
-// AOTI_CUDA_KEEP_UNIQUE_SYMBOLS loads the bytes unmodified (by default
-// STB_GNU_UNIQUE bindings are made global so that glibc can unload the
-// library again); AOTI_CUDA_NO_MODULE_TRACKING leaves the CUDA modules a model
-// loads to the driver (by default they are unloaded with the Module);
-// AOTI_CUDA_DLOPEN_LAZY dlopens with RTLD_LAZY instead of RTLD_NOW (for
-// load-time measurements); AOTI_CUDA_KEEP_EH_POOL skips freeing, at unload,
-// the exception-handling emergency pool (~73 KB) that a library linking
-// libstdc++ statically allocates at load (by default it is freed, so
-// load/unload cycles do not grow host memory).
+// listed). Diagnostic environment switches change some of this (the
+// temporary-file path instead of memfd, the bytes loaded unmodified, lazy
+// binding, kernel modules left to the driver, the exception-handling pool
+// kept): docs/configuration.md lists them with every other variable.
 //
 // CUDA graphs (LoadOptions::cuda_graphs / cuda_graph_methods, RunOptions::use_graph):
 // the first call of a method with a given set of input shapes runs normally
@@ -63,6 +56,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +104,72 @@ struct StateSharing {
   }
 };
 
+/// What the pinned host memory that stages the weights upload is made of
+/// (TuningOptions::staging). Page-locking is what a large upload waits for,
+/// so the default is the cheapest kind that works.
+enum class StagingMemory {
+  kHugePages,      ///< anonymous memory on transparent huge pages, page-locked with cudaHostRegister
+                   ///< (one pin per 2 MiB page); kWriteCombined where the registration is refused
+  kWriteCombined,  ///< cudaHostAlloc(cudaHostAllocWriteCombined): the host only writes it, the GPU only reads it
+  kHostAlloc,      ///< cudaHostAlloc with default flags
+};
+
+/// "huge", "wc", "hostalloc": the names AOTI_CUDA_STAGING and the CLI's --staging take.
+AOTI_CUDA_API const char* to_string(StagingMemory memory) noexcept;
+
+/// Performance settings of a Module (LoadOptions::tuning). None of them
+/// changes results, only speed and memory use. Every field is optional: a
+/// field left unset takes its environment variable when that is set (a
+/// diagnostic override, named at each field; docs/configuration.md), else
+/// the default named at the field. A field that is set wins over the
+/// variable (a variable that is shadowed so is reported at kInfo in the log).
+///
+/// A load checks every field and every variable it reads: a field out of
+/// range fails with Error(kInvalidArgument) naming the field and its value,
+/// a malformed or out-of-range variable (e.g. AOTI_CUDA_UPLOAD_THREADS=12x)
+/// with kInvalidArgument naming the variable and its value.
+/// Module::tuning() says what a load used; resolve_tuning() says it without
+/// loading.
+struct TuningOptions {
+  /// Threads that copy the weights to the device through pinned staging at
+  /// load, 1..256. Default: one per core, at most 8. AOTI_CUDA_UPLOAD_THREADS.
+  std::optional<int> upload_threads;
+  /// What the pinned staging of the weights upload is made of. Default
+  /// kHugePages. AOTI_CUDA_STAGING=huge|wc|hostalloc.
+  std::optional<StagingMemory> staging;
+  /// Page-lock the weights blob's file mapping in place (cudaHostRegister)
+  /// and copy from it, instead of staging through pinned slots. Default
+  /// false: registering a large file mapping can stall the driver for a long
+  /// time. AOTI_CUDA_PAGE_LOCK_WEIGHTS=1|0 (also true/false, on/off, yes/no).
+  std::optional<bool> page_lock_weights;
+  /// MiB of device memory each call slot keeps between calls, for the blocks
+  /// its model freed (the next call takes them back instead of allocating),
+  /// 0..1048576; 0 turns the cache off. Default 1024. AOTI_CUDA_BLOCK_CACHE_MIB.
+  std::optional<std::size_t> block_cache_mib;
+  /// CUDA graph replays (LoadOptions::cuda_graphs): the input and output
+  /// copies of at most 64 KiB are copy kernels (true) or memcpy nodes
+  /// (false). Default true (faster on the H200). AOTI_CUDA_SMALL_COPY=kernel|dma.
+  std::optional<bool> small_copy_kernels;
+  /// Programs exported with cuBLAS GEMMs: a multiply with at most this many
+  /// rows of activations runs on the SDK's few-row kernels instead of
+  /// cuBLAS, 0..8; 0: never. Default 1 (an LLM's decode step; with more rows
+  /// cuBLAS measured faster). AOTI_CUDA_GEMV_MAX_ROWS.
+  std::optional<int> gemv_max_rows;
+  /// int4 weight-only matmuls: from this many rows of activations (M) on,
+  /// the weights are dequantized and multiplied by cuBLAS (when it can be
+  /// opened) instead of the int4 kernels, 0..2147483647; 0: never. Default 65
+  /// (a prompt's prefill). AOTI_CUDA_INT4_DEQUANT_M.
+  std::optional<int64_t> int4_dequant_min_m;
+  /// MiB of cuBLAS workspace per stream, 0..4096 (0: cuBLAS picks algorithms
+  /// that need none). Default 32. AOTI_CUDA_CUBLAS_WORKSPACE_MIB.
+  std::optional<std::size_t> cublas_workspace_mib;
+};
+
+/// `tuning` with every unset field filled as a load would fill it (the
+/// environment variable, else the default), after the checks a load makes.
+/// Throws Error(kInvalidArgument) naming an invalid field or variable.
+AOTI_CUDA_API TuningOptions resolve_tuning(const TuningOptions& tuning);
+
 /// How a Module is loaded. Every field has a usable default.
 struct LoadOptions {
   /// Explicit .ptd files; empty = "aoti_cuda_blob.ptd" beside the .pte when
@@ -150,6 +210,9 @@ struct LoadOptions {
   /// Graphs kept per method and concurrent call slot (one per set of input
   /// shapes; the least recently used one is destroyed beyond this). >= 1.
   std::size_t max_graphs_per_method = 4;
+  /// Performance settings (upload threads, staging memory, caches, kernel
+  /// dispatch thresholds); see TuningOptions. Unset: environment, else defaults.
+  TuningOptions tuning;
   /// Called on the loading thread after each load phase (may be empty). An
   /// exception it throws aborts the load and propagates.
   std::function<void(const LoadProgress&)> on_progress;
@@ -424,6 +487,9 @@ class AOTI_CUDA_API Module {
   LoadTimings load_timings() const;
   /// Bytes installed, deduplicated and shared at load, and the upload rate.
   LoadStats load_stats() const;
+  /// The tuning the Module was loaded with: LoadOptions::tuning with every
+  /// field set (resolve_tuning() of it, as read at load).
+  TuningOptions tuning() const;
 
   /// A new, independent copy of the mutable state, starting from its initial
   /// bytes (see Session). Costs state_bytes() of device memory; the first

@@ -25,7 +25,7 @@ Sink& sink() {
 }
 
 void default_handler(LogLevel level, std::string_view message) {
-  // One rule for every switch: unset, "" and "0" mean off (common/env.hpp).
+  // Read as every switch is (common/env.hpp): 1/true/on/yes is on; an invalid value is off, and reported.
   if (level == LogLevel::kWarning && env_flag("AOTI_CUDA_QUIET")) return;
   std::fprintf(stderr, "[aoti_cuda] %s: %.*s\n", to_string(level), static_cast<int>(message.size()), message.data());
 }

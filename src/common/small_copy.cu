@@ -2,8 +2,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "common/small_copy.hpp"
 
@@ -48,14 +46,6 @@ cudaKernelNodeParams node_params(void** args, std::size_t bytes) {
 }
 
 }  // namespace
-
-bool small_copies_by_kernel() noexcept {
-  static const bool by_kernel = [] {
-    const char* v = std::getenv("AOTI_CUDA_SMALL_COPY");
-    return v == nullptr || std::strcmp(v, "dma") != 0;
-  }();
-  return by_kernel;
-}
 
 int add_copy_kernel_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t n_deps,
                          void* dst, const void* src, std::size_t bytes) noexcept {

@@ -17,12 +17,10 @@
 
 namespace aoti_cuda::common {
 
-/// Copies up to this size are kernel nodes (unless AOTI_CUDA_SMALL_COPY=dma).
+/// Copies up to this size are kernel nodes (unless the Module's
+/// TuningOptions::small_copy_kernels is false: then memcpy nodes whatever
+/// their size).
 constexpr std::size_t kSmallCopyMax = std::size_t{64} << 10;
-
-/// False when AOTI_CUDA_SMALL_COPY=dma (read once per process): graph copies
-/// are memcpy nodes whatever their size.
-bool small_copies_by_kernel() noexcept;
 
 /// A copy of `bytes` from `src` to `dst` as a kernel node of `graph` after
 /// `deps` (cudaGraphAddKernelNode). Both pointers must be device-accessible:

@@ -15,6 +15,7 @@
 #include "aoti_cuda/error.hpp"
 #include "common/cublas_shims.hpp"
 #include "common/cuda_hook_table.hpp"
+#include "common/env.hpp"
 #include "common/text.hpp"
 #include "format/elf_sections.hpp"
 #include "format/mapped_file.hpp"
@@ -173,11 +174,11 @@ void check_cublas(const ElfInfo& elf, LibraryReport& r) {
   }
   if (gemms.empty()) return;
   const std::string uses = "its GEMMs (" + join(gemms, " ") + ") run on cuBLAS";
-  if (const char* explicit_path = std::getenv("AOTI_CUDA_CUBLAS"); explicit_path != nullptr && *explicit_path) {
+  if (const std::optional<std::string> explicit_path = env_text("AOTI_CUDA_CUBLAS")) {
     struct stat st {};
-    const bool found = ::stat(explicit_path, &st) == 0 && S_ISREG(st.st_mode);
+    const bool found = ::stat(explicit_path->c_str(), &st) == 0 && S_ISREG(st.st_mode);
     add(r, "cublas", found ? CheckStatus::kPass : CheckStatus::kFail,
-        uses + (found ? ": " : ", but AOTI_CUDA_CUBLAS names a file that does not exist: ") + explicit_path);
+        uses + (found ? ": " : ", but AOTI_CUDA_CUBLAS names a file that does not exist: ") + *explicit_path);
     return;
   }
   const std::string path = locate_library(AOTI_CUDA_CUBLAS_SONAME);

@@ -468,6 +468,8 @@ std::vector<Tensor> execute_method(Method& m, const TargetDevice& target, const 
   }
   // Intermediates the model frees stay with the slot for its next call.
   const shim::BlockCacheScope block_cache(cuda ? &run.slot.block_cache : nullptr, target.device.index, run.stream);
+  // The operator shims the model calls read the Module's tuning (shim/op_settings.hpp).
+  const shim::OpSettingsScope op_settings(&m.op_settings);
   // Mutable state: the selected session's copy in place, this call ordered
   // after the previous stateful one (runtime/state.hpp). Held until return.
   // State buffers keep their addresses, so captured graphs stay valid.

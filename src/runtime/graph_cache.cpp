@@ -116,6 +116,7 @@ struct FusedCall {
   std::vector<const void*> in;   // per input: device pointer, or host source to stage
   std::vector<void*> out;        // per output (when in the graph): device / pinned pointer, or host destination
   bool with_outputs = false;
+  bool small_copy_kernels = true;  // MethodGraphs::small_copy_kernels
 };
 
 // Inputs: device tensors in the static buffers' layout are read in place;
@@ -180,8 +181,9 @@ std::vector<Tensor> new_results(RunState& run, const GraphEntry& e, bool want_de
   return made;
 }
 
-// Small copies as kernel nodes (common/small_copy.hpp), others as memcpy nodes.
-bool by_kernel(std::size_t bytes) { return bytes <= common::kSmallCopyMax && common::small_copies_by_kernel(); }
+// Small copies as kernel nodes (common/small_copy.hpp) unless the Module's tuning says
+// otherwise, others as memcpy nodes.
+bool by_kernel(const FusedCall& c, std::size_t bytes) { return c.small_copy_kernels && bytes <= common::kSmallCopyMax; }
 
 cudaError_t add_copy_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t n_deps,
                           void* dst, const void* src, std::size_t bytes, bool kernel) {
@@ -213,7 +215,7 @@ bool build_fused(GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c, cudaSt
   for (std::size_t i = 0; built && i < n_in; ++i) {
     const void* src = c.kinds[i] == kIoStagedHost ? static_cast<char*>(f.host_in) + f.in_offset[i] : c.in[i];
     cudaGraphNode_t n = nullptr;
-    const bool kernel = by_kernel(e.inputs[i].nbytes());
+    const bool kernel = by_kernel(c, e.inputs[i].nbytes());
     built = ok(add_copy_node(&n, f.graph, nullptr, 0, e.inputs[i].data(), src, e.inputs[i].nbytes(), kernel));
     f.in_nodes.push_back(n);
     f.in_kernel.push_back(kernel);
@@ -225,7 +227,7 @@ bool build_fused(GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c, cudaSt
     void* dst = c.kinds[n_in + i] == kIoStagedHost ? static_cast<char*>(f.host_out) + f.out_offset[i] : c.out[i];
     const Tensor& src = e.outputs[i].tensor;
     cudaGraphNode_t n = nullptr;
-    const bool kernel = by_kernel(src.nbytes());
+    const bool kernel = by_kernel(c, src.nbytes());
     built = ok(add_copy_node(&n, f.graph, &child, 1, dst, src.data(), src.nbytes(), kernel));
     f.out_nodes.push_back(n);
     f.out_kernel.push_back(kernel);
@@ -324,6 +326,7 @@ int launch_fused(RunState& run, GraphEntry& e, const std::vector<Tensor>& inputs
                  bool want_device, std::vector<Tensor>* made) {
   auto stream = static_cast<cudaStream_t>(run.stream);
   FusedCall c;
+  c.small_copy_kernels = run.method.graphs->small_copy_kernels;
   if (e.plan == nullptr || !plan_inputs(e, inputs, run.device().index, c)) return 0;
   const std::size_t n_in = c.kinds.size();
   // Outputs in the graph: into the bound tensors, or into new result tensors

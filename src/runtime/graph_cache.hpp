@@ -29,6 +29,7 @@ namespace aoti_cuda::runtime {
 struct MethodGraphs {
   bool requested = false;           ///< LoadOptions asked for graphs for this method
   std::size_t max_per_slot = 4;     ///< LoadOptions::max_graphs_per_method
+  bool small_copy_kernels = true;   ///< TuningOptions::small_copy_kernels (small in-graph copies as kernels)
   std::atomic<bool> available{true};
   std::atomic<std::size_t> graphs{0}, captures{0}, replays{0}, evictions{0};
 
@@ -62,7 +63,8 @@ struct GraphEntry {
   /// only when the caller's addresses change. Host inputs and host outputs
   /// that are not page-locked go through the variant's own pinned buffers at
   /// fixed addresses (host_in, host_out). Copies up to kSmallCopyMax are
-  /// kernel nodes (common/small_copy.hpp), larger ones memcpy nodes.
+  /// kernel nodes (common/small_copy.hpp; unless TuningOptions::small_copy_kernels
+  /// is false), larger ones memcpy nodes.
   struct Fused {
     std::vector<std::uint8_t> kinds;  ///< FusedIo per input, then per output (none: outputs not in the graph)
     cudaGraph_t graph = nullptr;

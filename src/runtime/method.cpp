@@ -36,7 +36,7 @@ Delegate::~Delegate() {
 Method::Method() : graphs(std::make_unique<MethodGraphs>()) {}
 Method::~Method() = default;
 
-Slot::Slot() = default;
+Slot::Slot(std::size_t block_cache_bytes) : block_cache(block_cache_bytes) {}
 
 Slot::~Slot() {
   if (device < 0) return;

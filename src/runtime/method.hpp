@@ -22,6 +22,7 @@
 #include "runtime/driver_modules.hpp"
 #include "runtime/library_loader.hpp"
 #include "shim/allocator.hpp"
+#include "shim/op_settings.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -136,7 +137,8 @@ struct Slot {
   /// cuBLAS workspaces are released with the slot (shim/ops/gemm.hpp).
   std::vector<void*> caller_streams;
 
-  Slot();
+  /// `block_cache_bytes`: the block cache's capacity (TuningOptions::block_cache_mib).
+  explicit Slot(std::size_t block_cache_bytes);
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
   ~Slot();
@@ -168,6 +170,8 @@ struct Method {
   std::condition_variable cv;
   /// CUDA graph settings and counters (runtime/graph_cache.hpp).
   std::unique_ptr<MethodGraphs> graphs;
+  /// The operator shims' tuning, installed for each call (shim/op_settings.hpp).
+  shim::OpSettings op_settings;
   /// Module::method_meta, built on first request (names and dynamic dimensions
   /// are read from the libraries, which costs a scan of their bytes).
   mutable std::once_flag meta_once;

@@ -1,8 +1,5 @@
 // Loading methods: library -> container -> weights. See method_loader.hpp.
 #include "runtime/method_loader.hpp"
-#include "runtime/cuda_hooks.hpp"
-
-#include "common/env.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +8,8 @@
 #include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
 #include "common/text.hpp"
+#include "runtime/cuda_hooks.hpp"
+#include "runtime/tuning.hpp"
 #include "runtime/weight_upload.hpp"
 #include "runtime/weights_io.hpp"
 #include "shim/handle_capture.hpp"
@@ -83,8 +82,9 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
   // The pinned staging of the weights upload is page-locked while the model
   // libraries load, not after (weight_upload.hpp).
   if (target_.device.is_cuda() && largest_blob >= upload_thresholds().pipeline_from &&
-      !env_flag("AOTI_CUDA_PAGE_LOCK_WEIGHTS")) {
-    staging_ = StagingBlocks::for_blob(target_.ordinal(), largest_blob);  // null: each upload allocates its own
+      !options_.tuning.page_lock_weights.value_or(false)) {
+    // null: each upload allocates its own
+    staging_ = StagingBlocks::for_blob(target_.ordinal(), largest_blob, upload_options(options_.tuning));
   }
   std::size_t done = 0;
   std::vector<std::unique_ptr<Method>> methods;
@@ -148,8 +148,9 @@ std::unique_ptr<Method> MethodLoader::load_method(const MethodSpec& ms, std::siz
     method->delegates.push_back(std::move(d));
   }
   check_calls(*method);
+  method->op_settings = op_settings_of(options_.tuning);
   for (std::size_t i = 0; i < options_.num_models; ++i) {
-    auto slot = std::make_unique<Slot>();
+    auto slot = std::make_unique<Slot>(block_cache_bytes(options_.tuning));
     slot->device = target_.ordinal();
     method->slots.push_back(std::move(slot));
     method->free_slots.push_back(i);
@@ -309,14 +310,16 @@ void MethodLoader::upload_weights(Delegate& d) {
   const bool large = target_.device.is_cuda() && ds.weights.size >= upload_thresholds().stage_from;
   if (large) {
     prefetch_pages(ds.weights);  // readahead for a cold page cache
-    if (env_flag("AOTI_CUDA_PAGE_LOCK_WEIGHTS")) {
+    if (options_.tuning.page_lock_weights.value_or(false)) {
       lock = std::make_unique<PageLock>(ds.weights, target_.ordinal());
       if (!lock->locked() && stats_.upload_note.empty()) stats_.upload_note = d.label + ": " + lock->reason();
     }
   }
   const bool locked_in_place = lock && lock->locked();
   std::optional<WeightUploadScope> staging;
-  if (large && !locked_in_place) staging.emplace(ds.weights, target_.ordinal(), staging_.get());
+  if (large && !locked_in_place) {
+    staging.emplace(ds.weights, target_.ordinal(), staging_.get(), upload_options(options_.tuning));
+  }
   StagedUploadResult staged;
   aoti_cuda_shim_clear_error();
   {

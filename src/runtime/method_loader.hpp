@@ -41,6 +41,7 @@ class MethodLoader {
  public:
   using Progress = std::function<void(const char* phase, const std::string& method, std::size_t done, std::size_t total)>;
 
+  /// `options.tuning` must be resolved (resolve_tuning: every field set).
   MethodLoader(const LoadOptions& options, TargetDevice target, LoadTimings& timings, LoadStats& stats,
                Progress progress)
       : options_(options), target_(target), timings_(timings), stats_(stats), progress_(std::move(progress)) {}

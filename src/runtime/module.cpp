@@ -38,13 +38,16 @@ struct Module::Impl {
 
   explicit Impl(Program p) : program(std::move(p)) {}
 
-  void load(const LoadOptions& opts, double parse_ms, Clock::time_point t_start);
+  /// `tuning`: opts.tuning resolved (resolve_tuning), before anything was read.
+  void load(const LoadOptions& opts, const TuningOptions& tuning, double parse_ms, Clock::time_point t_start);
   void configure_graphs(const LoadOptions& opts);
   Method& find(std::string_view name) const;
 };
 
-void Module::Impl::load(const LoadOptions& opts, double parse_ms, Clock::time_point t_start) {
+void Module::Impl::load(const LoadOptions& opts, const TuningOptions& tuning, double parse_ms,
+                        Clock::time_point t_start) {
   options = opts;
+  options.tuning = tuning;  // every field set: what the loader and Module::tuning() read
   timings.parse_ms = parse_ms;
   auto progress = [this](const char* phase, const std::string& method, std::size_t done, std::size_t total) {
     if (options.on_progress) options.on_progress(LoadProgress{phase, method, done, total});
@@ -81,6 +84,7 @@ void Module::Impl::configure_graphs(const LoadOptions& opts) {
     g.requested = opts.cuda_graphs || std::find(opts.cuda_graph_methods.begin(), opts.cuda_graph_methods.end(),
                                                 m->spec->name) != opts.cuda_graph_methods.end();
     g.max_per_slot = opts.max_graphs_per_method;
+    g.small_copy_kernels = options.tuning.small_copy_kernels.value_or(true);
     if (g.requested && !target.device.is_cuda()) {
       g.disable(m->spec->name, "CUDA graphs need a CUDA device (the Module is loaded on the CPU)");
     }
@@ -105,18 +109,20 @@ Method& Module::Impl::find(std::string_view name) const {
 // ---------------------------------------------------------------------------
 Module::Module(const std::string& pte_path, const LoadOptions& options) {
   const auto t0 = Clock::now();
+  const TuningOptions tuning = resolve_tuning(options.tuning);  // bad settings fail before any file is read
   ProgramOptions po;
   po.data_files = options.data_files;
   Program program = Program::open(pte_path, po);
   const double parse_ms = ms_since(t0);
   auto impl = std::make_unique<Impl>(std::move(program));
-  impl->load(options, parse_ms, Clock::now());
+  impl->load(options, tuning, parse_ms, Clock::now());
   impl_ = std::move(impl);
 }
 
 Module::Module(Program program, const LoadOptions& options) {
+  const TuningOptions tuning = resolve_tuning(options.tuning);
   auto impl = std::make_unique<Impl>(std::move(program));
-  impl->load(options, 0.0, Clock::now());
+  impl->load(options, tuning, 0.0, Clock::now());
   impl_ = std::move(impl);
 }
 
@@ -192,6 +198,8 @@ const Program& Module::program() const { return checked(impl_).program; }
 LoadTimings Module::load_timings() const { return checked(impl_).timings; }
 
 LoadStats Module::load_stats() const { return checked(impl_).stats; }
+
+TuningOptions Module::tuning() const { return checked(impl_).options.tuning; }
 
 Session Module::create_session() {
   auto& impl = checked(impl_);

@@ -89,11 +89,6 @@ void populate_source(const std::uint8_t* p, std::size_t n, std::atomic<bool>& un
 }  // namespace
 
 int default_upload_threads() noexcept {
-  if (const char* v = std::getenv("AOTI_CUDA_UPLOAD_THREADS"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    if (end != v && *end == '\0' && n >= 1 && n <= 256) return static_cast<int>(n);
-  }
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(kMaxThreads)));
 }
 
@@ -134,11 +129,12 @@ void StagingBlocks::allocate_all(int device, StagingMemory memory) {
   ready_cv_.notify_all();
 }
 
-std::unique_ptr<StagingBlocks> StagingBlocks::for_blob(int device, std::size_t blob_bytes) noexcept {
-  const int threads = default_upload_threads();
+std::unique_ptr<StagingBlocks> StagingBlocks::for_blob(int device, std::size_t blob_bytes,
+                                                      const StagedUploadOptions& options) noexcept {
+  const int threads = options.threads > 0 ? options.threads : default_upload_threads();
   try {
-    return std::make_unique<StagingBlocks>(device, threads, staging_slot_bytes(blob_bytes, threads),
-                                           default_staging_memory());
+    const std::size_t slot = options.slot_bytes > 0 ? options.slot_bytes : staging_slot_bytes(blob_bytes, threads);
+    return std::make_unique<StagingBlocks>(device, threads, slot, options.memory);
   } catch (const std::exception&) {
     return nullptr;
   }
@@ -197,14 +193,6 @@ StagingBlock huge_page_block(std::size_t bytes) noexcept {
 }
 
 }  // namespace
-
-StagingMemory default_staging_memory() noexcept {
-  if (const char* v = std::getenv("AOTI_CUDA_STAGING"); v != nullptr) {
-    if (std::strcmp(v, "wc") == 0) return StagingMemory::kWriteCombined;
-    if (std::strcmp(v, "hostalloc") == 0) return StagingMemory::kHostAlloc;
-  }
-  return StagingMemory::kHugePages;
-}
 
 const char* staging_memory_name(StagingMemory m) noexcept {
   switch (m) {
@@ -454,15 +442,16 @@ StagedUploadResult upload_staged(const std::vector<RecordedCopy>& copies, int de
   return result;
 }
 
-WeightUploadScope::WeightUploadScope(ByteView blob, int device, StagingBlocks* staging)
-    : blob_(blob), device_(device), previous_(t_scope), staging_(staging) {
+WeightUploadScope::WeightUploadScope(ByteView blob, int device, StagingBlocks* staging,
+                                     const StagedUploadOptions& options)
+    : blob_(blob), device_(device), options_(options), previous_(t_scope), staging_(staging) {
   t_scope = this;
   file_.fd = format::reopen_file_of(blob.data, blob.size, &file_.offset);
   file_.base = blob.data;
   // Without blocks from the owner, they are allocated while the model
   // library works (it allocates the device copy of the blob first), not after it.
   if (staging_ == nullptr && device >= 0 && blob.size >= g_pipeline_from.load()) {
-    own_staging_ = StagingBlocks::for_blob(device, blob.size);  // null: flush() allocates instead
+    own_staging_ = StagingBlocks::for_blob(device, blob.size, options_);  // null: flush() allocates instead
     staging_ = own_staging_.get();
   }
 }
@@ -482,7 +471,7 @@ StagedUploadResult WeightUploadScope::flush() {
   copies.swap(copies_);
   StagedUploadResult result;
   std::string what, io_error;
-  const cudaError_t err = run_upload(copies, device_, StagedUploadOptions{}, file_, staging_, &result, &what, &io_error);
+  const cudaError_t err = run_upload(copies, device_, options_, file_, staging_, &result, &what, &io_error);
   own_staging_.reset();
   staging_ = nullptr;
   throw_on_failure(err, result, what, io_error);
@@ -518,7 +507,7 @@ int WeightUploadScope::flush_before_other_copy() noexcept {
   t_scope = nullptr;
   cudaError_t err;
   try {
-    err = run_upload(copies, s->device_, StagedUploadOptions{}, s->file_, s->staging_, &result, &what, &io_error);
+    err = run_upload(copies, s->device_, s->options_, s->file_, s->staging_, &result, &what, &io_error);
   } catch (...) {
     err = cudaErrorMemoryAllocation;  // out of host memory planning the chunks
   }

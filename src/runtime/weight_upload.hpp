@@ -49,6 +49,7 @@
 #include <thread>
 #include <vector>
 
+#include "aoti_cuda/module.hpp"
 #include "aoti_cuda/program.hpp"
 
 namespace aoti_cuda::runtime {
@@ -90,27 +91,21 @@ struct FileSource {
   const std::uint8_t* base = nullptr;
 };
 
-/// How staging memory is page-locked. Page-locking is what a large upload
-/// waits for (docs/design-measurements.md), so
-/// the default is the cheapest kind that works here:
-///   kHugePages:     anonymous memory on transparent huge pages, registered
-///                   with cudaHostRegister (one pin per 2 MiB page, not per
-///                   4 KiB page); falls back to kWriteCombined when the
-///                   registration is refused;
-///   kWriteCombined: cudaHostAlloc(cudaHostAllocWriteCombined): the host only
-///                   writes these pages and the GPU only reads them, so the
-///                   CPU's stores need not read the lines first;
-///   kHostAlloc:     cudaHostAlloc, default flags.
-enum class StagingMemory { kHugePages, kWriteCombined, kHostAlloc };
+/// How staging memory is page-locked: the public aoti_cuda::StagingMemory
+/// (TuningOptions::staging). Page-locking is what a large upload waits for
+/// (docs/design-measurements.md), so the default
+/// is the cheapest kind that works here, kHugePages (registered huge pages,
+/// one pin per 2 MiB page instead of per 4 KiB page), which falls back to
+/// kWriteCombined when the registration is refused.
+using StagingMemory = aoti_cuda::StagingMemory;
 
-/// AOTI_CUDA_STAGING=huge|wc|hostalloc when set, else kHugePages.
-StagingMemory default_staging_memory() noexcept;
+/// "huge pages, registered", ... (for messages).
 const char* staging_memory_name(StagingMemory m) noexcept;
 
-/// How upload_staged copies. The defaults are what loads use.
+/// How upload_staged copies. A load sets threads and memory from its
+/// TuningOptions (runtime/tuning.hpp); the rest are defaults.
 struct StagedUploadOptions {
-  /// Copy threads; <= 0: AOTI_CUDA_UPLOAD_THREADS when set, else one per
-  /// core up to 8 (more did not copy faster: docs/design-measurements.md).
+  /// Copy threads; <= 0: default_upload_threads().
   int threads = 0;
   /// Bytes per pinned slot (two per thread); 0: staging_slot_bytes() of the
   /// total. Device copies of 4 MiB run at 98% of the pinned rate, of 1 MiB
@@ -118,8 +113,8 @@ struct StagedUploadOptions {
   std::size_t slot_bytes = 0;
   /// Fill slots with pread from the FileSource when there is one.
   bool read_file = true;
-  /// What the pinned slots are made of (default_staging_memory()).
-  StagingMemory memory = default_staging_memory();
+  /// What the pinned slots are made of.
+  StagingMemory memory = StagingMemory::kHugePages;
   /// memcpy only: each thread asks the kernel to map a chunk's source pages
   /// in one call (MADV_POPULATE_READ, Linux 5.14+) before copying it,
   /// instead of taking a page fault every few pages; ignored where unsupported.
@@ -143,8 +138,9 @@ struct StagingBlock {
 /// staging (2 slots per thread) stays near 1/16 of the bytes it carries.
 std::size_t staging_slot_bytes(std::size_t total, int threads) noexcept;
 
-/// The threads upload_staged uses when not told: AOTI_CUDA_UPLOAD_THREADS,
-/// else one per core up to 8.
+/// The threads upload_staged uses when not told (TuningOptions::upload_threads'
+/// default): one per core up to 8 (more did not copy faster:
+/// docs/design-measurements.md).
 int default_upload_threads() noexcept;
 
 /// Pinned staging for upload_staged: one block of two slots per copy thread,
@@ -161,10 +157,12 @@ class StagingBlocks {
   StagingBlocks(const StagingBlocks&) = delete;
   StagingBlocks& operator=(const StagingBlocks&) = delete;
 
-  /// Staging for uploading a blob of `blob_bytes` as loads do (default
-  /// threads, slot size and memory kind); nullptr when even its bookkeeping
-  /// cannot be had (the upload then allocates its own, or copies directly).
-  static std::unique_ptr<StagingBlocks> for_blob(int device, std::size_t blob_bytes) noexcept;
+  /// Staging for uploading a blob of `blob_bytes` with `options`' threads,
+  /// slot size and memory kind (defaults where unset); nullptr when even its
+  /// bookkeeping cannot be had (the upload then allocates its own, or copies
+  /// directly).
+  static std::unique_ptr<StagingBlocks> for_blob(int device, std::size_t blob_bytes,
+                                                 const StagedUploadOptions& options = {}) noexcept;
 
   int threads() const noexcept { return threads_; }
   std::size_t slot_bytes() const noexcept { return slot_bytes_; }
@@ -210,10 +208,11 @@ void set_upload_thresholds(UploadThresholds t) noexcept;
 /// flushed (the load that owns the scope has failed by then). When the blob
 /// lies in a format::MappedFile, flush() reads it from that file. The copies
 /// use `staging` when given (it must outlive the scope), else blocks the
-/// scope starts allocating at construction.
+/// scope starts allocating at construction with `options`.
 class WeightUploadScope {
  public:
-  WeightUploadScope(ByteView blob, int device, StagingBlocks* staging = nullptr);
+  WeightUploadScope(ByteView blob, int device, StagingBlocks* staging = nullptr,
+                    const StagedUploadOptions& options = {});
   ~WeightUploadScope();
   WeightUploadScope(const WeightUploadScope&) = delete;
   WeightUploadScope& operator=(const WeightUploadScope&) = delete;
@@ -232,6 +231,7 @@ class WeightUploadScope {
  private:
   ByteView blob_;
   int device_;
+  StagedUploadOptions options_;
   std::vector<RecordedCopy> copies_;
   FileSource file_;  // the blob's file, reopened for the scope (it closes it); fd -1 when none
   WeightUploadScope* previous_;

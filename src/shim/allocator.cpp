@@ -8,7 +8,6 @@
 #include <atomic>
 #include <optional>
 #include <unordered_map>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -304,19 +303,6 @@ int cuda_free(void* ptr, std::size_t nbytes, int device, void* stream) noexcept 
 }
 
 // ---- BlockCache -------------------------------------------------------------
-
-std::size_t BlockCache::default_capacity() noexcept {
-  static const std::size_t bytes = [] {
-    std::size_t mib = 1024;
-    if (const char* v = std::getenv("AOTI_CUDA_BLOCK_CACHE_MIB"); v != nullptr && *v != '\0') {
-      char* end = nullptr;
-      const unsigned long long parsed = std::strtoull(v, &end, 10);
-      if (end != v && *end == '\0' && parsed <= (std::size_t{1} << 30)) mib = static_cast<std::size_t>(parsed);
-    }
-    return mib << 20;
-  }();
-  return bytes;
-}
 
 BlockCache::BlockCache(std::size_t capacity_bytes, FreeFn free_fn) : capacity_(capacity_bytes), free_fn_(free_fn) {}
 

@@ -138,15 +138,16 @@ class BlockCache {
   };
   /// Frees one block on a stream (tests replace cudaFreeAsync).
   using FreeFn = void (*)(void* ptr, void* stream);
-  /// `capacity_bytes` bounds the bytes kept (oldest blocks are freed first).
-  explicit BlockCache(std::size_t capacity_bytes = default_capacity(), FreeFn free_fn = nullptr);
+  /// The default capacity (TuningOptions::block_cache_mib's default, 1 GiB).
+  static constexpr std::size_t kDefaultCapacity = std::size_t{1024} << 20;
+  /// `capacity_bytes` bounds the bytes kept (oldest blocks are freed first;
+  /// 0: nothing is kept). A Module's call slots take
+  /// TuningOptions::block_cache_mib.
+  explicit BlockCache(std::size_t capacity_bytes = kDefaultCapacity, FreeFn free_fn = nullptr);
   /// Frees every block: waits for the last call's work first (its stream may be gone).
   ~BlockCache();
   BlockCache(const BlockCache&) = delete;
   BlockCache& operator=(const BlockCache&) = delete;
-
-  /// AOTI_CUDA_BLOCK_CACHE_MIB (default 1024; 0 turns the cache off), read once.
-  static std::size_t default_capacity() noexcept;
 
   int device() const noexcept { return device_; }
   void* stream() const noexcept { return stream_; }

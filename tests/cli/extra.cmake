@@ -90,6 +90,19 @@ if(TARGET aoti_cuda_cli)
   cli_case(bench_unknown_method 2 "no such method" -- bench ${_fx}/mlp/mlp.pte --method nope)
   cli_case(bench_profile any "profile, host I/O|error \\(no_device\\)" -- bench ${_fx}/mlp/mlp.pte --profile --runs 5 --loads 1)
 
+  # ---- tuning flags (LoadOptions::tuning): checked before anything is loaded
+  cli_case(run_tuning_out_of_range 2 "LoadOptions::tuning.upload_threads = 0 is invalid: expected an integer from 1 to 256"
+    "!no_device" -- run ${_fx}/mlp/mlp.pte --random --upload-threads 0)
+  cli_case(run_tuning_not_a_number 2 "--upload-threads = 12x" -- run ${_fx}/mlp/mlp.pte --random --upload-threads 12x)
+  cli_case(run_tuning_bad_staging 2 "--staging: foo not in \\{huge,wc,hostalloc\\}" -- run ${_fx}/mlp/mlp.pte --staging foo)
+  cli_case(bench_tuning_negative 2 "--block-cache-mib: Value -1 not in range" -- bench ${_fx}/mlp/mlp.pte --block-cache-mib -1)
+  cli_case(bench_tuning_gemv_rows 2 "LoadOptions::tuning.gemv_max_rows = 9" "!no_device"
+    -- bench ${_fx}/mlp/mlp.pte --gemv-max-rows 9)
+  cli_case(run_tuning_help 0 "--upload-threads" "--staging" "--int4-dequant-m" "--cublas-workspace-mib" -- run --help)
+  cli_case(run_tuning_bad_variable 2 "AOTI_CUDA_UPLOAD_THREADS='abc' is invalid" "!no_device"
+    -- run ${_fx}/mlp/mlp.pte --random)
+  set_tests_properties(cli_run_tuning_bad_variable PROPERTIES ENVIRONMENT "AOTI_CUDA_UPLOAD_THREADS=abc")
+
   # ---- GPU cases (skipped without a GPU)
   add_test(NAME cli_gpu_cases COMMAND sh ${_cli_dir}/gpu_cases.sh ${_cli} ${_fx} ${CMAKE_BINARY_DIR}/cli_gpu_out)
   set_tests_properties(cli_gpu_cases PROPERTIES SKIP_RETURN_CODE 77)

@@ -22,4 +22,7 @@ sh "$here/expect.sh" 0 "host I/O +latency over 20 runs" "device I/O" -- "$cli" b
 sh "$here/expect.sh" 0 "\"p50_ms\"" "\"first_call_ms\"" -- "$cli" bench "$fx/mlp/mlp.pte" --runs 20 --loads 2 --json
 sh "$here/expect.sh" 0 "profile, host I/O" "run: delegate 0 \(forward\) +GPU +[0-9.]+ ms" "whole call" -- "$cli" bench "$fx/mlp/mlp.pte" --runs 20 --loads 1 --profile
 sh "$here/expect.sh" 0 "\"gpu_ms_p50\"" -- "$cli" bench "$fx/lm/lm.pte" --method decode --runs 10 --loads 1 --profile --json
+# tuning flags reach the load (reported back) and leave the results unchanged
+sh "$here/expect.sh" 0 "\"upload_threads\": 2" "\"staging\": \"wc\"" "\"gemv_max_rows\": 0" "\"match\": true" -- "$cli" run "$fx/mlp_cublas/mlp_cublas.pte" --input "$fx/mlp_cublas/forward.in0.bin" --expect "$fx/mlp_cublas/forward.out0.bin" --upload-threads 2 --staging wc --gemv-max-rows 0 --block-cache-mib 0 --json
+sh "$here/expect.sh" 0 "tuning: upload threads [0-9]+, staging huge, block cache 1024 MiB, small copies dma" -- "$cli" bench "$fx/mlp/mlp.pte" --runs 5 --loads 1 --graphs --small-copy dma
 echo "all GPU CLI cases passed"

@@ -11,6 +11,8 @@
 //   1 "affine":  Run(a f32[B,4], b f32[B,4]) -> (y, y)   y = a * w + b, w = 4 floats from the weights blob
 //                (constant "w", FQN "affine.w", a Parameter).
 //                The same handle fills both output slots (callers must deduplicate).
+//                If b[0] == -779 the run warns through aoti_torch_warn (on the
+//                calling thread, inside Run) and goes on.
 //                If b[0] == -777 the run fails like a real model: input 0 was
 //                already stolen (slot nulled), input 1 was not, and a failed
 //                shim call (empty_strided with dtype 99) left a message.
@@ -152,6 +154,9 @@ int run_affine(Container* c, AtenTensorHandle* in, AtenTensorHandle* out) {
     return 1;
   }
 #endif
+  if (rows > 0 && b_data[0] == -779.0f) {  // a warning from inside Run (then the run goes on)
+    aoti_torch_warn("fake_run", __FILE__, __LINE__, "the fake model warns about b[0] = -779");
+  }
   if (rows > 0 && b_data[0] == -777.0f) {
     AtenTensorHandle bogus = nullptr;
     (void)aoti_torch_empty_strided(2, a_sizes, nullptr, /*dtype=*/99, aoti_torch_device_type_cpu(), 0, &bogus);

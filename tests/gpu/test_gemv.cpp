@@ -1,5 +1,6 @@
 // The extern GEMMs' few-row kernel (src/shim/ops/gemv.cu) on the GPU, with
-// AOTI_CUDA_GEMV_MAX_ROWS raised to 8 (set_gemv_max_rows): against the host
+// the row limit raised to 8 (TuningOptions::gemv_max_rows, here through an
+// OpSettingsScope as a Module's call installs it): against the host
 // reference in every dtype, which operands go to it and which to cuBLAS,
 // addmm's bias, decode attention's bmm shapes, and the kernels switched off.
 #include <doctest/doctest.h>
@@ -11,6 +12,7 @@
 
 #include "aoti_cuda/shim.h"
 #include "extern_mm_support.hpp"
+#include "shim/op_settings.hpp"
 #include "shim/ops/gemm.hpp"
 #include "support/gpu.hpp"
 
@@ -18,15 +20,18 @@ using namespace aoti_cuda_test::extern_mm;
 
 namespace {
 
-// gemm::set_gemv_max_rows(rows) for the scope; the previous limit after, also
-// when a REQUIRE ends the test case.
+// The few-row limit `rows` on this thread for the scope, as a Module's call
+// with TuningOptions::gemv_max_rows installs it; the previous settings after,
+// also when a REQUIRE ends the test case.
 struct GemvRows {
-  int saved;
-  explicit GemvRows(int rows)
-      : saved(aoti_cuda::shim::gemm::gemv_max_rows()) {
-    aoti_cuda::shim::gemm::set_gemv_max_rows(rows);
+  aoti_cuda::shim::OpSettings settings;
+  aoti_cuda::shim::OpSettingsScope scope;
+  explicit GemvRows(int rows) : settings(with_rows(rows)), scope(&settings) {}
+  static aoti_cuda::shim::OpSettings with_rows(int rows) {
+    aoti_cuda::shim::OpSettings s;
+    s.gemv_max_rows = rows;
+    return s;
   }
-  ~GemvRows() { aoti_cuda::shim::gemm::set_gemv_max_rows(saved); }
 };
 
 } // namespace
@@ -159,7 +164,7 @@ TEST_CASE("extern bmm, at most 8 rows: decode attention's q.K^T and p.V" *
 
 }
 
-// With the kernels switched off (AOTI_CUDA_GEMV_MAX_ROWS=0), cuBLAS gives the
+// With the kernels switched off (gemv_max_rows 0), cuBLAS gives the
 // same result.
 TEST_CASE("extern mm with the few-row kernels off: cuBLAS at one row" *
           AOTI_CUDA_GPU_CASE) {

@@ -435,10 +435,12 @@ TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs 
   const aoti_cuda::runtime::FileSource file{fd, 0, map};
   print_staged_sweep(copies, blob, file, t_pinned);
   {  // As a load does it: the staging page-locked beforehand (while the model libraries load), then the copies.
-    const int threads = aoti_cuda::runtime::default_upload_threads();
+    const aoti_cuda::TuningOptions tuning = aoti_cuda::resolve_tuning({});  // a load's, with default options
+    const int threads = *tuning.upload_threads;
+    const aoti_cuda::StagingMemory memory = *tuning.staging;
     const std::size_t slot = aoti_cuda::runtime::staging_slot_bytes(kBytes, threads);
     const auto t_lock = std::chrono::steady_clock::now();
-    aoti_cuda::runtime::StagingBlocks blocks(0, threads, slot, aoti_cuda::runtime::default_staging_memory());
+    aoti_cuda::runtime::StagingBlocks blocks(0, threads, slot, memory);
     for (int i = 0; i < threads; ++i) REQUIRE(blocks.wait(i) != nullptr);
     const double lock_s = seconds_since(t_lock);
     aoti_cuda::runtime::release_pages(blob);
@@ -448,7 +450,7 @@ TEST_CASE("gpu weights: upload rate from a mapped file, page-locked in place vs 
     CHECK(r.threads == threads);
     std::printf("staged upload, staging page-locked beforehand (%d threads, %zu KiB slots, %s, page-locking %.1f ms): "
                 "%.1f GB/s = %.0f%% of pinned\n",
-                threads, slot >> 10, aoti_cuda::runtime::staging_memory_name(aoti_cuda::runtime::default_staging_memory()),
+                threads, slot >> 10, aoti_cuda::runtime::staging_memory_name(memory),
                 lock_s * 1e3, gb / t, 100.0 * t_pinned / t);
   }
   aoti_cuda::runtime::release_pages(blob);

@@ -134,20 +134,3 @@ TEST_CASE("driver modules: the SDK exports no driver function, and its module-lo
   void* module = nullptr;
   CHECK(hook(&module, "not an image") != 0);  // no driver here (or, with one, an invalid image): an error code, no crash
 }
-
-#include <cstdlib>
-
-#include "common/env.hpp"
-
-TEST_CASE("env_flag: set to anything but \"\" or \"0\" means on, for every AOTI_CUDA_* switch") {
-  const char* name = "AOTI_CUDA_TEST_ENV_FLAG";
-  ::unsetenv(name);
-  CHECK_FALSE(aoti_cuda::env_flag(name));
-  const std::vector<std::pair<const char*, bool>> cases = {{"", false}, {"0", false}, {"1", true},
-                                                           {"yes", true}, {"00", true}, {"01", true}};
-  for (const auto& [value, on] : cases) {
-    ::setenv(name, value, 1);
-    CHECK_MESSAGE(aoti_cuda::env_flag(name) == on, "value '", value, "'");
-  }
-  ::unsetenv(name);
-}

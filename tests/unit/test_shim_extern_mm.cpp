@@ -10,6 +10,7 @@
 
 #include "aoti_cuda/shim.h"
 #include "shim/error_state.hpp"
+#include "shim/op_settings.hpp"
 #include "shim/ops/gemm.hpp"
 #include "shim/ops/gemv.hpp"
 #include "support/shim_testing.hpp"
@@ -141,17 +142,32 @@ TEST_CASE("extern mm: which multiplies go to the few-row kernels (layout and ali
   CHECK(gemv::pick(bf16, Batch{Matrix{p, 4, 128, 128, 1}, 516}, kt, Batch{Matrix{p, 4, 1024, 1024, 1}, 4096}, 4) ==
         gemv::Kernel::kNone);
 
-  // The dispatcher's row limit: AOTI_CUDA_GEMV_MAX_ROWS / set_gemv_max_rows, clamped to 0..8.
+  // The dispatcher's row limit: the calling thread's OpSettings (a Module call installs its
+  // TuningOptions::gemv_max_rows), 1 outside any scope; clamped to 0..8 all the same.
   namespace gemm = aoti_cuda::shim::gemm;
-  const int saved = gemm::gemv_max_rows();
-  gemm::set_gemv_max_rows(0);
-  CHECK_FALSE(gemm::uses_gemv(kBF16, x(1, 2048), linear(2048, 64), out(1, 64), 1));
-  gemm::set_gemv_max_rows(100);
-  CHECK(gemm::gemv_max_rows() == 8);
+  using aoti_cuda::shim::OpSettings;
+  using aoti_cuda::shim::OpSettingsScope;
   CHECK(gemm::uses_gemv(kBF16, x(1, 2048), linear(2048, 64), out(1, 64), 1));
-  CHECK(gemm::uses_gemv(kBF16, x(8, 2048), linear(2048, 64), out(8, 64), 1));
-  gemm::set_gemv_max_rows(1);
   CHECK_FALSE(gemm::uses_gemv(kBF16, x(2, 2048), linear(2048, 64), out(2, 64), 1));
-  CHECK_FALSE(gemm::uses_gemv(kI32, x(1, 2048), linear(2048, 64), out(1, 64), 1));
-  gemm::set_gemv_max_rows(saved);
+  OpSettings off, eight, beyond;
+  off.gemv_max_rows = 0;
+  eight.gemv_max_rows = 8;
+  beyond.gemv_max_rows = 100;
+  {
+    const OpSettingsScope scope(&off);
+    CHECK_FALSE(gemm::uses_gemv(kBF16, x(1, 2048), linear(2048, 64), out(1, 64), 1));
+    {
+      const OpSettingsScope inner(&eight);
+      CHECK(gemm::uses_gemv(kBF16, x(8, 2048), linear(2048, 64), out(8, 64), 1));
+      CHECK_FALSE(gemm::uses_gemv(kBF16, x(9, 2048), linear(2048, 64), out(9, 64), 1));
+      CHECK_FALSE(gemm::uses_gemv(kI32, x(1, 2048), linear(2048, 64), out(1, 64), 1));
+    }
+    CHECK_FALSE(gemm::uses_gemv(kBF16, x(1, 2048), linear(2048, 64), out(1, 64), 1));  // the outer scope again
+  }
+  {
+    const OpSettingsScope scope(&beyond);
+    CHECK(gemm::uses_gemv(kBF16, x(8, 2048), linear(2048, 64), out(8, 64), 1));
+    CHECK_FALSE(gemm::uses_gemv(kBF16, x(9, 2048), linear(2048, 64), out(9, 64), 1));
+  }
+  CHECK_FALSE(gemm::uses_gemv(kBF16, x(2, 2048), linear(2048, 64), out(2, 64), 1));  // defaults outside
 }

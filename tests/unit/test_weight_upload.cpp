@@ -14,6 +14,7 @@
 
 #include "format/mapped_file.hpp"
 #include "runtime/cuda_hooks.hpp"
+#include "runtime/tuning.hpp"
 #include "runtime/weight_upload.hpp"
 #include "support/test_util.hpp"
 
@@ -221,17 +222,18 @@ TEST_CASE("weight upload: staging blocks are each decided once, and out-of-range
   }
 }
 
-TEST_CASE("weight upload: AOTI_CUDA_STAGING picks the staging memory; a refused block leaves nothing behind") {
+TEST_CASE("weight upload: a load's tuning reaches the staging; a refused block leaves nothing behind") {
   using aoti_cuda::runtime::StagingMemory;
-  ::unsetenv("AOTI_CUDA_STAGING");
-  CHECK(aoti_cuda::runtime::default_staging_memory() == StagingMemory::kHugePages);
-  ::setenv("AOTI_CUDA_STAGING", "wc", 1);
-  CHECK(aoti_cuda::runtime::default_staging_memory() == StagingMemory::kWriteCombined);
-  ::setenv("AOTI_CUDA_STAGING", "hostalloc", 1);
-  CHECK(aoti_cuda::runtime::default_staging_memory() == StagingMemory::kHostAlloc);
-  ::setenv("AOTI_CUDA_STAGING", "bogus", 1);
-  CHECK(aoti_cuda::runtime::default_staging_memory() == StagingMemory::kHugePages);
-  ::unsetenv("AOTI_CUDA_STAGING");
+  aoti_cuda::TuningOptions t;
+  t.upload_threads = 3;
+  t.staging = StagingMemory::kHostAlloc;
+  const aoti_cuda::runtime::StagedUploadOptions o = aoti_cuda::runtime::upload_options(aoti_cuda::resolve_tuning(t));
+  CHECK(o.threads == 3);
+  CHECK(o.memory == StagingMemory::kHostAlloc);
+  const auto blocks = aoti_cuda::runtime::StagingBlocks::for_blob(0, std::size_t{64} << 20, o);
+  REQUIRE(blocks != nullptr);
+  CHECK(blocks->threads() == 3);
+  CHECK(blocks->slot_bytes() == aoti_cuda::runtime::staging_slot_bytes(std::size_t{64} << 20, 3));
   // A block either is page-locked (a GPU) or is refused with nothing held.
   auto b = aoti_cuda::runtime::StagingBlock::allocate(0, std::size_t{3} << 20, StagingMemory::kHugePages);
   if (b.ptr == nullptr) {

@@ -39,6 +39,78 @@ void add_json_flag(CLI::App& cmd, bool& json) {
   cmd.add_flag("--json", json, "print one JSON document (errors too) instead of text");
 }
 
+void add_tuning_options(CLI::App& cmd, aoti_cuda::TuningOptions& t) {
+  const std::string group = "Tuning (LoadOptions::tuning; unset: the AOTI_CUDA_* variable, else the default)";
+  cmd.add_option_function<int>(
+         "--upload-threads", [&t](const int& v) { t.upload_threads = v; },
+         "threads copying the weights to the device at load, 1..256 (default: one per core, at most 8)")
+      ->group(group);
+  cmd.add_option_function<std::string>(
+         "--staging",
+         [&t](const std::string& v) {
+           t.staging = v == "wc"          ? aoti_cuda::StagingMemory::kWriteCombined
+                       : v == "hostalloc" ? aoti_cuda::StagingMemory::kHostAlloc
+                                          : aoti_cuda::StagingMemory::kHugePages;
+         },
+         "pinned staging memory of the weights upload: huge, wc or hostalloc (default huge)")
+      ->check(CLI::IsMember({"huge", "wc", "hostalloc"}))
+      ->group(group);
+  cmd.add_flag_function(
+         "--page-lock-weights", [&t](std::int64_t) { t.page_lock_weights = true; },
+         "page-lock the weights file mapping in place instead of staging it (may stall on large files)")
+      ->group(group);
+  cmd.add_option_function<std::size_t>(
+         "--block-cache-mib", [&t](const std::size_t& v) { t.block_cache_mib = v; },
+         "MiB of freed device blocks each call slot keeps for its next call, 0 = off (default 1024)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  cmd.add_option_function<std::string>(
+         "--small-copy", [&t](const std::string& v) { t.small_copy_kernels = v == "kernel"; },
+         "graph replays: copies up to 64 KiB as kernel nodes or dma (memcpy) nodes (default kernel)")
+      ->check(CLI::IsMember({"kernel", "dma"}))
+      ->group(group);
+  cmd.add_option_function<int>(
+         "--gemv-max-rows", [&t](const int& v) { t.gemv_max_rows = v; },
+         "cuBLAS-GEMM programs: multiplies of at most N rows on the few-row kernels, 0..8 (default 1)")
+      ->group(group);
+  cmd.add_option_function<std::int64_t>(
+         "--int4-dequant-m", [&t](const std::int64_t& v) { t.int4_dequant_min_m = v; },
+         "int4 matmuls from M rows on: dequantize + cuBLAS, 0 = never (default 65)")
+      ->group(group);
+  cmd.add_option_function<std::size_t>(
+         "--cublas-workspace-mib", [&t](const std::size_t& v) { t.cublas_workspace_mib = v; },
+         "cuBLAS workspace per stream in MiB, 0..4096 (default 32)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+}
+
+std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
+  auto num = [](auto v) { return v ? std::to_string(*v) : std::string("?"); };
+  return "upload threads " + num(r.upload_threads) + ", staging " +
+         (r.staging ? aoti_cuda::to_string(*r.staging) : "?") +
+         (r.page_lock_weights.value_or(false) ? " (page-locking in place)" : "") + ", block cache " +
+         num(r.block_cache_mib) + " MiB, small copies " +
+         (r.small_copy_kernels.value_or(true) ? "kernel" : "dma") + ", gemv rows " + num(r.gemv_max_rows) +
+         ", int4 dequantize from M " + num(r.int4_dequant_min_m) + ", cuBLAS workspace " +
+         num(r.cublas_workspace_mib) + " MiB";
+}
+
+nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
+  nlohmann::json j = nlohmann::json::object();
+  auto put = [&j](const char* key, const auto& v) {
+    if (v) j[key] = *v;
+  };
+  put("upload_threads", r.upload_threads);
+  if (r.staging) j["staging"] = aoti_cuda::to_string(*r.staging);
+  put("page_lock_weights", r.page_lock_weights);
+  put("block_cache_mib", r.block_cache_mib);
+  if (r.small_copy_kernels) j["small_copy"] = *r.small_copy_kernels ? "kernel" : "dma";
+  put("gemv_max_rows", r.gemv_max_rows);
+  put("int4_dequant_min_m", r.int4_dequant_min_m);
+  put("cublas_workspace_mib", r.cublas_workspace_mib);
+  return j;
+}
+
 CLI::Validator finite_non_negative() {
   return CLI::Validator(
       [](std::string& s) -> std::string {

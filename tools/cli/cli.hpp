@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "aoti_cuda/aoti_cuda.hpp"
 
@@ -51,6 +52,17 @@ void add_data_option(CLI::App& cmd, std::vector<std::string>& files);
 void add_device_option(CLI::App& cmd, int& device);
 /// --json flag.
 void add_json_flag(CLI::App& cmd, bool& json);
+/// The LoadOptions::tuning flags (--upload-threads, --staging, --page-lock-weights,
+/// --block-cache-mib, --small-copy, --gemv-max-rows, --int4-dequant-m,
+/// --cublas-workspace-mib): each sets its field of `tuning` when given. The
+/// ranges are the SDK's: commands call aoti_cuda::resolve_tuning before
+/// loading, so a value out of range (or a bad AOTI_CUDA_* variable) is an
+/// Error(kInvalidArgument), exit 2, before anything is read.
+void add_tuning_options(CLI::App& cmd, aoti_cuda::TuningOptions& tuning);
+/// One line describing resolved tuning ("upload threads 8, staging huge, ..."), for text output.
+std::string describe_tuning(const aoti_cuda::TuningOptions& resolved);
+/// Resolved tuning as a JSON object, one key per TuningOptions field.
+nlohmann::json tuning_json(const aoti_cuda::TuningOptions& resolved);
 /// Validator: a finite number >= 0 (rejects nan, inf, negatives).
 CLI::Validator finite_non_negative();
 /// Validator: an existing file, ignoring an "@SHAPE" suffix (run --input).

@@ -18,6 +18,7 @@ struct BenchArgs {
   std::vector<std::string> data;
   int runs = 100, warmup = 10, loads = 3, device = 0;
   bool json = false, profile = false, graphs = false, bound_outputs = false;
+  aoti_cuda::TuningOptions tuning;
 };
 
 void print_text(const std::string& model, const aoti_cuda_bench::LoadStats& ls, const aoti_cuda_bench::MethodStats& ms,
@@ -54,6 +55,7 @@ void print_profile(const char* mode, const std::vector<aoti_cuda_bench::StepStat
 }
 
 int run_bench(const BenchArgs& a) {
+  (void)aoti_cuda::resolve_tuning(a.tuning);  // bad tuning flags or variables: exit 2 before reading anything
   aoti_cuda::ProgramOptions popts;
   popts.data_files = a.data;
   const aoti_cuda::Program program = aoti_cuda::Program::open(a.model, popts);
@@ -64,6 +66,7 @@ int run_bench(const BenchArgs& a) {
   load.data_files = a.data;
   load.device = aoti_cuda::Device::cuda(a.device);
   load.methods = {method};
+  load.tuning = a.tuning;
   if (!a.json && isatty(STDERR_FILENO)) load.on_progress = terminal_progress;
   // The first load pays one-time process costs (CUDA context, driver caches);
   // the engine reports it apart from the median of the others.
@@ -85,6 +88,7 @@ int run_bench(const BenchArgs& a) {
   const std::size_t used = aoti_cuda_bench::device_bytes_used();
   if (!a.json) {
     print_text(a.model, ls, ms, mem, used);
+    std::printf("  tuning: %s\n", describe_tuning(module.tuning()).c_str());
     if (a.graphs) {
       std::printf("  CUDA graphs: %s (%zu captured, %zu replays)\n",
                   gs.available ? "on" : ("off: " + gs.reason).c_str(), gs.captures, gs.replays);
@@ -96,6 +100,7 @@ int run_bench(const BenchArgs& a) {
     return kExitOk;
   }
   nlohmann::json doc = {{"program", a.model},
+                        {"tuning", tuning_json(module.tuning())},
                         {"load", aoti_cuda_bench::to_json(ls)},
                         {"latency", aoti_cuda_bench::to_json(ms)},
                         {"graphs", {{"requested", gs.requested}, {"available", gs.available}, {"reason", gs.reason},
@@ -132,6 +137,7 @@ Runner add_bench(CLI::App& app) {
   cmd->add_flag("--bound-outputs", a->bound_outputs,
                 "also time execute_into() with preallocated outputs (pinned host and device)");
   add_json_flag(*cmd, a->json);
+  add_tuning_options(*cmd, a->tuning);
   return [a] { return run_bench(*a); };
 }
 

@@ -20,6 +20,7 @@ struct RunArgs {
   bool random = false, device_io = false, json = false;
   double atol = 1e-3, rtol = 1e-3;
   int device = 0;
+  aoti_cuda::TuningOptions tuning;
 };
 
 nlohmann::json summary(const aoti_cuda::Tensor& t) {
@@ -66,6 +67,7 @@ std::vector<aoti_cuda::Tensor> read_inputs(const RunArgs& a, const aoti_cuda::Me
 }
 
 int run_method(const RunArgs& a) {
+  (void)aoti_cuda::resolve_tuning(a.tuning);  // bad tuning flags or variables: exit 2 before reading anything
   aoti_cuda::ProgramOptions popts;
   popts.data_files = a.data;
   aoti_cuda::Program program = aoti_cuda::Program::open(a.model, popts);
@@ -80,6 +82,7 @@ int run_method(const RunArgs& a) {
   aoti_cuda::LoadOptions load;
   load.device = aoti_cuda::Device::cuda(a.device);
   load.methods = {method};
+  load.tuning = a.tuning;
   if (!a.json && isatty(STDERR_FILENO)) load.on_progress = terminal_progress;
   aoti_cuda::Module module(std::move(program), load);
   if (a.device_io) {
@@ -90,7 +93,11 @@ int run_method(const RunArgs& a) {
   const std::vector<aoti_cuda::Tensor> outs = module.execute(method, args, run);
 
   const aoti_cuda::LoadTimings lt = module.load_timings();
-  nlohmann::json doc = {{"program", a.model}, {"method", method}, {"load_ms", lt.total_ms}, {"outputs", nlohmann::json::array()}};
+  nlohmann::json doc = {{"program", a.model},
+                        {"method", method},
+                        {"load_ms", lt.total_ms},
+                        {"tuning", tuning_json(module.tuning())},
+                        {"outputs", nlohmann::json::array()}};
   if (!a.json) {
     std::printf("%s: method '%s' ran; load %.1f ms (parse %.1f, device init %.1f, library %.1f, container %.1f, weights %.1f)\n",
                 a.model.c_str(), method.c_str(), lt.total_ms, lt.parse_ms, lt.device_init_ms, lt.library_ms,
@@ -157,6 +164,7 @@ Runner add_run(CLI::App& app) {
   add_device_option(*cmd, a->device);
   cmd->add_flag("--device-io", a->device_io, "pass inputs in device memory (outputs are still copied to the host)");
   add_json_flag(*cmd, a->json);
+  add_tuning_options(*cmd, a->tuning);
   return [a] { return run_method(*a); };
 }
 

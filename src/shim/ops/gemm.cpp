@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
-#include <cstdlib>
 #include <future>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -20,8 +20,10 @@
 #include "aoti_cuda/dtype.hpp"
 #include "aoti_cuda/error.hpp"
 #include "common/cublas_shims.hpp"
+#include "common/env.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
+#include "shim/op_settings.hpp"
 #include "shim/ops/gemv.hpp"
 
 namespace aoti_cuda {
@@ -66,8 +68,8 @@ Api open_api() {
   Api api;
   const std::string soname = AOTI_CUDA_CUBLAS_SONAME;  // the toolkit's major version (CMakeLists.txt)
   std::vector<std::string> candidates;
-  if (const char* explicit_path = std::getenv("AOTI_CUDA_CUBLAS"); explicit_path != nullptr && *explicit_path) {
-    candidates.push_back(explicit_path);
+  if (const std::optional<std::string> explicit_path = env_text("AOTI_CUDA_CUBLAS")) {
+    candidates.push_back(*explicit_path);
   } else {
     candidates.push_back(soname);
     const std::string dir = cudart_directory();
@@ -168,11 +170,13 @@ HandlePool& pool() {
 }
 
 // A thread's handle on a device, and the stream (with its workspace) last bound to it, so that
-// consecutive multiplies on one stream skip cublasSetStream / cublasSetWorkspace.
+// consecutive multiplies on one stream with one workspace size skip cublasSetStream /
+// cublasSetWorkspace.
 struct BoundHandle {
   Handle handle = nullptr;
   void* stream = nullptr;
-  std::uint64_t epoch = 0;  // g_workspace_epoch when bound
+  std::uint64_t epoch = 0;          // g_workspace_epoch when bound
+  std::size_t workspace_bytes = 0;  // the size asked for (op_settings) when bound
   bool bound = false;
 };
 
@@ -193,26 +197,18 @@ BoundHandle& thread_handle(int device) {
   return handles.by_device.emplace(device, h).first->second;
 }
 
-// Workspace per (device, stream); see gemm.hpp. Bounded: past kMaxWorkspaces streams, new
-// streams run without one. release_stream() frees a stream's workspace when its owner is done
-// with it and bumps g_workspace_epoch, so that every thread's handle binds its stream and
-// workspace again before its next multiply (a later stream may get the same address).
+// Workspace per (device, stream, size); see gemm.hpp. The size is the calling Module's
+// (op_settings), so Modules with different sizes sharing a caller's stream each get theirs (one
+// stream runs its GEMMs in order: they never overlap). Bounded: past kMaxWorkspaces, new ones
+// are not made. release_stream() frees a stream's workspaces when its owner is done with it and
+// bumps g_workspace_epoch, so that every thread's handle binds its stream and workspace again
+// before its next multiply (a later stream may get the same address).
 constexpr std::size_t kMaxWorkspaces = 64;
 std::atomic<std::uint64_t> g_workspace_epoch{0};
 
-std::size_t workspace_bytes() {
-  static const std::size_t bytes = [] {
-    const char* v = std::getenv("AOTI_CUDA_CUBLAS_WORKSPACE_MIB");
-    long mib = v != nullptr ? std::strtol(v, nullptr, 10) : 32;
-    if (mib < 0) mib = 0;
-    return static_cast<std::size_t>(mib) << 20;
-  }();
-  return bytes;
-}
-
 struct Workspaces {
   std::mutex mu;
-  std::map<std::pair<int, void*>, void*> by_stream;  // nullptr: the stream runs without one
+  std::map<std::tuple<int, void*, std::size_t>, void*> by_stream;  // nullptr: the stream runs without one
 };
 
 Workspaces& workspaces() {
@@ -220,12 +216,11 @@ Workspaces& workspaces() {
   return *instance;
 }
 
-std::pair<void*, std::size_t> stream_workspace(int device, void* stream) {
-  const std::size_t bytes = workspace_bytes();
+std::pair<void*, std::size_t> stream_workspace(int device, void* stream, std::size_t bytes) {
   if (bytes == 0) return {nullptr, 0};
   Workspaces& w = workspaces();
   std::lock_guard<std::mutex> lock(w.mu);
-  auto it = w.by_stream.find({device, stream});
+  auto it = w.by_stream.find({device, stream, bytes});
   if (it != w.by_stream.end()) return {it->second, it->second != nullptr ? bytes : 0};
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &capture) != cudaSuccess) {
@@ -238,7 +233,7 @@ std::pair<void*, std::size_t> stream_workspace(int device, void* stream) {
     (void)cudaGetLastError();
     ptr = nullptr;  // remembered as "none": cuBLAS still works without
   }
-  w.by_stream.emplace(std::make_pair(device, stream), ptr);
+  w.by_stream.emplace(std::make_tuple(device, stream, bytes), ptr);
   return {ptr, ptr != nullptr ? bytes : 0};
 }
 
@@ -295,40 +290,20 @@ std::optional<gemv::Element> gemv_element(int32_t dtype) {
   }
 }
 
-// One row by default: there the kernels beat cuBLAS (an LLM's decode step), while with 4 rows
-// cuBLAS was faster for weight-sized operands (docs/benchmarks/gemv.md).
-constexpr int kGemvDefaultRows = 1;
-
-int gemv_rows_from_env() {
-  const char* e = std::getenv("AOTI_CUDA_GEMV_MAX_ROWS");
-  if (e == nullptr || *e == '\0') return kGemvDefaultRows;
-  const int v = std::atoi(e);
-  return v < 0 ? 0 : std::min(v, gemv::kMaxRows);
-}
-
-std::atomic<int> g_gemv_max_rows{-1};  // -1: not read yet
 std::atomic<uint64_t> g_gemv_calls{0};
+static_assert(OpSettings::kMaxGemvRows == gemv::kMaxRows, "the tuning's row range is the kernels'");
 
+// The row limit is the calling Module's (op_settings; one row by default: there the kernels beat
+// cuBLAS, an LLM's decode step, while with 4 rows cuBLAS was faster for weight-sized operands,
+// docs/benchmarks/gemv.md). The load checked it; clamped all the same.
 gemv::Kernel gemv_kernel(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count) {
   const std::optional<gemv::Element> e = gemv_element(dtype);
-  if (!e || a.m.rows > gemv_max_rows()) return gemv::Kernel::kNone;
+  const int max_rows = std::clamp(op_settings().gemv_max_rows, 0, gemv::kMaxRows);
+  if (!e || a.m.rows > max_rows) return gemv::Kernel::kNone;
   return gemv::pick(*e, a, b, c, count);
 }
 
 }  // namespace
-
-int gemv_max_rows() {
-  int v = g_gemv_max_rows.load(std::memory_order_relaxed);
-  if (v < 0) {
-    v = gemv_rows_from_env();
-    g_gemv_max_rows.store(v, std::memory_order_relaxed);
-  }
-  return v;
-}
-
-void set_gemv_max_rows(int rows) {
-  g_gemv_max_rows.store(std::clamp(rows, 0, gemv::kMaxRows), std::memory_order_relaxed);
-}
 
 uint64_t gemv_calls() { return g_gemv_calls.load(std::memory_order_relaxed); }
 
@@ -362,17 +337,22 @@ void open_in_background(int device) noexcept {
 }
 
 void release_stream(int device, void* stream) noexcept {
-  void* space = nullptr;
+  std::vector<void*> spaces;
   {
     Workspaces& w = workspaces();
     std::lock_guard<std::mutex> lock(w.mu);
-    auto it = w.by_stream.find({device, stream});
-    if (it == w.by_stream.end()) return;
-    space = it->second;
-    w.by_stream.erase(it);
+    // Every size made for this stream (Modules with different TuningOptions may have shared it).
+    bool found = false;
+    auto it = w.by_stream.lower_bound({device, stream, 0});
+    while (it != w.by_stream.end() && std::get<0>(it->first) == device && std::get<1>(it->first) == stream) {
+      if (it->second != nullptr) spaces.push_back(it->second);
+      it = w.by_stream.erase(it);
+      found = true;
+    }
+    if (!found) return;
     g_workspace_epoch.fetch_add(1, std::memory_order_acq_rel);
   }
-  if (space != nullptr) (void)cudaFree(space);  // waits for the work that used it
+  for (void* space : spaces) (void)cudaFree(space);  // waits for the work that used it
   (void)cudaGetLastError();
 }
 
@@ -430,17 +410,19 @@ void multiply(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int
   Handle h = bh.handle;
   Status status = kStatusSuccess;
   const std::uint64_t epoch = g_workspace_epoch.load(std::memory_order_acquire);
-  if (!bh.bound || bh.stream != stream || bh.epoch != epoch) {
+  const std::size_t want_workspace = op_settings().cublas_workspace_bytes;
+  if (!bh.bound || bh.stream != stream || bh.epoch != epoch || bh.workspace_bytes != want_workspace) {
     bh.bound = false;
     status = blas.set_stream(h, static_cast<cudaStream_t>(stream));  // also resets the workspace
     if (status != kStatusSuccess) throw_status(status, "cublasSetStream");
-    const auto [space, space_bytes] = stream_workspace(device, stream);
+    const auto [space, space_bytes] = stream_workspace(device, stream, want_workspace);
     status = blas.set_workspace(h, space, space_bytes);
     if (status != kStatusSuccess) throw_status(status, "cublasSetWorkspace");
     // Kept unless the stream got no workspace (e.g. first seen while capturing): retried next time.
     bh.stream = stream;
     bh.epoch = epoch;
-    bh.bound = space != nullptr || workspace_bytes() == 0;
+    bh.workspace_bytes = want_workspace;
+    bh.bound = space != nullptr || want_workspace == 0;
   }
   status = blas.gemm_strided_batched(
       h, cf.op, cs.op, static_cast<int>(cc.rows), static_cast<int>(cc.cols), static_cast<int>(k), &alpha, f.data, type,

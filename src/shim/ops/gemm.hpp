@@ -8,11 +8,13 @@
 // nothing (no libcublas in the process, no handle, no workspace). It is looked up as
 // libcublas.so.<cudart major> on the normal search path, then beside the process's cudart
 // (the toolkit's lib64, or the nvidia-cublas wheel next to a pip cudart); AOTI_CUDA_CUBLAS
-// names the file explicitly. A missing cuBLAS is a clear error of the call that needs it.
+// names the file explicitly (read through common/env.hpp when cuBLAS is first opened). A missing
+// cuBLAS is a clear error of the call that needs it.
 //
 // Handles: one per (thread, device), taken from a process-wide pool the first time a thread
 // multiplies on a device and given back when the thread exits (never destroyed: cuBLAS may be
-// gone at process exit). Workspace: one per (device, stream), allocated on first use outside
+// gone at process exit). Workspace: one per (device, stream, size), the size being the calling
+// Module's TuningOptions::cublas_workspace_mib (op_settings.hpp), allocated on first use outside
 // stream capture, so a captured graph and later direct calls on that stream share it safely
 // (one stream runs its GEMMs in order). A GEMM captured on a stream that has none runs without
 // workspace (cuBLAS then picks algorithms that need none). The owner of a stream releases its
@@ -46,15 +48,9 @@ struct Batch {
 bool blas_compatible(const Matrix& m);
 
 /// True when multiply() would run these operands on aoti_cuda's own few-row kernels (gemv.hpp:
-/// at most gemv_max_rows() rows, layouts they read) rather than cuBLAS; such calls never open
-/// cuBLAS.
+/// at most op_settings().gemv_max_rows rows, the calling Module's TuningOptions::gemv_max_rows,
+/// in layouts they read) rather than cuBLAS; such calls never open cuBLAS.
 bool uses_gemv(int32_t dtype, const Batch& a, const Batch& b, const Batch& c, int64_t count);
-
-/// The most rows of `a` that go to the few-row kernels: AOTI_CUDA_GEMV_MAX_ROWS (0 = never,
-/// up to 8; 1 by default, where they measured faster than cuBLAS), read once;
-/// set_gemv_max_rows() overrides it (tests, benchmarks, A/B runs).
-int gemv_max_rows();
-void set_gemv_max_rows(int rows);
 
 /// How many multiplies ran on the few-row kernels in this process (for tests).
 uint64_t gemv_calls();
@@ -79,13 +75,13 @@ void open_in_background(int device) noexcept;
 /// True once open_in_background() has started (for tests).
 bool opening_started() noexcept;
 
-/// Frees the workspace of (device, stream), if any, and makes every handle bind its stream and
+/// Frees the workspaces of (device, stream) (one per size asked for), if any, and makes every handle bind its stream and
 /// workspace again before its next multiply. Call it when nothing more will run on that stream
 /// through this Module (the caller made `device` current; work already queued that uses the
 /// workspace completes first: cudaFree waits for it). Never throws.
 void release_stream(int device, void* stream) noexcept;
 
-/// Streams that currently have a workspace entry (for tests).
+/// (device, stream, size) entries that currently exist (for tests).
 std::size_t workspace_count() noexcept;
 
 /// True for the shim symbols that may multiply through cuBLAS (the extern GEMMs, the int4 matmul).

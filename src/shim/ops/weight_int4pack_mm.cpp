@@ -7,7 +7,6 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "aoti_cuda/dtype.hpp"
@@ -15,6 +14,7 @@
 #include "common/kernel_timer.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
+#include "shim/op_settings.hpp"
 #include "shim/ops/gemm.hpp"
 #include "shim/ops/weight_int4pack_mm.hpp"
 #include "shim/tensor_object.hpp"
@@ -99,17 +99,13 @@ void expect_aligned(const void* ptr, uintptr_t alignment, const char* name) {
 // Large M (prefill): the multiply is compute-bound, where cuBLAS's bf16 GEMMs beat the int4
 // kernels (which dequantize every weight once per 64 rows of M). So the weights are
 // dequantized once into scratch, in slices of at most kDequantSliceBytes, and each slice
-// multiplied by cuBLAS. AOTI_CUDA_INT4_DEQUANT_M=m sets the smallest M that takes this path
-// (default kDequantMinM; 0 turns it off).
-constexpr int64_t kDequantMinM = 65;
+// multiplied by cuBLAS. The smallest M that takes this path is the calling Module's
+// TuningOptions::int4_dequant_min_m (op_settings.hpp; 65 by default, 0 turns it off).
 constexpr std::size_t kDequantSliceBytes = std::size_t{64} << 20;
 std::atomic<bool> g_cublas_missing{false};
 
 bool use_dequantized_path(int64_t m) {
-  static const int64_t min_m = [] {
-    const char* v = std::getenv("AOTI_CUDA_INT4_DEQUANT_M");
-    return v != nullptr && *v != '\0' ? std::strtoll(v, nullptr, 10) : kDequantMinM;
-  }();
+  const int64_t min_m = op_settings().int4_dequant_min_m;
   return min_m > 0 && m >= min_m && !g_cublas_missing.load(std::memory_order_relaxed);
 }
 

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/env.hpp"
 #include "shim/ops/ptx.cuh"
 #include "shim/ops/shared_memory.cuh"
 #include "shim/ops/weight_int4pack_mm.hpp"
@@ -473,15 +474,13 @@ int launch_variant(const Problem& p, void* stream, int v) {
   return kVariants[v].fn(p, make_shape(p), static_cast<cudaStream_t>(stream));
 }
 
-// AOTI_CUDA_INT4_VARIANT=v (tuning only): tuning candidate v instead of the
-// dispatch wherever it applies (innerKTiles 8, M within the candidate's range),
-// so that a whole model can be timed with it. Read once.
+// AOTI_CUDA_INT4_VARIANT=v (kernel tuning only, docs/configuration.md): tuning
+// candidate v instead of the dispatch wherever it applies (innerKTiles 8, M
+// within the candidate's range), so that a whole model can be timed with it.
+// Read once; a value out of 0..variant_count()-1 is logged and ignored.
 int forced_variant() {
-  static const int v = [] {
-    const char* e = std::getenv("AOTI_CUDA_INT4_VARIANT");
-    const int n = e != nullptr ? std::atoi(e) : 0;
-    return n > 0 && n < variant_count() ? n : 0;
-  }();
+  static const int v = static_cast<int>(
+      env_integer_or_warn("AOTI_CUDA_INT4_VARIANT", 0, variant_count() - 1).value_or(0));
   return v;
 }
 
