@@ -5,15 +5,18 @@
 # into that corpus (minimized: only inputs that add coverage).
 #   tests/fuzz/run.sh [seconds-per-target] [target...]     (default 60; pte ptd elf)
 # Every run appends one line per target to tests/fuzz/executions.tsv:
-#   date  target  seconds (wall)  executions  exec/s  result(ok|crash)
-# scripts/reliability-report.sh sums them. A crash stops the script with the
-# reproducer in build-fuzz/crashes/ (turn it into a regression test).
+#   date  target  seconds (wall)  executions  exec/s  result(ok|crash|leak|timeout|oom)
+# scripts/reliability-report.sh sums them. Anything but ok (libFuzzer exits
+# non-zero on a crash, a sanitizer report, a leak, a -timeout or the RSS limit)
+# stops the script with exit 1 and the reproducer in build-fuzz/crashes/ (turn
+# it into a regression test).
 # Runs at nice 19: the fuzzer shares the machine.
 #
 # AOTI_CUDA_FUZZ_CHECK=1 (what scripts/test.sh sets): the same runs, but the
-# tracked tree is left alone: new inputs stay in the build folder, nothing is
-# merged into the corpus and executions.tsv is not appended to. A crash, leak
-# or timeout still fails the script.
+# tracked tree is left alone: the fuzzer starts from a copy of the corpus in a
+# temporary folder (removed on exit) where its new inputs go, nothing is merged
+# into the corpus and executions.tsv is not appended to (the run's line goes to
+# build-fuzz/logs/executions.tsv). A crash, leak or timeout still fails it.
 set -euo pipefail
 CHECK="${AOTI_CUDA_FUZZ_CHECK:-0}"
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -32,6 +35,10 @@ rm -rf "$B/seeds" && "$B/tests/fuzz/aoti_cuda_fuzz_make_seeds" "$B/seeds"
 mkdir -p "$B/crashes" "$B/logs"
 LOG="$ROOT/tests/fuzz/executions.tsv"
 [[ "$CHECK" == 1 ]] && LOG="$B/logs/executions.tsv"
+if [[ "$CHECK" == 1 ]]; then
+  SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/aoti_cuda_fuzz.XXXXXX")"
+  trap 'rm -rf "$SCRATCH"' EXIT
+fi
 [[ -f "$LOG" ]] || printf 'date\ttarget\tseconds\texecutions\texec_per_s\tresult\n' >"$LOG"
 
 for t in "${TARGETS[@]}"; do
@@ -43,6 +50,7 @@ for t in "${TARGETS[@]}"; do
   fuzzer="$B/tests/fuzz/aoti_cuda_fuzz_$t"
   kept="$ROOT/tests/fuzz/corpus/$t"
   work="$B/corpus/$t"
+  [[ "$CHECK" == 1 ]] && work="$SCRATCH/$t"
   mkdir -p "$kept" && rm -rf "$work" && mkdir -p "$work"
   cp "$kept"/* "$B/seeds/$t"/* "$work"/ 2>/dev/null || true
   out="$B/logs/$t.log"
@@ -52,6 +60,12 @@ for t in "${TARGETS[@]}"; do
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     nice -n 19 "$fuzzer" -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 -timeout=5 -rss_limit_mb=2048 \
     -dict="$dict" -print_final_stats=1 -artifact_prefix="$B/crashes/$t-" "$work" >"$out" 2>&1 || result=crash
+  if [[ $result != ok ]]; then
+    if grep -q 'ERROR: LeakSanitizer' "$out"; then result=leak
+    elif grep -q 'ERROR: libFuzzer: timeout' "$out"; then result=timeout
+    elif grep -q 'ERROR: libFuzzer: out-of-memory' "$out"; then result=oom
+    fi
+  fi
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$out" | tail -1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$out" | tail -1)"
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$t" "$((SECONDS - started))" "${execs:-0}" "${rate:-0}" \

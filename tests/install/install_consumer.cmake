@@ -18,14 +18,19 @@ foreach(f include/aoti_cuda/aoti_cuda.hpp include/aoti_cuda/shim.h include/aoti_
   endif()
 endforeach()
 
-# The installed CLI starts with a clean environment (no LD_LIBRARY_PATH: its RPATH finds
-# libaoti_cuda in ../lib) and inspects a bundled program without a GPU.
-set(clean_env ${CMAKE_COMMAND} -E env --unset=LD_LIBRARY_PATH --unset=LD_PRELOAD)
+# The installed CLI starts with a clean environment (env -i: no LD_LIBRARY_PATH, no
+# CUDA paths; its RPATH finds libaoti_cuda in ../lib) and inspects a bundled program
+# without a GPU.
+find_program(ENV_EXE env PATHS /usr/bin /bin NO_DEFAULT_PATH REQUIRED)
+set(clean_env ${ENV_EXE} -i PATH=/usr/bin:/bin)
 run(${clean_env} ${prefix}/bin/aoti_cuda --version)
+if(NOT last_output MATCHES "^aoti_cuda [0-9]+\\.[0-9]+\\.[0-9]+")
+  message(FATAL_ERROR "the installed CLI's --version printed no version:\n${last_output}")
+endif()
 execute_process(COMMAND ${clean_env} ${prefix}/bin/aoti_cuda inspect ${AOTI_CUDA_SRC}/tests/fixtures/mlp/mlp.pte --json
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 # 0: runnable here; 3: not runnable here (no GPU), which inspect must still explain.
-if(NOT (rc EQUAL 0 OR rc EQUAL 3) OR NOT out MATCHES "\"runnable\"")
+if(NOT (rc EQUAL 0 OR rc EQUAL 3) OR NOT out MATCHES "\"runnable\"" OR NOT out MATCHES "forward")
   message(FATAL_ERROR "the installed CLI's inspect failed (${rc}):\n${out}\n${err}")
 endif()
 
