@@ -191,8 +191,8 @@ std::vector<FqnWeightSpec> parse_fqn_metadata(const std::string& file, const std
   if (count > kMaxFqnEntries || static_cast<std::uint64_t>(count) * kMinEntryBytes > body.remaining()) {
     body.fail("W1 (FQN weight metadata header)",
               "entry count " + std::to_string(count) + " at byte " + u64s(count_at) + " cannot fit in the " +
-                  u64s(body.remaining()) + " bytes that follow (each entry takes at least " + u64s(kMinEntryBytes) +
-                  "; at most " + std::to_string(kMaxFqnEntries) + " entries)");
+                  u64s(body.remaining()) + " bytes that follow (truncated or corrupt: each entry takes at least " +
+                  u64s(kMinEntryBytes) + " bytes; at most " + std::to_string(kMaxFqnEntries) + " entries)");
   }
   std::vector<FqnWeightSpec> entries;
   entries.reserve(count);
