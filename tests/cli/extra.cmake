@@ -45,7 +45,7 @@ if(TARGET aoti_cuda_cli)
   # ExecuTorch 1.5.1's layout (tests/data/et15, code-less stand-ins for the libraries): the generation and each stored tensor.
   set(_et15 ${CMAKE_CURRENT_SOURCE_DIR}/data/et15/shared/model.pte)
   cli_case(inspect_et15 any "^exporter: executorch-1\\.5 \\(ETCUDAFQN3"
-    "weights: 7 tensors stored per FQN \\(ETCUDAFQN3\\), 182 bytes in .*aoti_cuda_blob\\.ptd; 6 shared"
+    "weights: 7 tensors stored per FQN \\(ETCUDAFQN3\\), 182 bytes in .*aoti_cuda_blob\\.ptd. 6 shared"
     "m\\.tail +float32\\[6\\] strides \\(1\\) offset 2, cuda, 32 bytes, shared" "_tensor_constant0 +float32\\[3\\]"
     -- inspect ${_et15})
   cli_case(inspect_et15_json any "\"exporter_generation\": \"fqn_weights\"" "\"format\": \"ETCUDAFQN3\""
