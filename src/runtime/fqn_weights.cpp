@@ -146,66 +146,73 @@ void FqnWeightInstaller::upload(const Delegate& d, const std::vector<RecordedCop
   stats_.staged_bytes += r.threads > 0 ? r.bytes : 0;
 }
 
+// Step 2 for a read-only constant: the Module's one copy of its storage.
+FqnWeightInstaller::Copy FqnWeightInstaller::read_only_copy(const FqnWeightSpec& w, std::size_t bytes, bool host,
+                                                            std::vector<RecordedCopy>& uploads, Shared& shared) {
+  if (!deduplicate_) return make_copy(w, bytes, host, uploads);
+  // One key is one storage (W7: the same size everywhere); a library whose
+  // data size asks for more room than the first copy has gets its own.
+  const auto it = read_only_.find(w.storage_key);
+  if (it != read_only_.end() && it->second.size >= bytes) {
+    ++shared.constants;
+    shared.bytes += static_cast<std::size_t>(w.storage_nbytes);
+    return it->second;
+  }
+  Copy copy = make_copy(w, bytes, host, uploads);
+  if (it == read_only_.end()) read_only_.emplace(w.storage_key, copy);
+  return copy;
+}
+
+// Step 3 for one constant: a handle viewing `data` as the metadata says.
+AtenTensorHandle FqnWeightInstaller::view(const Delegate& d, const FqnWeightSpec& w, void* data, bool host) const {
+  AtenTensorHandle h = nullptr;
+  aoti_cuda_shim_clear_error();
+  const int32_t device_type = host ? aoti_torch_device_type_cpu() : aoti_torch_device_type_cuda();
+  if (aoti_torch_create_tensor_from_blob_v2(data, static_cast<int64_t>(w.sizes.size()), w.sizes.data(),
+                                            w.strides.data(), w.storage_offset, static_cast<int32_t>(w.dtype),
+                                            device_type, host ? 0 : target_.device.index, &h, /*layout=*/0, nullptr,
+                                            0) != 0) {
+    throw Error(ErrorCode::kUnsupported, d.label + ": per-FQN weight '" + w.fqn +
+                                             "' cannot be viewed as stored: " + model_failure_detail(d.library->api()));
+  }
+  return h;
+}
+
 void FqnWeightInstaller::install(Delegate& d, ConstantSharing& sharing) {
   const auto t0 = Clock::now();
   const ContainerApi& api = d.library->api();
   if (api.update_user_managed_constant_buffer_pairs == nullptr) {
-    throw Error(ErrorCode::kLoad, d.label + ": its weights are stored per FQN (ExecuTorch 1.5), but the model library "
-                                            "does not export AOTInductorModelContainerUpdateUserManagedConstantBufferPairs "
-                                            "to bind them");
+    throw Error(ErrorCode::kLoad, d.label + ": its weights are stored per FQN (ExecuTorch 1.5), but the model "
+                                            "library does not export "
+                                            "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs to bind them");
   }
   const std::vector<std::size_t> match = match_fqn_constants(d);
   const std::size_t n = d.constants.size();
-  const bool cuda = target_.device.is_cuda();
   std::vector<RecordedCopy> uploads;
   std::vector<ContainerApi::ConstantMapEntry> pairs;
   d.constant_handles.assign(n, nullptr);
   d.in_use.assign(n, nullptr);
-  std::size_t dedup_constants = 0, dedup_bytes = 0, shared_state = 0;
+  Shared shared;
   for (std::size_t k = 0; k < n; ++k) {
     ConstantEntry& e = d.constants[k];
     const FqnWeightSpec& w = d.spec->fqn_weights[match[k]];
     e.initial = w.storage;
-    const bool host = !cuda || w.device_type == 0;
+    const bool host = !target_.device.is_cuda() || w.device_type == 0;
     const std::size_t bytes = std::max<std::size_t>(static_cast<std::size_t>(w.storage_nbytes), e.data_size);
-    Copy copy;
     if (e.holds_state()) {
       if (AtenTensorHandle earlier = sharing.state_to_share(d, e, w)) {
         d.in_use[k] = earlier;
         pairs.push_back({e.name.c_str(), earlier});
-        ++shared_state;
+        ++shared.state;
         continue;
       }
-      copy = make_copy(w, bytes, host, uploads);
-    } else if (deduplicate_) {
-      // One key is one storage (W7: the same size everywhere); a library whose
-      // data size asks for more room than the first copy has gets its own.
-      auto it = read_only_.find(w.storage_key);
-      if (it != read_only_.end() && it->second.size >= bytes) {
-        copy = it->second;
-        ++dedup_constants;
-        dedup_bytes += static_cast<std::size_t>(w.storage_nbytes);
-      } else {
-        copy = make_copy(w, bytes, host, uploads);
-        if (it == read_only_.end()) read_only_.emplace(w.storage_key, copy);
-      }
-    } else {
-      copy = make_copy(w, bytes, host, uploads);
     }
+    const Copy copy =
+        e.holds_state() ? make_copy(w, bytes, host, uploads) : read_only_copy(w, bytes, host, uploads, shared);
     d.fqn_storage.push_back(copy.memory);
-    AtenTensorHandle h = nullptr;
-    aoti_cuda_shim_clear_error();
-    const int32_t device_type = host ? aoti_torch_device_type_cpu() : aoti_torch_device_type_cuda();
-    if (aoti_torch_create_tensor_from_blob_v2(copy.data, static_cast<int64_t>(w.sizes.size()), w.sizes.data(),
-                                              w.strides.data(), w.storage_offset, static_cast<int32_t>(w.dtype),
-                                              device_type, host ? 0 : target_.device.index, &h,
-                                              /*layout=*/0, nullptr, 0) != 0) {
-      throw Error(ErrorCode::kUnsupported, d.label + ": per-FQN weight '" + w.fqn + "' cannot be viewed as stored: " +
-                                                  model_failure_detail(api));
-    }
+    const AtenTensorHandle h = view(d, w, copy.data, host);
     d.fqn_handles.push_back(h);
-    d.constant_handles[k] = h;
-    d.in_use[k] = h;
+    d.constant_handles[k] = d.in_use[k] = h;
     pairs.push_back({e.name.c_str(), h});
   }
   upload(d, uploads);
@@ -213,18 +220,18 @@ void FqnWeightInstaller::install(Delegate& d, ConstantSharing& sharing) {
     ModelMessageScope said;  // the model's stderr, for the Error
     if (!bind_pairs(d, target_.ordinal(), pairs, /*full=*/true)) {
       throw Error(model_failure_code(), d.label + ": binding its " + std::to_string(pairs.size()) +
-                                         " per-FQN constants (AOTInductorModelContainerUpdateUserManagedConstantBufferPairs) "
-                                         "failed: " + model_failure_detail(api));
+                                         " per-FQN constants (AOTInductorModelContainerUpdateUserManagedConstant"
+                                         "BufferPairs) failed: " + model_failure_detail(api));
     }
   }
   sharing.record_installed(d);
-  sharing.count_shared(dedup_constants, dedup_bytes, shared_state);
+  sharing.count_shared(shared.constants, shared.bytes, shared.state);
   const double ms = ms_since(t0);
   stats_.upload_ms += ms;
   if (trace_weights()) {
     log(LogLevel::kDebug, d.label + ": " + std::to_string(n) + " per-FQN constants bound in " + std::to_string(ms) +
-                              " ms (" + std::to_string(dedup_constants) + " read-only ones shared with earlier methods, " +
-                              std::to_string(shared_state) + " shared buffers)");
+                              " ms (" + std::to_string(shared.constants) + " read-only ones shared with earlier " +
+                              "methods, " + std::to_string(shared.state) + " shared buffers)");
   }
 }
 

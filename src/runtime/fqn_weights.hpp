@@ -84,7 +84,14 @@ class FqnWeightInstaller {
     void* data = nullptr;
     std::size_t size = 0;          // bytes allocated
   };
+  struct Shared {  // what a delegate did not install itself
+    std::size_t constants = 0, bytes = 0;  // read-only constants (and their storage bytes) of earlier delegates
+    std::size_t state = 0;                 // buffers of earlier delegates (LoadOptions::share_state)
+  };
   Copy make_copy(const FqnWeightSpec& w, std::size_t bytes, bool host, std::vector<RecordedCopy>& uploads);
+  Copy read_only_copy(const FqnWeightSpec& w, std::size_t bytes, bool host, std::vector<RecordedCopy>& uploads,
+                      Shared& shared);
+  AtenTensorHandle view(const Delegate& d, const FqnWeightSpec& w, void* data, bool host) const;
   void upload(const Delegate& d, const std::vector<RecordedCopy>& uploads);
 
   TargetDevice target_;

@@ -257,3 +257,37 @@ TEST_CASE("module(fqn): a CPU constant of a CUDA program and a CUDA one both liv
     CHECK(seen_w(m, "forward") == twice(kW));
   }
 }
+
+TEST_CASE("module(fqn): two partitions of one method, each with its metadata, share the stored weights") {
+  // forward(a, b): y1 = a * w + b by partition 0, then y2 = y1 * w + b by partition 1.
+  PteBuilder b;
+  const Bytes so = read_file(AOTI_CUDA_FAKE_MODEL_AFFINE);
+  auto p0 = b.add_fqn_weights("forward", so, {affine_w()});
+  Bytes so1 = so;
+  so1.push_back(0);  // another partition, another .so key (trailing bytes do not change the ELF)
+  auto p1 = b.add_fqn_weights("forward", so1, {affine_w()});
+  CHECK(p0.so_key != p1.so_key);
+  MethodDesc m;
+  m.name = "forward";
+  for (int i = 0; i < 6; ++i) m.values.push_back(ValueDesc::of(f32({2, 4})));
+  m.inputs = {0, 1};
+  m.outputs = {4, 5};
+  m.delegates = {cuda_delegate(p0), cuda_delegate(p1)};
+  m.instructions = {InstrDesc{InstrDesc::Kind::kDelegate, 0, 0, {0, 1, 2, 3}},
+                    InstrDesc{InstrDesc::Kind::kDelegate, 1, 0, {2, 1, 4, 5}}};
+  b.add_method(m);
+  const BuiltProgram built = b.build();
+  const Program program = Program::from_memory({built.pte.data(), built.pte.size()},
+                                               {{built.ptd.data(), built.ptd.size()}}, "two.pte");
+  const auto& ds = program.method("forward").delegates;
+  REQUIRE(ds.size() == 2);
+  CHECK(ds[0].fqn_weights.at(0).storage.data == ds[1].fqn_weights.at(0).storage.data);
+  Module mod = load(built);
+  CHECK(mod.load_stats().deduplicated_constants == 1);
+  CHECK(mod.load_stats().weight_bytes == 16);
+  const auto out = mod.forward({host({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), host({2, 4}, std::vector<float>(8, 1.0f))});
+  std::vector<float> want(8);
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (int i = 0; i < 8; ++i) want[i] = (a[i] * kW[i % 4] + 1.0f) * kW[i % 4] + 1.0f;
+  CHECK(floats(out.at(0)) == want);
+}

@@ -336,9 +336,14 @@ TEST_CASE("program(et15): hostile metadata fields name their check") {
     put_u32(meta, 10 + 4 + 1 + 4, 0x10000);
     expect_invalid(fqn_program(base, &meta), "W2 (FQN weight entry)", "entry 0 fqn");
   }
-  SUBCASE("empty fqn") { check(with([](auto& e) { e[1].fqn = ""; e[1].storage_key = "cuda_fqn_weight:cuda:table"; }), "W2", "is empty"); }
+  SUBCASE("empty fqn") {
+    check(with([](auto& e) { e[1].fqn = "", e[1].storage_key = "cuda_fqn_weight:cuda:table"; }), "W2", "is empty");
+  }
   SUBCASE("NUL in a fqn") {
-    check(with([](auto& e) { e[0].fqn = std::string("lin\0w", 5); e[0].storage_key = "cuda_fqn_weight:cuda:lin.weight"; }),
+    check(with([](auto& e) {
+            e[0].fqn = std::string("lin\0w", 5);
+            e[0].storage_key = "cuda_fqn_weight:cuda:lin.weight";
+          }),
           "W2", "NUL");
   }
   SUBCASE("two entries for one fqn") {
@@ -346,7 +351,11 @@ TEST_CASE("program(et15): hostile metadata fields name their check") {
           "both describe fqn \"lin.weight\"");
   }
   SUBCASE("two constants on one storage") {
-    check(with([](auto& e) { e[1].storage_key = "cuda_fqn_weight:cuda:lin.weight"; e[1].storage_offset = 0; e[1].sizes = {3, 2}; e[1].strides = {}; }),
+    check(with([](auto& e) {
+            e[1].storage_key = "cuda_fqn_weight:cuda:lin.weight";
+            e[1].storage_offset = 0;
+            e[1].strides = {};
+          }),
           "W2", "name the same storage");
   }
   SUBCASE("rank over 64") { check(with([](auto& e) { e[0].sizes.assign(65, 1); }), "W2", "ndim 65"); }
