@@ -62,6 +62,8 @@ std::vector<FqnWeightDesc> constants_of(const aoti_cuda::DelegateSpec& ds) {
     AtenTensorHandle h = d.constant_handles[k];
     int64_t dim = 0, offset = 0;
     int64_t *sizes = nullptr, *strides = nullptr;
+    int32_t device_type = 0;
+    REQUIRE(aoti_torch_get_device_type(h, &device_type) == 0);
     REQUIRE(aoti_torch_get_dim(h, &dim) == 0);
     REQUIRE(aoti_torch_get_sizes(h, &sizes) == 0);
     REQUIRE(aoti_torch_get_strides(h, &strides) == 0);
@@ -69,7 +71,7 @@ std::vector<FqnWeightDesc> constants_of(const aoti_cuda::DelegateSpec& ds) {
     FqnWeightDesc w;
     w.fqn = e.fqn.empty() ? e.name : e.fqn;
     w.dtype = e.dtype;
-    w.device_type = 1;
+    w.device_type = device_type;  // where the library keeps it (CUDA, or CPU for host constants)
     w.storage.assign(ds.weights.data + e.blob_offset, ds.weights.data + e.blob_offset + e.data_size);
     w.storage_offset = offset;
     w.sizes.assign(sizes, sizes + dim);
