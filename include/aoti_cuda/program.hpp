@@ -46,7 +46,8 @@ struct ByteView {
 enum class ExporterGeneration {
   kSeed,        ///< pre-1.1 main: "so_blob" in the .ptd, weights embedded in the .so
   kMethodKeys,  ///< ExecuTorch 1.1-1.3: "<method>_so_blob" (.pte) + "<method>_weights_blob" (.ptd)
-  kHashKeys,    ///< ExecuTorch 1.4+: "<so_key>\n<weights_key>" in the delegate payload (sha256 keys)
+  kHashKeys,    ///< ExecuTorch 1.4: "<so_key>\n<weights_key>" in the delegate payload (sha256 keys)
+  kFqnWeights,  ///< ExecuTorch 1.5: ETCUDAFQN3 metadata in the payload, one stored tensor per constant (FQN)
 };
 /// Human-readable description, e.g. "executorch-1.4+ (sha256 keys in the delegate payload)".
 AOTI_CUDA_API const char* to_string(ExporterGeneration g) noexcept;
@@ -74,6 +75,26 @@ struct ValueSpec {
   TensorSpec tensor;         ///< meaningful when kind == kTensor
 };
 
+/// One constant of a delegate whose weights are stored per tensor (ExecuTorch
+/// 1.5, ExporterGeneration::kFqnWeights): an entry of the delegate's
+/// ETCUDAFQN3 metadata with the bytes it names. Each named storage holds the
+/// whole storage of the constant (AOTInductor's `Weights` entry); the model
+/// library views it with `sizes`, `strides` and `storage_offset` (elements).
+/// One store serves every method of the file: delegates of several methods
+/// that name the same `storage_key` see the same bytes.
+struct FqnWeightSpec {
+  std::string fqn;             ///< the constant's original name (FQN), as the model library reports it
+  std::string storage_key;     ///< named-data key: "cuda_fqn_weight:<cpu|cuda>:<fqn>" (tensor constants: "...:<so_key>:<fqn>")
+  std::uint64_t storage_nbytes = 0;  ///< bytes of the storage (== storage.size once found)
+  DType dtype = DType::kFloat32;
+  int32_t device_type = 1;           ///< where the library expects it: 0 CPU, 1 CUDA (c10::DeviceType)
+  int64_t storage_offset = 0;        ///< elements from the start of the storage
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;      ///< in elements; same rank as sizes
+  ByteView storage;                  ///< the storage bytes (zero-copy); empty when not found (see DelegateSpec)
+  std::string storage_file;          ///< file holding them ("" when not found)
+};
+
 /// A CudaBackend partition of a method and the blobs it needs.
 struct DelegateSpec {
   int32_t delegate_index = -1;        ///< index in the method's delegate table
@@ -81,11 +102,16 @@ struct DelegateSpec {
   std::string method_name_spec;       ///< the "method_name" compile spec (may differ from the method)
   ExporterGeneration generation = ExporterGeneration::kMethodKeys;
   std::string so_key;                 ///< named-data key of the .so
-  std::string weights_key;            ///< named-data key of the weights blob ("" for kSeed)
+  std::string weights_key;            ///< named-data key of the weights blob ("" for kSeed and kFqnWeights)
   ByteView so;                        ///< the .so bytes (zero-copy)
-  ByteView weights;                   ///< the weights blob; empty when absent/embedded in the .so
+  ByteView weights;                   ///< the weights blob; empty when absent/embedded in the .so, or kFqnWeights
   std::string so_file;                ///< file holding the .so (pte or ptd path)
   std::string weights_file;           ///< file holding the weights ("" when absent)
+  /// kFqnWeights: every constant of the partition, in metadata order (empty otherwise).
+  std::vector<FqnWeightSpec> fqn_weights;
+  /// kFqnWeights: the payload's metadata version, e.g. "ETCUDAFQN3" (a newer
+  /// one is reported, and the method is then not runnable).
+  std::string fqn_format;
   std::vector<int32_t> args;          ///< DelegateCall value indices: delegate inputs, then outputs
 };
 

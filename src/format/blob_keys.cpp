@@ -1,6 +1,7 @@
 // Which named-data keys hold a CUDA delegate's .so and weights blobs, per
-// exporter generation (seed, executorch-1.1..1.3 method keys, 1.4+ hash keys
-// in the delegate payload). See reader.hpp.
+// exporter generation (seed, executorch-1.1..1.3 method keys, 1.4 hash keys
+// in the delegate payload, 1.5 per-FQN weight metadata in the payload). See
+// reader.hpp.
 #include "format/reader.hpp"
 
 namespace aoti_cuda {
@@ -12,7 +13,9 @@ const char* to_string(ExporterGeneration g) noexcept {
   switch (g) {
     case ExporterGeneration::kSeed: return "seed (so_blob in .ptd, weights inside the .so)";
     case ExporterGeneration::kMethodKeys: return "executorch-1.1..1.3 (<method>_so_blob / <method>_weights_blob)";
-    case ExporterGeneration::kHashKeys: return "executorch-1.4+ (sha256 keys in the delegate payload)";
+    case ExporterGeneration::kHashKeys: return "executorch-1.4 (sha256 keys in the delegate payload)";
+    case ExporterGeneration::kFqnWeights:
+      return "executorch-1.5 (ETCUDAFQN3 metadata in the delegate payload, weights stored per FQN)";
   }
   return "unknown";
 }
@@ -39,7 +42,21 @@ void Program::Impl::resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::
     const et::DataSegment* s = prog->segments()->Get(ref->index());
     processed = format::segment_bytes(pte, s->offset(), s->size(), dw + " processed segment " + std::to_string(ref->index()));
   }
-  if (!processed.empty()) {
+  const bool fqn = format::is_fqn_metadata(processed);
+  if (fqn) {
+    ds.generation = ExporterGeneration::kFqnWeights;
+    ds.fqn_format = format::fqn_metadata_magic(processed);
+    if (!format::is_supported_fqn_metadata(processed) && processed.size >= 10) {
+      // A later exporter's metadata (ExecuTorch after 1.5.1 writes other versions): readable
+      // files, but not by this build. Not an error of the file: the method cannot run here.
+      m.not_runnable_reason += std::string(m.not_runnable_reason.empty() ? "" : "; ") + dw + ": the payload is " +
+                               quoted(ds.fqn_format) +
+                               " weight metadata, a version this build does not read (it reads ETCUDAFQN3, "
+                               "ExecuTorch 1.5)";
+      return;
+    }
+    ds.fqn_weights = format::parse_fqn_metadata(F, dw, processed, &ds.so_key);
+  } else if (!processed.empty()) {
     ds.generation = ExporterGeneration::kHashKeys;
     const auto* begin = reinterpret_cast<const char*>(processed.data);
     const std::string_view payload(begin, processed.size);
@@ -92,6 +109,7 @@ void Program::Impl::resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::
     // else: a .ptd exists but lacks the key: the .so may embed its weights
     // (ExecuTorch skips the blob silently too); weights stay empty.
   }
+  if (fqn) find_fqn_storages(ds, dw, missing);
   if (!missing.empty()) m.not_runnable_reason += (m.not_runnable_reason.empty() ? "" : "; ") + missing;
 }
 

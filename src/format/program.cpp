@@ -31,6 +31,7 @@ void Program::Impl::load() {
   load_pte_data(prog);
   for (auto& p : ptds) load_ptd(*p);
   build_methods(prog);
+  check_fqn_store();
 }
 
 void Program::Impl::build_methods(const et::Program* prog) {

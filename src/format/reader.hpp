@@ -12,7 +12,10 @@
 //                         delegates (S8);
 //   plan_builder.cpp      the instruction walk: PlanSteps and not-runnable reasons;
 //   blob_keys.cpp         which named-data keys hold a CUDA delegate's .so and
-//                         weights, per exporter generation.
+//                         weights, per exporter generation;
+//   fqn_weights.cpp       ExecuTorch 1.5's per-FQN weights: the ETCUDAFQN3
+//                         metadata in the delegate payload (W1-W5), the
+//                         storages it names and the store they form (W6, W7).
 // Every check ID cited in an error message is described in docs/format-checks.md.
 #pragma once
 
@@ -102,6 +105,18 @@ std::uint64_t check_shape(const std::string& file, const std::string& where, int
                           const flatbuffers::Vector<int32_t>* sizes, const flatbuffers::Vector<uint8_t>* dim_order,
                           const char* check);
 
+/// True when a delegate payload is per-FQN weight metadata of any version
+/// ("ETCUDAFQN" + version); is_supported_fqn_metadata: version 3, which
+/// parse_fqn_metadata reads. fqn_metadata_magic: its first 10 bytes, printable.
+bool is_fqn_metadata(ByteView payload);
+bool is_supported_fqn_metadata(ByteView payload);
+std::string fqn_metadata_magic(ByteView payload);
+/// W1-W5: the entries of ETCUDAFQN3 metadata (storages not looked up yet) and
+/// the .so key in *so_key. Throws kInvalidProgram naming the check, the field
+/// and its byte offset; `where` names the delegate.
+std::vector<FqnWeightSpec> parse_fqn_metadata(const std::string& file, const std::string& where, ByteView payload,
+                                              std::string* so_key);
+
 struct NamedEntry {
   ByteView bytes;
   std::string file;
@@ -157,6 +172,11 @@ struct Program::Impl {
   void plan_kernel_call(format::MethodBuild& b, const std::string& iw, const et::KernelCall* kc);
   void finish_method(format::MethodBuild& b);
   void resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::Program* prog, const et::BackendDelegate* d);
+  /// kFqnWeights delegates: each entry's storage (W6 sizes); a missing one throws
+  /// kNotFound with require_data, else is added to `missing` (fqn_weights.cpp).
+  void find_fqn_storages(DelegateSpec& ds, const std::string& dw, std::string& missing);
+  /// W6 (overlapping storages) and W7 once every method is built (fqn_weights.cpp).
+  void check_fqn_store();
   std::optional<format::NamedEntry> lookup(std::string_view key) const {
     auto it = named.find(key);
     if (it == named.end()) return std::nullopt;

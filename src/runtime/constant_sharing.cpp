@@ -89,14 +89,13 @@ void locate_in_blob(Delegate& d) {
     std::uint64_t total = 0;
     const std::vector<std::uint64_t> offsets = blob_offsets(sizes, padded, &total);
     if (total != blob) continue;
-    for (std::size_t i = 0; i < offsets.size(); ++i) d.constants[i].blob_offset = offsets[i];
+    for (std::size_t i = 0; i < offsets.size(); ++i) {
+      d.constants[i].blob_offset = offsets[i];
+      d.constants[i].initial = ByteView{d.spec->weights.data + offsets[i], d.constants[i].data_size};
+    }
     d.blob_layout_known = true;
     return;
   }
-}
-
-ByteView blob_range(const Delegate& d, const ConstantEntry& e) {
-  return ByteView{d.spec->weights.data + e.blob_offset, e.data_size};
 }
 
 void trace(const Delegate& d, const std::string& why) {
@@ -115,8 +114,8 @@ const char* type_name(ConstantType t) {
   return "constant whose type the library does not report";
 }
 
-// Binds `pairs` in d's container; the aliases the library makes are recorded
-// for release. False (everything undone) when the library refuses.
+}  // namespace
+
 bool bind_pairs(Delegate& d, int device, const std::vector<ContainerApi::ConstantMapEntry>& pairs, bool full) {
   const ContainerApi& api = d.library->api();
   common::DeviceGuard on_device(device);
@@ -135,8 +134,6 @@ bool bind_pairs(Delegate& d, int device, const std::vector<ContainerApi::Constan
   d.shared_aliases.insert(d.shared_aliases.end(), aliases.begin(), aliases.end());
   return true;
 }
-
-}  // namespace
 
 std::vector<std::uint64_t> blob_offsets(const std::vector<std::size_t>& sizes, bool padded, std::uint64_t* total) {
   std::vector<std::uint64_t> offsets;
@@ -221,7 +218,7 @@ const ConstantSharing::Held* ConstantSharing::find_match(const Delegate& d, cons
     const ConstantEntry& h = owner.constants[it->second.index];
     if (!h.read_only() || !owner.blob_layout_known || h.dtype != e.dtype || h.data_size != e.data_size) continue;
     const auto t0 = Clock::now();
-    const bool equal = bytes_equal(blob_range(d, e).data, blob_range(owner, h).data, e.data_size);
+    const bool equal = bytes_equal(e.initial.data, h.initial.data, e.data_size);
     compare_ms_ += ms_since(t0);
     if (equal) return &it->second;
   }
@@ -268,6 +265,41 @@ bool ConstantSharing::try_adopt_all(Delegate& d) {
   shared_state_constants_ += pairs.size() - read_only;
   deduplicated_bytes_ += d.spec->weights.size;
   return true;
+}
+
+AtenTensorHandle ConstantSharing::state_to_share(const Delegate& d, const ConstantEntry& e,
+                                                 const FqnWeightSpec& view) const {
+  if (!shares_state(e)) return nullptr;
+  const auto range = held_.equal_range(e.fqn);
+  for (auto it = range.first; it != range.second; ++it) {
+    const ConstantEntry& h = it->second.owner->constants[it->second.index];
+    if (h.dtype != e.dtype || h.data_size != e.data_size) continue;
+    int32_t dtype = 0;
+    int64_t dim = 0, offset = 0;
+    int64_t *sizes = nullptr, *strides = nullptr;
+    const AtenTensorHandle held = it->second.handle;
+    bool same = aoti_torch_get_dtype(held, &dtype) == 0 && aoti_torch_get_dim(held, &dim) == 0 &&
+                aoti_torch_get_storage_offset(held, &offset) == 0 && aoti_torch_get_sizes(held, &sizes) == 0 &&
+                aoti_torch_get_strides(held, &strides) == 0 && dtype == static_cast<int32_t>(view.dtype) &&
+                dim == static_cast<int64_t>(view.sizes.size()) && offset == view.storage_offset;
+    for (int64_t i = 0; same && i < dim; ++i) same = sizes[i] == view.sizes[i] && strides[i] == view.strides[i];
+    if (same) return held;
+    if (explicitly_requested(e)) {
+      throw Error(ErrorCode::kInvalidArgument, "LoadOptions::share_state names '" + e.fqn + "', whose layout in " +
+                                                   d.label + " differs from the one in " + it->second.owner->label);
+    }
+    trace(d, "keeps its own buffer '" + e.fqn + "': its layout differs from " + it->second.owner->label + "'s");
+    return nullptr;
+  }
+  return nullptr;
+}
+
+void ConstantSharing::record_installed(const Delegate& d) {
+  if (!d.constants_known || d.in_use.size() != d.constants.size()) return;
+  for (std::size_t k = 0; k < d.constants.size(); ++k) {
+    const bool own = k < d.constant_handles.size() && d.constant_handles[k] == d.in_use[k];
+    if (own && !d.constants[k].fqn.empty()) held_.emplace(d.constants[k].fqn, Held{&d, k, d.in_use[k]});
+  }
 }
 
 void ConstantSharing::after_upload(Delegate& d) {

@@ -49,6 +49,12 @@ namespace aoti_cuda::runtime {
 /// each when `padded`); the total in `*total`.
 std::vector<std::uint64_t> blob_offsets(const std::vector<std::size_t>& sizes, bool padded, std::uint64_t* total);
 
+/// Binds `pairs` in d's container (UpdateUserManagedConstantBufferPairs,
+/// validate_full_update = `full`); the aliases the library makes are recorded
+/// in d.shared_aliases for release. False (everything undone) when the
+/// library refuses; model_failure_detail() then says why.
+bool bind_pairs(Delegate& d, int device, const std::vector<ContainerApi::ConstantMapEntry>& pairs, bool full);
+
 class ConstantSharing {
  public:
   ConstantSharing(TargetDevice target, bool deduplicate, StateSharing share_state)
@@ -70,6 +76,23 @@ class ConstantSharing {
   /// Step 4, after `d` installed its own blob. Throws kInvalidArgument for a
   /// requested buffer whose layout differs, kModel when the library refuses.
   void after_upload(Delegate& d);
+
+  /// For delegates that bind their constants themselves (per-FQN weights,
+  /// runtime/fqn_weights.hpp), instead of try_adopt_all / after_upload:
+  /// the earlier copy that requested shared state `e` of `d` must use, or
+  /// nullptr when `d` keeps its own (not requested, the first holder, or,
+  /// with StateSharing::all(), a different layout than `view`). Throws
+  /// kInvalidArgument when an explicitly requested buffer's layout differs.
+  AtenTensorHandle state_to_share(const Delegate& d, const ConstantEntry& e, const FqnWeightSpec& view) const;
+  /// Records d's installed constants (d.in_use, where d holds its own copy) for
+  /// later methods' shared state.
+  void record_installed(const Delegate& d);
+  /// Adds what such a delegate shared to the counters below.
+  void count_shared(std::size_t deduplicated_constants, std::size_t deduplicated_bytes, std::size_t state_constants) {
+    deduplicated_constants_ += deduplicated_constants;
+    deduplicated_bytes_ += deduplicated_bytes;
+    shared_state_constants_ += state_constants;
+  }
 
   /// Counts for LoadStats.
   std::size_t deduplicated_constants() const noexcept { return deduplicated_constants_; }

@@ -26,6 +26,9 @@ Delegate::~Delegate() {
     container = nullptr;
     for (AtenTensorHandle h : shared_aliases) (void)aoti_torch_delete_tensor_object(h);
     shared_aliases.clear();
+    for (AtenTensorHandle h : fqn_handles) (void)aoti_torch_delete_tensor_object(h);
+    fqn_handles.clear();
+    fqn_storage.clear();  // memory no other delegate views is freed here
     // The AOTI runtime never unloads its kernel modules; do it for it, in the
     // device's primary context.
     if (cuda_device >= 0) kernel_modules.unload_all();

@@ -53,6 +53,9 @@ struct ConstantEntry {
   std::size_t data_size = 0;
   ConstantType type = ConstantType::kNotReported;
   std::uint64_t blob_offset = 0;  ///< where its bytes start in the weights blob (Delegate::blob_layout_known)
+  /// Its initial bytes in the program's files, `data_size` of them, when known:
+  /// its range of the weights blob, or its per-FQN storage (empty otherwise).
+  ByteView initial;
 
   /// The model never writes it: parameters, tensor constants, and constants
   /// the library reports as Unknown. Unknown is what Inductor reports for a
@@ -97,6 +100,12 @@ struct Delegate {
   /// True when every constant came from earlier methods and the weights blob
   /// was never uploaded (ConstantSharing::try_adopt_all).
   bool constants_adopted = false;
+  /// Per-FQN weights (runtime/fqn_weights.hpp): the handles this runtime made
+  /// for the constants it bound (deleted after the container), and the memory
+  /// they view (shared with the delegates that bind the same read-only storage;
+  /// freed with the last of them).
+  std::vector<AtenTensorHandle> fqn_handles;
+  std::vector<std::shared_ptr<void>> fqn_storage;
 
   Delegate() = default;
   Delegate(const Delegate&) = delete;

@@ -77,7 +77,9 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
   std::size_t total = 0, largest_blob = 0;
   for (const MethodSpec* ms : selected) {
     total += ms->delegates.size();
-    for (const DelegateSpec& ds : ms->delegates) largest_blob = std::max(largest_blob, ds.weights.size);
+    for (const DelegateSpec& ds : ms->delegates) {
+      largest_blob = std::max({largest_blob, ds.weights.size, fqn_weight_bytes(ds)});
+    }
   }
   // The pinned staging of the weights upload is page-locked while the model
   // libraries load, not after (weight_upload.hpp).
@@ -103,13 +105,17 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
   sharing.check_requests(all);
   std::stable_sort(pending.begin(), pending.end(),
                    [](const auto& a, const auto& b) { return ConstantSharing::install_before(*a.first, *b.first); });
+  FqnWeightInstaller fqn(target_, options_.deduplicate_constants, stats_, staging_.get());
   for (std::size_t i = 0; i < pending.size(); ++i) {
-    install_weights(*pending[i].first, sharing);
+    install_weights(*pending[i].first, sharing, fqn);
     progress_("weights", pending[i].second->name, i + 1, pending.size());
   }
   staging_.reset();
   // Comparisons may have touched blobs installed earlier again.
-  for (const auto& p : pending) release_blob_pages(p.first->spec->weights);
+  for (const auto& p : pending) {
+    release_blob_pages(p.first->spec->weights);
+    for (const FqnWeightSpec& w : p.first->spec->fqn_weights) release_blob_pages(w.storage);
+  }
   stats_.deduplicated_bytes = sharing.deduplicated_bytes();
   stats_.deduplicated_constants = sharing.deduplicated_constants();
   stats_.shared_state_constants = sharing.shared_state_constants();
@@ -230,8 +236,13 @@ void MethodLoader::check_calls(const Method& m) const {
   }
 }
 
-void MethodLoader::install_weights(Delegate& d, ConstantSharing& sharing) {
+void MethodLoader::install_weights(Delegate& d, ConstantSharing& sharing, FqnWeightInstaller& fqn) {
   const auto t0 = Clock::now();
+  if (d.spec->generation == ExporterGeneration::kFqnWeights) {
+    fqn.install(d, sharing);  // no blob: each constant is bound to its stored tensor
+    timings_.weights_ms += ms_since(t0);
+    return;
+  }
   check_blob(d);
   const ByteView blob = d.spec->weights;
   if (!blob.empty()) {

@@ -12,7 +12,8 @@
 //      state adopts the earlier copies instead of uploading its blob; the
 //      others upload it (page-locked in place when the driver allows, see
 //      weights_io.hpp) and then bind their requested shared state. Each blob's
-//      pages are released once it is installed.
+//      pages are released once it is installed. Delegates whose weights are
+//      stored per FQN (ExecuTorch 1.5) bind them instead (fqn_weights.hpp).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,7 @@
 
 #include "aoti_cuda/module.hpp"
 #include "runtime/constant_sharing.hpp"
+#include "runtime/fqn_weights.hpp"
 #include "runtime/method.hpp"
 #include "runtime/weight_upload.hpp"
 
@@ -54,7 +56,7 @@ class MethodLoader {
   std::unique_ptr<Delegate> load_library(const MethodSpec& ms, std::size_t index);
   void create_container(Delegate& d);
   void check_calls(const Method& m) const;
-  void install_weights(Delegate& d, ConstantSharing& sharing);
+  void install_weights(Delegate& d, ConstantSharing& sharing, FqnWeightInstaller& fqn);
   void check_blob(const Delegate& d) const;
   void upload_weights(Delegate& d);
 

@@ -80,8 +80,8 @@ void StateManager::collect(std::vector<std::unique_ptr<Method>>& methods) {
           entries_.push_back(x);
           same = entries_.end() - 1;
         }
-        // Only the method that installed the buffer from its blob knows its initial bytes.
-        if (own && d->blob_layout_known) same->initial = ByteView{d->spec->weights.data + e.blob_offset, e.data_size};
+        // Only the method that installed the buffer from its files knows its initial bytes.
+        if (own && e.initial.size == e.data_size) same->initial = e.initial;
       }
     }
     if (stateful) m->state = this;

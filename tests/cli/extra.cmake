@@ -42,6 +42,15 @@ if(TARGET aoti_cuda_cli)
     "weights +FAIL +the library needs a 37248-byte weights blob under the key 'decode_weights_blob', which no data file holds \\(they hold: .*forward_weights_blob"
     "^runnable: no"
     -- inspect ${_fx}/lm/lm.pte --data ${_fx}/mlp/aoti_cuda_blob.ptd)
+  # ExecuTorch 1.5.1's layout (tests/data/et15, code-less stand-ins for the libraries): the generation and each stored tensor.
+  set(_et15 ${CMAKE_CURRENT_SOURCE_DIR}/data/et15/shared/model.pte)
+  cli_case(inspect_et15 any "^exporter: executorch-1\\.5 \\(ETCUDAFQN3"
+    "weights: 7 tensors stored per FQN \\(ETCUDAFQN3\\), 182 bytes in .*aoti_cuda_blob\\.ptd. 6 shared"
+    "m\\.tail +float32\\[6\\] strides \\(1\\) offset 2, cuda, 32 bytes, shared" "_tensor_constant0 +float32\\[3\\]"
+    -- inspect ${_et15})
+  cli_case(inspect_et15_json any "\"exporter_generation\": \"fqn_weights\"" "\"format\": \"ETCUDAFQN3\""
+    "\"shared_with_other_delegates\": 6" "\"storage_key\": \"cuda_fqn_weight:cuda:m\\.lin\\.weight\""
+    -- inspect ${_et15} --json)
   cli_case(inspect_partial 3 "NOT runnable by aoti_cuda" "aten::sigmoid" "^runnable: no" -- inspect ${_fx}/partial/partial.pte)
   cli_case(inspect_bad_file 1 "error \\(invalid_program\\).*P2 \\(file identifier\\) failed" -- inspect ${_fx}/README.md)
   cli_case(inspect_missing_file 2 "model: File does not exist: /nonexistent.pte" -- inspect /nonexistent.pte)

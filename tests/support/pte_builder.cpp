@@ -1,5 +1,6 @@
 #include "support/pte_builder.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -247,7 +248,67 @@ CudaBlobs PteBuilder::add_cuda_blobs(aoti_cuda::ExporterGeneration generation, c
       b.processed = to_bytes(b.so_key + "\n" + b.weights_key);
       b.processed_in_segment = payload_in_segment;
       break;
+    case aoti_cuda::ExporterGeneration::kFqnWeights:
+      throw std::logic_error("add_cuda_blobs: per-FQN weights are added with add_fqn_weights");
   }
+  return b;
+}
+
+std::string FqnWeightDesc::key() const {
+  if (!storage_key.empty()) return storage_key;
+  return std::string("cuda_fqn_weight:") + (device_type == 0 ? "cpu:" : "cuda:") + fqn;
+}
+
+std::vector<std::int64_t> FqnWeightDesc::written_strides() const {
+  if (!strides.empty()) return strides;
+  std::vector<std::int64_t> out(sizes.size(), 1);
+  for (std::size_t i = sizes.size(); i-- > 1;) out[i - 1] = out[i] * std::max<std::int64_t>(sizes[i], 1);
+  return out;
+}
+
+Bytes encode_fqn_metadata(const std::string& so_key, const std::vector<FqnWeightDesc>& entries,
+                          const std::string& magic) {
+  Bytes out(magic.begin(), magic.end());
+  auto u32 = [&](std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  auto u64 = [&](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+  };
+  auto str = [&](const std::string& v) {
+    u32(static_cast<std::uint32_t>(v.size()));
+    out.insert(out.end(), v.begin(), v.end());
+  };
+  str(so_key);
+  u32(static_cast<std::uint32_t>(entries.size()));
+  for (const FqnWeightDesc& e : entries) {
+    str(e.fqn);
+    str(e.key());
+    u64(e.storage_nbytes ? *e.storage_nbytes : e.storage.size());
+    u32(static_cast<std::uint32_t>(e.dtype));
+    u32(static_cast<std::uint32_t>(e.device_type));
+    u64(static_cast<std::uint64_t>(e.storage_offset));
+    u32(static_cast<std::uint32_t>(e.sizes.size()));
+    for (std::int64_t v : e.sizes) u64(static_cast<std::uint64_t>(v));
+    for (std::int64_t v : e.written_strides()) u64(static_cast<std::uint64_t>(v));
+  }
+  return out;
+}
+
+CudaBlobs PteBuilder::add_fqn_weights(const std::string& method_name, const Bytes& so,
+                                      const std::vector<FqnWeightDesc>& entries, bool payload_in_segment) {
+  CudaBlobs b;
+  b.generation = aoti_cuda::ExporterGeneration::kFqnWeights;
+  b.method_name = method_name;
+  b.so_key = hex_key(so, "so" + std::to_string(named_.size())) + "_so_blob";
+  add_named_data(b.so_key, so, Where::kPte);
+  for (const FqnWeightDesc& e : entries) {
+    const std::string key = e.key();
+    const bool stored = std::any_of(named_.begin(), named_.end(), [&](const Named& n) { return n.key == key; });
+    if (!stored) add_named_data(key, e.storage, Where::kPtd);
+  }
+  b.processed = encode_fqn_metadata(b.so_key, entries);
+  b.processed_in_segment = payload_in_segment;
   return b;
 }
 
@@ -394,7 +455,13 @@ BuiltProgram PteBuilder::build() const {
   SegmentPlan ptd_segs;
   std::vector<std::pair<const Named*, std::uint32_t>> ptd_named;
   for (const auto& n : named_) {
-    if (n.where == Where::kPtd) ptd_named.emplace_back(&n, ptd_segs.add(n.bytes));
+    if (n.where != Where::kPtd) continue;
+    auto same = ptd_named.end();
+    if (dedupe_ptd_) {
+      same = std::find_if(ptd_named.begin(), ptd_named.end(), [&](const auto& e) { return e.first->bytes == n.bytes; });
+    }
+    const std::uint32_t segment = same != ptd_named.end() ? same->second : ptd_segs.add(n.bytes);
+    ptd_named.emplace_back(&n, segment);
   }
   out.has_ptd = !ptd_named.empty() || force_ptd_;
   if (out.has_ptd) {

@@ -109,6 +109,30 @@ struct CudaBlobs {
   bool processed_in_segment = false;
 };
 
+/// One constant of an ExecuTorch 1.5 delegate (per-FQN weights; see
+/// PteBuilder::add_fqn_weights). Every field is written as given.
+struct FqnWeightDesc {
+  std::string fqn;
+  Bytes storage;                 ///< the whole storage (stored under storage_key in the .ptd)
+  int dtype = 6;                 ///< raw ScalarType code
+  std::int32_t device_type = 1;  ///< 0 CPU, 1 CUDA
+  std::int64_t storage_offset = 0;
+  std::vector<std::int64_t> sizes;
+  std::vector<std::int64_t> strides;            ///< empty: contiguous
+  std::string storage_key;                      ///< empty: "cuda_fqn_weight:<cpu|cuda>:<fqn>"
+  std::optional<std::uint64_t> storage_nbytes;  ///< written in the metadata; default storage.size()
+
+  /// The key ExecuTorch 1.5's collector derives (storage_key when set).
+  std::string key() const;
+  /// The strides written (contiguous ones when `strides` is empty).
+  std::vector<std::int64_t> written_strides() const;
+};
+
+/// ETCUDAFQN3 metadata bytes as ExecuTorch 1.5's CUDA weight collector
+/// encodes them (`magic` replaces "ETCUDAFQN3" for version tests).
+Bytes encode_fqn_metadata(const std::string& so_key, const std::vector<FqnWeightDesc>& entries,
+                          const std::string& magic = "ETCUDAFQN3");
+
 /// A method whose plan is one CudaBackend DelegateCall over all of its values:
 /// values = inputs then outputs, args = [inputs..., outputs...].
 MethodDesc cuda_method(const std::string& name, const std::vector<TensorDesc>& inputs,
@@ -142,6 +166,15 @@ class PteBuilder {
   /// Empty `weights` still adds the weights entry (like an export of a weightless model).
   CudaBlobs add_cuda_blobs(aoti_cuda::ExporterGeneration generation, const std::string& method_name,
                            const Bytes& so, const Bytes& weights, bool payload_in_segment = true);
+  /// ExecuTorch 1.5 (kFqnWeights): the .so in the .pte under "<64 hex>_so_blob", each
+  /// entry's storage in the .ptd under its key (a key already stored, e.g. by another
+  /// method's delegate, is not stored again: one store per file), and the ETCUDAFQN3
+  /// metadata as the delegate payload (in a SEGMENT, like ExecuTorch's).
+  CudaBlobs add_fqn_weights(const std::string& method_name, const Bytes& so, const std::vector<FqnWeightDesc>& entries,
+                            bool payload_in_segment = true);
+  /// Store identical .ptd buffers once, several keys naming one segment, as
+  /// ExecuTorch's NamedDataStore does.
+  PteBuilder& dedupe_ptd_buffers(bool on = true) { dedupe_ptd_ = on; return *this; }
 
   /// Write an extended header even when the .pte has no segment data.
   PteBuilder& force_extended_header(bool on = true) { force_header_ = on; return *this; }
@@ -173,7 +206,7 @@ class PteBuilder {
   std::vector<Bytes> raw_segments_;
   Bytes constant_data_;
   std::vector<std::uint64_t> constant_offsets_;
-  bool force_header_ = false, force_ptd_ = false, omit_plans_ = false;
+  bool force_header_ = false, force_ptd_ = false, omit_plans_ = false, dedupe_ptd_ = false;
 };
 
 /// The absolute file offset of the root table (u32 at 0) and of the segment

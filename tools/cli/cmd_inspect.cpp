@@ -5,7 +5,9 @@
 // shims vs this build, kernel architectures vs the GPU, weights blob size).
 // One JSON document is built; the text form is rendered from it
 // (inspect_text.cpp), so both always say the same.
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +43,7 @@ const char* generation_id(aoti_cuda::ExporterGeneration g) {
     case aoti_cuda::ExporterGeneration::kSeed: return "seed";
     case aoti_cuda::ExporterGeneration::kMethodKeys: return "method_keys";
     case aoti_cuda::ExporterGeneration::kHashKeys: return "hash_keys";
+    case aoti_cuda::ExporterGeneration::kFqnWeights: return "fqn_weights";
   }
   return "?";
 }
@@ -76,7 +79,7 @@ nlohmann::json library_json(const aoti_cuda::DelegateSpec& d, const aoti_cuda::L
     je["error"] = e.what();
   }
   aoti_cuda::LibraryCheckOptions o = base;
-  o.has_weights = !d.weights_file.empty();
+  o.has_weights = !d.weights_file.empty();  // per-FQN weights: no blob to compare with the library
   o.weights = d.weights;
   o.weights_label = "'" + d.weights_key + "' in " + d.weights_file;
   o.weights_key = d.weights_key;
@@ -94,7 +97,33 @@ nlohmann::json library_json(const aoti_cuda::DelegateSpec& d, const aoti_cuda::L
   return je;
 }
 
-nlohmann::json delegate_json(const aoti_cuda::DelegateSpec& d, const aoti_cuda::LibraryCheckOptions& checks) {
+// Per-FQN weights (ExecuTorch 1.5): each constant's storage, and whether
+// another partition of the file names the same one (`uses`: storage key ->
+// how many delegates name it).
+nlohmann::json fqn_weights_json(const aoti_cuda::DelegateSpec& d, const std::map<std::string, int>& uses) {
+  nlohmann::json list = nlohmann::json::array();
+  std::size_t bytes = 0, found = 0, shared = 0;
+  std::string file;
+  for (const aoti_cuda::FqnWeightSpec& w : d.fqn_weights) {
+    const auto it = uses.find(w.storage_key);
+    const bool is_shared = it != uses.end() && it->second > 1;
+    list.push_back({{"fqn", w.fqn}, {"storage_key", w.storage_key}, {"storage_nbytes", w.storage_nbytes},
+                    {"dtype", aoti_cuda::dtype_name(static_cast<int>(w.dtype))},
+                    {"device", w.device_type == 0 ? "cpu" : "cuda"}, {"sizes", w.sizes}, {"strides", w.strides},
+                    {"storage_offset", w.storage_offset}, {"found", w.storage.data != nullptr},
+                    {"file", w.storage_file}, {"shared", is_shared}});
+    bytes += w.storage_nbytes;
+    found += w.storage.data != nullptr ? 1 : 0;
+    shared += is_shared ? 1 : 0;
+    if (file.empty()) file = w.storage_file;
+  }
+  return {{"key", ""}, {"size", bytes}, {"file", file}, {"found", found == d.fqn_weights.size()},
+          {"format", d.fqn_format}, {"constants", d.fqn_weights.size()}, {"missing", d.fqn_weights.size() - found},
+          {"shared_with_other_delegates", shared}, {"per_fqn", list}};
+}
+
+nlohmann::json delegate_json(const aoti_cuda::DelegateSpec& d, const aoti_cuda::LibraryCheckOptions& checks,
+                             const std::map<std::string, int>& uses) {
   nlohmann::json jd{{"delegate_index", d.delegate_index},
                     {"backend_id", d.backend_id},
                     {"method_name_spec", d.method_name_spec},
@@ -104,11 +133,13 @@ nlohmann::json delegate_json(const aoti_cuda::DelegateSpec& d, const aoti_cuda::
                     {"so", {{"key", d.so_key}, {"size", d.so.size}, {"file", d.so_file}, {"found", d.so.data != nullptr}}},
                     {"weights", {{"key", d.weights_key}, {"size", d.weights.size}, {"file", d.weights_file},
                                  {"found", !d.weights_file.empty()}}}};
+  if (d.generation == aoti_cuda::ExporterGeneration::kFqnWeights) jd["weights"] = fqn_weights_json(d, uses);
   if (d.so.data != nullptr) jd["so"]["elf"] = library_json(d, checks);
   return jd;
 }
 
-nlohmann::json method_json(const aoti_cuda::MethodSpec& m, const aoti_cuda::LibraryCheckOptions& checks) {
+nlohmann::json method_json(const aoti_cuda::MethodSpec& m, const aoti_cuda::LibraryCheckOptions& checks,
+                           const std::map<std::string, int>& uses) {
   nlohmann::json jm{{"name", m.name}, {"runnable", m.runnable}, {"num_values", m.values.size()}};
   if (!m.runnable) jm["not_runnable_reason"] = m.not_runnable_reason;
   jm["inputs"] = nlohmann::json::array();
@@ -124,7 +155,7 @@ nlohmann::json method_json(const aoti_cuda::MethodSpec& m, const aoti_cuda::Libr
   jm["delegates"] = nlohmann::json::array();
   bool here = m.runnable;
   for (const auto& d : m.delegates) {
-    jm["delegates"].push_back(delegate_json(d, checks));
+    jm["delegates"].push_back(delegate_json(d, checks, uses));
     const auto& so = jm["delegates"].back()["so"];
     here = here && so.contains("elf") && so["elf"].value("runnable_here", false);
   }
@@ -152,10 +183,21 @@ int run_inspect(const InspectArgs& a) {
   for (const auto& e : program.named_data_entries()) {
     doc["named_data"].push_back({{"key", e.key}, {"size", e.size}, {"file", e.file}});
   }
+  // Which exporter generation(s) wrote the file, and per-FQN storages named by several delegates.
+  std::map<std::string, int> uses;
+  std::vector<std::string> generations;
+  for (const auto& m : program.methods()) {
+    for (const auto& d : m.delegates) {
+      const std::string g = aoti_cuda::to_string(d.generation);
+      if (std::find(generations.begin(), generations.end(), g) == generations.end()) generations.push_back(g);
+      for (const auto& w : d.fqn_weights) ++uses[w.storage_key];
+    }
+  }
+  doc["exporter"] = generations;
   doc["methods"] = nlohmann::json::array();
   bool runnable = true;
   for (const auto& m : program.methods()) {
-    doc["methods"].push_back(method_json(m, checks));
+    doc["methods"].push_back(method_json(m, checks, uses));
     runnable = runnable && doc["methods"].back()["runnable_here"].get<bool>();
   }
   // "runnable": every method passes every check that can be made without

@@ -48,6 +48,21 @@ void print_library(const nlohmann::json& e) {
   }
 }
 
+// ExecuTorch 1.5: one stored tensor per constant, shared across methods by key.
+void print_fqn_weights(const nlohmann::json& w) {
+  std::printf("    weights: %zu tensors stored per FQN (%s), %zu bytes%s; %zu shared with other partitions\n",
+              w["constants"].get<std::size_t>(), w["format"].get<std::string>().c_str(), w["size"].get<std::size_t>(),
+              w["file"].get<std::string>().empty() ? "" : (" in " + w["file"].get<std::string>()).c_str(),
+              w["shared_with_other_delegates"].get<std::size_t>());
+  for (const auto& e : w["per_fqn"]) {
+    std::printf("      %-32s %s[%s] strides (%s) offset %lld, %s, %zu bytes%s%s\n",
+                e["fqn"].get<std::string>().c_str(), e["dtype"].get<std::string>().c_str(), join(e["sizes"], ",").c_str(),
+                join(e["strides"], ",").c_str(), static_cast<long long>(e["storage_offset"].get<std::int64_t>()),
+                e["device"].get<std::string>().c_str(), e["storage_nbytes"].get<std::size_t>(),
+                e["shared"].get<bool>() ? ", shared" : "", e["found"].get<bool>() ? "" : ", MISSING");
+  }
+}
+
 void print_delegate(std::size_t di, const nlohmann::json& d, bool have_data_files) {
   std::printf("  delegate #%zu: %s (plan delegate %d), method_name \"%s\", args (%s)\n", di,
               d["backend_id"].get<std::string>().c_str(), d["delegate_index"].get<int>(),
@@ -62,7 +77,9 @@ void print_delegate(std::size_t di, const nlohmann::json& d, bool have_data_file
   }
   const auto& w = d["weights"];
   const std::string key = w["key"];
-  if (key.empty()) {
+  if (w.contains("per_fqn")) {
+    print_fqn_weights(w);
+  } else if (key.empty()) {
     std::printf("    weights: none (embedded in the .so by this exporter)\n");
   } else if (w["found"].get<bool>()) {
     std::printf("    weights: \"%s\" %zu bytes in %s\n", key.c_str(), w["size"].get<std::size_t>(),
@@ -107,6 +124,7 @@ std::string value_type(const aoti_cuda::ValueSpec& v) {
 
 void print_inspect_text(const nlohmann::json& doc) {
   std::printf("program: %s\n", doc["program"].get<std::string>().c_str());
+  std::printf("exporter: %s\n", doc["exporter"].empty() ? "(no CUDA delegate)" : join(doc["exporter"], "; ").c_str());
   std::printf("data files: %s\n", doc["data_files"].empty() ? "(none)" : join(doc["data_files"], ", ").c_str());
   std::printf("GPU checked against: %s\n", doc["gpu"].get<std::string>().c_str());
   std::printf("named data (%zu):\n", doc["named_data"].size());
