@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -95,6 +96,7 @@ TensorDesc desc_of(const aoti_cuda::ValueSpec& v) {
 bool repack(const Program& p, BuiltProgram* out) {
   PteBuilder b;
   b.dedupe_ptd_buffers();
+  std::map<std::string, std::vector<std::uint8_t>> stored;  // FQN -> its bytes, across methods
   for (const aoti_cuda::MethodSpec& m : p.methods()) {
     if (!m.runnable || m.delegates.size() != 1 || m.plan.size() != 1) return false;
     std::vector<int32_t> io;
@@ -107,7 +109,14 @@ bool repack(const Program& p, BuiltProgram* out) {
     for (const auto& v : m.outputs) outs.push_back(desc_of(v));
     const aoti_cuda::DelegateSpec& ds = m.delegates[0];
     const Bytes so(ds.so.data, ds.so.data + ds.so.size);
-    b.add_method(cuda_method(m.name, ins, outs, b.add_fqn_weights(m.name, so, constants_of(ds))));
+    std::vector<FqnWeightDesc> weights = constants_of(ds);
+    // ExecuTorch 1.5 keeps one store per FQN for the whole file, so methods that hold different
+    // tensors under one FQN (e.g. encdec's two "fc.bias") cannot come from one exported module.
+    for (const FqnWeightDesc& w : weights) {
+      const auto [it, fresh] = stored.emplace(w.fqn, w.storage);
+      if (!fresh && it->second != w.storage) return false;
+    }
+    b.add_method(cuda_method(m.name, ins, outs, b.add_fqn_weights(m.name, so, weights)));
   }
   *out = b.build();
   return true;
