@@ -226,7 +226,7 @@ def fast_notes(res, rows):
                      "output head) on its own bandwidth-bound kernels (`src/shim/ops/gemv.cu`), the rest on cuBLAS; "
                      "\"decode's too\" is the same program with `AOTI_CUDA_GEMV_MAX_ROWS=0` (every GEMM on cuBLAS), "
                      "\"few-row kernels to 8 rows\" with `=8` (decode's attention matmuls, 4 query rows per KV head, "
-                     "on them too, p·V on a second kernel since removed: slower than cuBLAS), each in the same job.")
+                     "on them too, p·V on a second kernel that was slower than cuBLAS), each in the same job.")
     return lines
 
 
