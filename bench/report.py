@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Turns the GPU machine's benchmark results into docs/benchmarks/.
 
-    python3 bench/report.py RESULTS_DIR [--out docs/benchmarks] [--date YYYY-MM-DD]
+    python3 bench/report.py RESULTS... [--out docs/benchmarks] [--date YYYY-MM-DD] [--name NAME]
 
-RESULTS_DIR holds what bench/llm/run_on_device.sh wrote to $OUT: llm_results.json and/or
-calls_results.json. Writes, for each that is present:
+Each RESULTS is a folder as bench/llm/run_on_device.sh leaves it ($OUT: llm_results.json and/or
+calls_results.json), or one results file, such as those kept in bench/results/ (llm-2026-12-03.json; what it
+holds is read from its content: "runs" for the LLM benchmark, "calls" for the per-call one). Writes, for each:
   llm.json, llm.md, llm-decode.png, llm-ttft.png, llm-load.png   load, GPU memory, time to first token (128/512-token prompts),
                                  decode tokens/s per contender, with the ratios of the LLM targets
                                  (decode and TTFT: aoti_cuda's best bf16 program, Triton or cuBLAS GEMMs)
   calls.json, calls.md, calls.png  p50 of a synchronized call with device inputs per fixture method:
                                  aoti_cuda (from `aoti_cuda bench`, every p50 mode it reports),
                                  libtorch AOTI runner, eager PyTorch, CUDA-graph replay of eager
+--name replaces "llm" / "calls" in those names (one results input only), e.g. --name calls-libtorch.
+The Markdown's generated part lies between the markers <!-- report:begin --> and <!-- report:end -->: when the
+document exists with both, only that part is replaced, so a hand-written title and introduction (what the run
+was, where its raw results are) survive regeneration. The charts are embedded in the Markdown.
 matplotlib is needed for the PNGs only (skipped with a message when it is missing).
 """
 
@@ -21,6 +26,10 @@ import json
 import math
 import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from report_output import BEGIN, END, charts_markdown, hbar_chart, write_doc  # noqa: E402,F401
 
 LLM_ROWS = [  # (key in runs, label)
     ("aoti_cuda_bf16", "aoti_cuda (bf16)"),
@@ -217,7 +226,7 @@ def fast_notes(res, rows):
                      "output head) on its own bandwidth-bound kernels (`src/shim/ops/gemv.cu`), the rest on cuBLAS; "
                      "\"decode's too\" is the same program with `AOTI_CUDA_GEMV_MAX_ROWS=0` (every GEMM on cuBLAS), "
                      "\"few-row kernels to 8 rows\" with `=8` (decode's attention matmuls, 4 query rows per KV head, "
-                     "on them too, p·V on a second kernel since removed: slower than cuBLAS), each in the same job.")
+                     "on them too, p·V on a second kernel that was slower than cuBLAS), each in the same job.")
     return lines
 
 
@@ -241,7 +250,8 @@ def cublas_notes(res, rows):
     return [text + "."]
 
 
-def llm_markdown(res, rows, lens, targets, date):
+def llm_markdown(res, rows, lens, targets, date, chart_lines=()):
+    """(title, generated body) of the LLM document."""
     m = res.get("machine", {})
     exp = (res.get("exports") or {}).get("bf16") or {}
     cfg = exp.get("config") or model_config(res) or {}
@@ -251,8 +261,7 @@ def llm_markdown(res, rows, lens, targets, date):
                  f"vocab {cfg.get('vocab')}, context {cfg.get('max_ctx')})")
     else:
         model = f"config `{(res.get('config') or {}).get('name', '?')}` (no export manifest: see the steps in llm.json)"
-    lines = [f"# LLM benchmark ({date})", "",
-             f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')} (CUDA {m.get('cuda', '?')}). Model: Llama-style "
+    lines = [f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')} (CUDA {m.get('cuda', '?')}). Model: Llama-style "
              f"decoder, {model}, bf16, random weights from a fixed seed, greedy decoding. Same weights, prompts and "
              "protocol for every contender (`bench/llm/run_on_device.sh`)"
              + (", in the jobs listed below." if res.get("jobs") else ".") , ""]
@@ -328,6 +337,7 @@ def llm_markdown(res, rows, lens, targets, date):
     lines += queued_notes(rows, lens)
     lines += cublas_notes(res, rows)
     lines += fast_notes(res, rows)
+    lines += list(chart_lines)
     lines += kernel_sections(res)
     if targets:
         lines += ["", "## Targets", "", "| target | aoti_cuda | reference | ratio | met |", "|---|---|---|---|---|"]
@@ -335,68 +345,31 @@ def llm_markdown(res, rows, lens, targets, date):
             mine = fmt(t["aoti_cuda"], 2) + (f" ({t['aoti_cuda_name']})" if t.get("aoti_cuda_name") else "")
             lines.append(f"| {t['target']} | {mine} | {fmt(t['reference'], 2)} ({t['reference_name']}) | "
                          f"{t['ratio']:.2f} | {'yes' if t['met'] else 'no'} |")
-    return "\n".join(lines) + "\n"
+    return f"LLM benchmark ({date})", "\n".join(lines) + "\n"
 
 
-def hbar_chart(path, title, series, labels, log=False):
-    """One question per chart: horizontal bars (one group per label, one bar per series), labels at full length."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no PNG written", file=sys.stderr)
-        return False
-    import textwrap
-
-    wrapped = ["\n".join(textwrap.wrap(lab, 46)) for lab in labels]
-    lines_per_label = max((w.count("\n") + 1 for w in wrapped), default=1)
-    height = 1.2 + len(labels) * max(0.2 * len(series) + 0.1, 0.28 * lines_per_label + 0.15)
-    fig, ax = plt.subplots(figsize=(9.5, height))
-    colors = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"]
-    width = 0.8 / max(1, len(series))
-    ys = range(len(labels))
-    for i, (name, vals) in enumerate(series):
-        pos = [y + i * width for y in ys]
-        bars = ax.barh(pos, [v or 0 for v in vals], width, label=name, color=colors[i % len(colors)])
-        for b, v in zip(bars, vals):
-            if v:
-                ax.text(b.get_width(), b.get_y() + b.get_height() / 2, f" {v:.0f}" if v >= 100 else f" {v:.3g}",
-                        va="center", fontsize=7)
-    ax.set_yticks([y + width * (len(series) - 1) / 2 for y in ys])
-    ax.set_yticklabels(wrapped, fontsize=8)
-    ax.invert_yaxis()
-    ax.set_title(title, fontsize=10)
-    if log:
-        ax.set_xscale("log")
-    if len(series) > 1:
-        ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
-
-
-def llm_report(res, out, date):
+def llm_report(res, out, date, name="llm"):
     rows, lens = llm_rows(res)
     targets = llm_targets(rows, lens, (res.get("runs") or {}).get("bandwidth"))
     ok = [r for r in rows if not r.get("error")]
     doc = {"date": date, "machine": res.get("machine"), "model": model_config(res),
            "exports": {q: (e or {}).get("export_times") for q, e in (res.get("exports") or {}).items()},
            "contenders": rows, "targets": targets, "steps": res.get("steps")}
-    with open(os.path.join(out, "llm.json"), "w") as f:
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
         json.dump(doc, f, indent=1)
-    with open(os.path.join(out, "llm.md"), "w") as f:
-        f.write(llm_markdown(res, rows, lens, targets, date))
     labels = [r["label"] for r in ok]
-    hbar_chart(os.path.join(out, "llm-decode.png"), "LLM decode, tokens/s (higher is better)",
-               [(f"{n}-token prompt", [r.get(f"decode_{n}_tok_s") for r in ok]) for n in lens], labels)
-    hbar_chart(os.path.join(out, "llm-ttft.png"), "LLM time to first token, ms (lower is better)",
-               [(f"{n}-token prompt", [r.get(f"ttft_{n}_ms") for r in ok]) for n in lens], labels)
-    hbar_chart(os.path.join(out, "llm-load.png"), "LLM load, file -> ready, ms (lower is better)",
-               [("load", [r.get("load_ms") for r in ok])], labels)
-    print(f"wrote {out}/llm.json, llm.md, llm-{{decode,ttft,load}}.png ({len(rows)} contenders, {len(targets)} targets)")
+    charts = [("LLM decode, tokens/s (higher is better)", f"{name}-decode.png",
+               [(f"{n}-token prompt", [r.get(f"decode_{n}_tok_s") for r in ok]) for n in lens]),
+              ("LLM time to first token, ms (lower is better)", f"{name}-ttft.png",
+               [(f"{n}-token prompt", [r.get(f"ttft_{n}_ms") for r in ok]) for n in lens]),
+              ("LLM load, file -> ready, ms (lower is better)", f"{name}-load.png",
+               [("load", [r.get("load_ms") for r in ok])])]
+    for title, png, series in charts:
+        hbar_chart(os.path.join(out, png), title, series, labels)
+    title, body = llm_markdown(res, rows, lens, targets, date, charts_markdown(out, [(t, p) for t, p, _ in charts]))
+    write_doc(os.path.join(out, f"{name}.md"), title, body)
+    print(f"wrote {out}/{name}.json, {name}.md, {name}-{{decode,ttft,load}}.png ({len(rows)} contenders, "
+          f"{len(targets)} targets)")
 
 
 def flat_p50(d, prefix=""):
@@ -520,11 +493,11 @@ def host_io_lines(rows):
     return out if any_row else []
 
 
-def calls_report(res, out, date):
+def calls_report(res, out, date, name="calls"):
     rows = calls_rows(res)
     cols = [c for c in CALL_COLUMNS if any(num(r.get(c[1])) is not None for r in rows)]
     m = res.get("machine", {})
-    lines = [f"# Per-call latency ({date})", "", f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')}. p50 of a "
+    lines = [f"{m.get('gpu', 'GPU ?')}, torch {m.get('torch', '?')}. p50 of a "
              "synchronized call with device-resident inputs (outputs on the device), in microseconds, on random inputs at "
              "the methods' upper-bound shapes; each contender in its own process (aoti_cuda's modes interleaved in one, "
              "`bench/aoti_cuda_call_bench`, or `aoti_cuda bench` where that is absent). The targets are in the "
@@ -547,9 +520,7 @@ def calls_report(res, out, date):
         if vals:
             lines.append(f"- {what}: {sum(v <= limit for v in vals)} of {len(vals)} (median ratio "
                          f"{sorted(vals)[len(vals) // 2]:.2f})")
-    with open(os.path.join(out, "calls.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(os.path.join(out, "calls.json"), "w") as f:
+    with open(os.path.join(out, f"{name}.json"), "w") as f:
         json.dump({"date": date, "machine": m, "rows": rows}, f, indent=1)
     labels = [f"{r['model']}.{r['method']}" for r in rows]
     # The mode users are told is fastest (graphs + outputs bound to their buffers) beside the peers.
@@ -558,29 +529,69 @@ def calls_report(res, out, date):
                                 ("libtorch AOTI", "libtorch_p50_ms"), ("eager", "eager_p50_ms"),
                                 ("eager graph replay", "graph_p50_ms"))
               if any(num(r.get(key)) is not None for r in rows)]
-    hbar_chart(os.path.join(out, "calls.png"), "p50 per call, µs (log scale; lower is better)", series, labels, log=True)
-    print(f"wrote {out}/calls.json, calls.md, calls.png ({len(rows)} rows)")
+    title = "p50 per call, µs (log scale; lower is better)"
+    hbar_chart(os.path.join(out, f"{name}.png"), title, series, labels, log=True)
+    lines += charts_markdown(out, [(title, f"{name}.png")])
+    write_doc(os.path.join(out, f"{name}.md"), f"Per-call latency ({date})", "\n".join(lines) + "\n")
+    print(f"wrote {out}/{name}.json, {name}.md, {name}.png ({len(rows)} rows)")
+
+
+KINDS = (  # (results file in a folder, key that marks the content, report)
+    ("llm_results.json", "runs", llm_report),
+    ("calls_results.json", "calls", calls_report),
+)
+
+
+def results_inputs(paths):
+    """(path, report, results) for each results file named, or found in a named folder; ValueError naming the path
+    when one cannot be used."""
+    files = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = [os.path.join(p, f) for f, _, _ in KINDS if os.path.exists(os.path.join(p, f))]
+            if not found:
+                raise ValueError(f"{p}: no {' or '.join(f for f, _, _ in KINDS)} in this folder")
+            files += found
+        elif os.path.isfile(p):
+            files.append(p)
+        else:
+            raise ValueError(f"{p}: no such file or folder")
+    inputs = []
+    for path in files:
+        try:
+            with open(path) as f:
+                res = json.load(f)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path}: not readable JSON ({e})") from None
+        fn = next((fn for _, key, fn in KINDS if isinstance(res, dict) and key in res), None)
+        if fn is None:
+            raise ValueError(f"{path}: neither LLM results (a \"runs\" object) nor per-call results (\"calls\")")
+        inputs.append((path, fn, res))
+    return inputs
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results")
+    ap.add_argument("results", nargs="+", help="results folder or file (see above)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "benchmarks"))
     ap.add_argument("--date")
+    ap.add_argument("--name", help='base name of the outputs instead of "llm" / "calls" (one results input only)')
     a = ap.parse_args(argv)
-    os.makedirs(a.out, exist_ok=True)
-    done = 0
-    for name, fn in (("llm_results.json", llm_report), ("calls_results.json", calls_report)):
-        path = os.path.join(a.results, name)
-        if os.path.exists(path):
-            with open(path) as f:
-                res = json.load(f)
-            date = a.date or (res.get("finished") or "")[:10] or "undated"
-            fn(res, a.out, date)
-            done += 1
-    if not done:
-        print(f"no llm_results.json or calls_results.json in {a.results}", file=sys.stderr)
+    try:
+        inputs = results_inputs(a.results)
+    except ValueError as e:
+        print(f"report: {e}", file=sys.stderr)
         return 1
+    if a.name and len(inputs) != 1:
+        print(f"report: --name needs exactly one results input ({len(inputs)} given or found)", file=sys.stderr)
+        return 1
+    os.makedirs(a.out, exist_ok=True)
+    for path, fn, res in inputs:
+        date = a.date or (res.get("finished") or "")[:10] or "undated"
+        if a.name:
+            fn(res, a.out, date, a.name)
+        else:
+            fn(res, a.out, date)
     return 0
 
 

@@ -7,7 +7,9 @@
   only when the peer's job measured none;
 - the per-call table's ratios, the graphs + bound column, the host I/O overhead table and the counts of rows within
   each target;
-- both reports write their Markdown from a results folder.
+- both reports write their Markdown from a results folder, or from results files named as in bench/results/ (what a
+  file holds read from its content), under another name with --name; regenerating keeps the hand-written text outside
+  the report markers; unusable inputs fail with a message.
 """
 
 from __future__ import annotations
@@ -97,6 +99,34 @@ def main() -> int:
         check("llm.md: the prefill's queuing time beside the TTFT, for the runs that report it",
               "Host time of queuing the prefill" in llm_md and "libtorch AOTI runner (C++) 0.40 of 2.00 / 0.50 of 2.50"
               in llm_md and "eager" not in llm_md.split("Host time of queuing")[1].split("\n")[0])
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out")
+        llm_file, calls_file = os.path.join(tmp, "llm-2026-01-01.json"), os.path.join(tmp, "calls-2026-01-01.json")
+        with open(llm_file, "w") as f:
+            json.dump(llm_results(), f)
+        with open(calls_file, "w") as f:
+            json.dump(calls_results(), f)
+        check("main: results files, kind read from the content", report.main([calls_file, llm_file, "--out", out]) == 0
+              and os.path.exists(os.path.join(out, "calls.md")) and os.path.exists(os.path.join(out, "llm.md")))
+        named = os.path.join(out, "calls-other.md")
+        check("main: --name names the outputs", report.main([calls_file, "--out", out, "--name", "calls-other"]) == 0
+              and os.path.exists(named) and os.path.exists(os.path.join(out, "calls-other.json")))
+        text = open(named).read()
+        marked = text.startswith("# ") and report.BEGIN in text and text.rstrip().endswith(report.END)
+        with open(named, "w") as f:
+            f.write("# My title\n\nWhat this run was.\n\n" + report.BEGIN + "\nold numbers\n" + report.END + "\nAfter.\n")
+        report.main([calls_file, "--out", out, "--name", "calls-other"])
+        text = open(named).read()
+        check("regenerating keeps the text outside the markers and replaces what is inside", marked
+              and text.startswith("# My title\n\nWhat this run was.\n\n" + report.BEGIN) and text.endswith(report.END + "\nAfter.\n")
+              and "old numbers" not in text and "| add.forward |" in text)
+        neither = os.path.join(tmp, "other.json")
+        with open(neither, "w") as f:
+            json.dump({"something": 1}, f)
+        check("main: a file that holds neither kind of results fails", report.main([neither, "--out", out]) == 1)
+        check("main: a missing path fails", report.main([os.path.join(tmp, "missing.json"), "--out", out]) == 1)
+        check("main: --name with two inputs fails", report.main([calls_file, llm_file, "--out", out, "--name", "x"]) == 1)
 
     failed = results.count(False)
     print(f"report: {len(results) - failed} passed, {failed} failed")

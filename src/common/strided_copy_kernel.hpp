@@ -3,9 +3,9 @@
 //
 // Why a kernel: a re-strided copy (a transposed output written into a
 // caller's row-major tensor, an input re-laid out for the model) is not a
-// 2-D memcpy; before this, such copies went through host staging, which
-// allocates on the heap and synchronizes the stream. The kernel takes its
-// arguments by value: no allocation, nothing waited for (stream-ordered).
+// 2-D memcpy, and going through host staging instead would allocate on the
+// heap and synchronize the stream. The kernel takes its arguments by value:
+// no allocation, nothing waited for (stream-ordered).
 #pragma once
 
 #include <cuda_runtime_api.h>
