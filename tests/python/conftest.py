@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +82,32 @@ def fixture_manifests() -> list[tuple[str, dict]]:
     for path in sorted(FIXTURES.glob("*/manifest.json")):
         found.append((path.parent.name, json.loads(path.read_text())))
     return found
+
+
+def ticks_while(work) -> int:
+    """How often another thread got the GIL while `work()` ran on this one.
+
+    Forced switches are put off (switch interval 5 s), so the other thread runs only when this
+    one gives the GIL up, e.g. while a call is inside the SDK with the GIL released.
+    """
+    count = [0]
+    done = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            count[0] += 1
+            time.sleep(0)  # hand the GIL back at once
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(5.0)
+    t = threading.Thread(target=ticker)
+    try:
+        t.start()
+        time.sleep(0.05)
+        start = count[0]
+        work()
+        return count[0] - start
+    finally:
+        done.set()
+        t.join()
+        sys.setswitchinterval(old)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import aoti_cuda
-from conftest import AFFINE_W
+from conftest import AFFINE_W, FIXTURES, fixture_manifests
 
 W = np.array(AFFINE_W, dtype=np.float32)
 A = np.arange(8, dtype=np.float32).reshape(2, 4)
@@ -143,3 +143,17 @@ def test_error_class():
     assert isinstance(e, RuntimeError)
     assert e.code is aoti_cuda.ErrorCode.IO and e.message == "disk gone" and str(e) == "[io] disk gone"
     assert [c.value for c in aoti_cuda.ErrorCode] == list(range(1, 12))
+
+
+NOT_RUNNABLE = [(n, m) for n, m in fixture_manifests() if m.get("expect_not_runnable")]
+
+
+@pytest.mark.parametrize("name,manifest", NOT_RUNNABLE, ids=[n for n, _ in NOT_RUNNABLE])
+def test_not_runnable_fixture_is_refused_before_device_work(name, manifest):
+    """Refused while reading the program, so this holds on a machine without a GPU too."""
+    pte = FIXTURES / name / manifest["pte"]
+    if not pte.exists():
+        pytest.skip(f"{pte} is not unpacked (cmake -P cmake/unpack_fixtures.cmake)")
+    e = expect_error(aoti_cuda.ErrorCode.UNSUPPORTED, "'forward'", call=lambda: aoti_cuda.Module(pte))
+    for op in manifest.get("kernel_calls", []):
+        assert op in e.message

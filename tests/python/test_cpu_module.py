@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-import threading
 import time
 
 import numpy as np
 import pytest
 
 import aoti_cuda
-from conftest import AFFINE_W
+from conftest import AFFINE_W, ticks_while
 
 W = np.array(AFFINE_W, dtype=np.float32)
 
@@ -177,35 +176,6 @@ def test_sessions_are_private_without_share_state(fake_programs):
         init = np.arange(1, 17, dtype=np.float32).reshape(4, 4)
         m.execute("write", np.full((1, 4), 50.0, np.float32), np.array([0]))
         np.testing.assert_array_equal(m.execute("write_too", init[1:2], np.array([1]))[0], init.sum(0))
-
-
-def ticks_while(work) -> int:
-    """How often another thread got the GIL while `work()` ran on this one.
-
-    Forced switches are put off (switch interval 5 s), so the other thread runs only when this
-    one gives the GIL up, e.g. while a call is inside the SDK with the GIL released.
-    """
-    count = [0]
-    done = threading.Event()
-
-    def ticker():
-        while not done.is_set():
-            count[0] += 1
-            time.sleep(0)  # hand the GIL back at once
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(5.0)
-    t = threading.Thread(target=ticker)
-    try:
-        t.start()
-        time.sleep(0.05)
-        start = count[0]
-        work()
-        return count[0] - start
-    finally:
-        done.set()
-        t.join()
-        sys.setswitchinterval(old)
 
 
 def test_gil_is_released_while_calls_run(fake_programs):
