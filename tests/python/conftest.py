@@ -40,7 +40,6 @@ def _gpu_skip_reason() -> str:
 
 
 GPU_SKIP_REASON = _gpu_skip_reason()
-requires_gpu = pytest.mark.skipif(bool(GPU_SKIP_REASON), reason=f"GPU tests SKIPPED: {GPU_SKIP_REASON}")
 
 
 def pytest_report_header(config):

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 import aoti_cuda
-from conftest import requires_gpu
+from conftest import GPU_SKIP_REASON
 from gpu_support import eager_model, fixture_dir, load_bin
 
-pytestmark = requires_gpu
+if GPU_SKIP_REASON:
+    pytest.skip(f"GPU tests SKIPPED: {GPU_SKIP_REASON}", allow_module_level=True)
 
 LM = fixture_dir("lm")
 TOL = {"atol": 1e-4, "rtol": 1e-4}  # the manifest's
