@@ -170,6 +170,9 @@ void bind_structs(nb::module_& m) {
                field("reason", g.reason) + ", " + field("graphs", g.graphs) + ", " + field("captures", g.captures) +
                ", " + field("replays", g.replays) + ", " + field("evictions", g.evictions) + ")";
       });
+}
+
+void bind_stats(nb::module_& m) {
   nb::class_<LibraryHooks>(m, "LibraryHooks")
       .def_ro("library", &LibraryHooks::library)
       .def_ro("hooked", &LibraryHooks::hooked)
@@ -320,6 +323,7 @@ NB_MODULE(_ext, m) {
     }
   });
   bind_structs(m);
+  bind_stats(m);
   bind_module(m);
   bind_functions(m);
 }
