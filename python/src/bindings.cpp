@@ -213,7 +213,10 @@ void bind_module(nb::module_& m) {
           [](PyModule* self, nb::handle path, nb::handle data_files, nb::handle device, std::size_t num_models,
              nb::handle methods, nb::handle cuda_graphs, std::size_t max_graphs, nb::handle share_state, bool dedup,
              nb::handle sha256, nb::object on_progress, std::string_view output_type) {
-            const std::string p = nb::str(nb::module_::import_("os").attr("fspath")(path)).c_str();
+            std::string p;
+            if (!nb::try_cast(nb::module_::import_("os").attr("fspath")(path), p)) {
+              throw Error(ErrorCode::kInvalidArgument, "path must be a str or an os.PathLike of str");
+            }
             LoadOptions o = load_options(data_files, device, num_models, methods, cuda_graphs, max_graphs, share_state, dedup, sha256);
             new (self) PyModule(p, std::move(o), std::move(on_progress), parse_output_type(output_type));
           },

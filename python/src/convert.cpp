@@ -48,20 +48,6 @@ struct VersionedAdapter {
 
 std::string py_type_name(nb::handle obj) { return nb::type_name(obj.type()).c_str(); }
 
-// Drops a reference to a Python object from any thread (outputs that alias an
-// input may be destroyed wherever their consumer releases them).
-void release_py(void* p) {
-  if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing to release into
-  PyGILState_STATE s = PyGILState_Ensure();
-  Py_DECREF(static_cast<PyObject*>(p));
-  PyGILState_Release(s);
-}
-
-std::shared_ptr<void> keep_alive(PyObject* o) {
-  Py_INCREF(o);
-  return std::shared_ptr<void>(o, release_py);
-}
-
 PyObject* interned(const char* s) { return PyUnicode_InternFromString(s); }
 
 void check_device(Device dev, const CallContext& ctx, const char* role, std::size_t index) {
@@ -72,70 +58,6 @@ void check_device(Device dev, const CallContext& ctx, const char* role, std::siz
          "is on " + dev.str() + ", but the Module runs on " + ctx.device.str() + ": move it there first (e.g. x.to('" +
              ctx.device.str() + "'))");
   }
-}
-
-std::vector<int64_t> int_tuple(PyObject* seq, const CallContext& ctx, const char* role, std::size_t index) {
-  nb::object t = nb::steal(PySequence_Tuple(seq));
-  if (!t.is_valid()) throw nb::python_error();
-  const Py_ssize_t n = PyTuple_GET_SIZE(t.ptr());
-  std::vector<int64_t> v(static_cast<std::size_t>(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    v[static_cast<std::size_t>(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(t.ptr(), i));
-  }
-  if (PyErr_Occurred()) {
-    PyErr_Clear();
-    fail(ErrorCode::kInvalidArgument, ctx, role, index, "has a shape or stride that is not a tuple of integers");
-  }
-  return v;
-}
-
-// A torch.Tensor through its attributes: no DLPack export (torch's __dlpack__
-// is Python code), no copy.
-Tensor read_torch(PyObject* o, CallContext& ctx, const char* role, std::size_t index) {
-  static PyObject* const s_dtype = interned("dtype");
-  static PyObject* const s_is_cuda = interned("is_cuda");
-  static PyObject* const s_is_cpu = interned("is_cpu");
-  static PyObject* const s_get_device = interned("get_device");
-  static PyObject* const s_shape = interned("shape");
-  static PyObject* const s_stride = interned("stride");
-  static PyObject* const s_data_ptr = interned("data_ptr");
-  static PyObject* const s_is_conj = interned("is_conj");
-  const TorchApi& api = TorchApi::get();
-  nb::object dtype_obj = nb::steal(PyObject_GetAttr(o, s_dtype));
-  if (!dtype_obj.is_valid()) throw nb::python_error();
-  const std::optional<DType> dtype = api.dtype_of(dtype_obj.ptr());
-  if (!dtype) fail(ErrorCode::kUnsupported, ctx, role, index, "has dtype " + std::string(nb::str(dtype_obj).c_str()) + ", which aoti_cuda does not know");
-  nb::object is_cuda = nb::steal(PyObject_GetAttr(o, s_is_cuda));
-  if (!is_cuda.is_valid()) throw nb::python_error();
-  Device dev = Device::cpu();
-  if (is_cuda.ptr() == Py_True) {
-    nb::object idx = nb::steal(PyObject_CallMethodNoArgs(o, s_get_device));
-    if (!idx.is_valid()) throw nb::python_error();
-    dev = Device::cuda(static_cast<int>(PyLong_AsLong(idx.ptr())));
-  } else {
-    nb::object is_cpu = nb::steal(PyObject_GetAttr(o, s_is_cpu));
-    if (!is_cpu.is_valid()) throw nb::python_error();
-    if (is_cpu.ptr() != Py_True) {
-      fail(ErrorCode::kUnsupported, ctx, role, index,
-           "is on device '" + std::string(nb::str(nb::handle(o).attr("device")).c_str()) + "'; aoti_cuda takes CPU and CUDA tensors");
-    }
-  }
-  check_device(dev, ctx, role, index);
-  if (*dtype == DType::kComplex32 || *dtype == DType::kComplex64 || *dtype == DType::kComplex128) {
-    nb::object conj = nb::steal(PyObject_CallMethodNoArgs(o, s_is_conj));
-    if (conj.ptr() == Py_True) fail(ErrorCode::kInvalidArgument, ctx, role, index, "is a conjugate view: pass x.resolve_conj()");
-  }
-  nb::object shape = nb::steal(PyObject_GetAttr(o, s_shape));
-  nb::object strides = nb::steal(PyObject_CallMethodNoArgs(o, s_stride));
-  nb::object ptr = nb::steal(PyObject_CallMethodNoArgs(o, s_data_ptr));
-  if (!shape.is_valid() || !strides.is_valid() || !ptr.is_valid()) throw nb::python_error();
-  void* data = PyLong_AsVoidPtr(ptr.ptr());
-  if (dev.is_cuda() && ctx.stream_from == CallContext::StreamFrom::kNone) {
-    ctx.stream_from = CallContext::StreamFrom::kTorch;
-    ctx.stream = api.current_stream(dev.index);
-  }
-  return Tensor::from_blob(data, int_tuple(shape.ptr(), ctx, role, index), *dtype, dev, keep_alive(o),
-                           int_tuple(strides.ptr(), ctx, role, index));
 }
 
 Tensor read_capsule(PyObject* capsule, const CallContext& ctx, const char* role, std::size_t index, bool writable) {
@@ -171,6 +93,31 @@ Tensor read_capsule(PyObject* capsule, const CallContext& ctx, const char* role,
   const char* name = PyCapsule_GetName(capsule);
   fail(ErrorCode::kInvalidArgument, ctx, role, index,
        "is a capsule named '" + std::string(name ? name : "") + "', not an unused DLPack tensor ('dltensor')");
+}
+
+// A torch.Tensor through torch's own DLPack export (one C call: cheaper than
+// its Python-level __dlpack__, and than reading its attributes one by one).
+Tensor read_torch(PyObject* o, CallContext& ctx, const char* role, std::size_t index, bool writable) {
+  const TorchApi& api = TorchApi::get();
+  nb::object capsule = api.to_dlpack(o);
+  if (!capsule.is_valid()) {
+    nb::python_error refused;  // e.g. a tensor on the meta device
+    const std::string device = nb::str(nb::object(nb::handle(o).attr("device"))).c_str();
+    fail(ErrorCode::kUnsupported, ctx, role, index,
+         "is on device '" + device + "', which aoti_cuda cannot read (torch: " + refused.what() + ")");
+  }
+  const auto* managed = static_cast<const DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  if (managed != nullptr && managed->dl_tensor.dtype.code == kDLComplex) {
+    static PyObject* const s_is_conj = interned("is_conj");
+    nb::object conj = nb::steal(PyObject_CallMethodNoArgs(o, s_is_conj));
+    if (conj.ptr() == Py_True) fail(ErrorCode::kInvalidArgument, ctx, role, index, "is a conjugate view: pass x.resolve_conj()");
+  }
+  Tensor t = read_capsule(capsule.ptr(), ctx, role, index, writable);
+  if (t.device().is_cuda() && ctx.stream_from == CallContext::StreamFrom::kNone) {
+    ctx.stream_from = CallContext::StreamFrom::kTorch;
+    ctx.stream = api.current_stream(t.device().index);
+  }
+  return t;
 }
 
 // obj.__dlpack__(...), falling back to a versioned capsule for producers that
@@ -275,7 +222,7 @@ void set_caller_stream(nb::handle stream, CallContext& ctx) {
 
 Tensor read_tensor(nb::handle obj, CallContext& ctx, const char* role, std::size_t index, bool writable) {
   TorchApi& api = TorchApi::get();
-  if (api.available() && api.is_tensor(obj.ptr())) return read_torch(obj.ptr(), ctx, role, index);
+  if (api.available() && api.is_tensor(obj.ptr())) return read_torch(obj.ptr(), ctx, role, index, writable);
   if (PyCapsule_CheckExact(obj.ptr())) return read_capsule(obj.ptr(), ctx, role, index, writable);
   if (nb::hasattr(obj, "__dlpack__")) return read_dlpack_object(obj, ctx, role, index, writable);
   fail(ErrorCode::kInvalidArgument, ctx, role, index,

@@ -45,6 +45,8 @@ bool TorchApi::init(nb::handle torch) {
   // private C entry point skips a Python frame and a hasattr when present.
   nb::object fast = c.is_none() ? nb::none() : nb::getattr(c, "_from_dlpack", nb::none());
   from_dlpack_ = fast.is_none() ? torch.attr("from_dlpack") : fast;
+  nb::object to = c.is_none() ? nb::none() : nb::getattr(c, "_to_dlpack", nb::none());  // = torch.utils.dlpack.to_dlpack
+  to_dlpack_ = to.is_none() ? nb::module_::import_("torch.utils.dlpack").attr("to_dlpack") : to;
   torch_ = nb::borrow(torch);
   tensor_type_ = reinterpret_cast<PyTypeObject*>(tensor.ptr());
   dtypes_ = std::move(dtypes);

@@ -37,6 +37,10 @@ class TorchApi {
   /// torch's current stream on CUDA device `index`, as a cudaStream_t value
   /// (0: the legacy default stream).
   std::uintptr_t current_stream(int index) const;
+  /// torch.utils.dlpack.to_dlpack(t): a "dltensor" capsule over a tensor's
+  /// memory (no copy, no stream handling); an invalid object with the Python
+  /// error set when torch refuses.
+  nb::object to_dlpack(PyObject* tensor) const { return nb::steal(PyObject_CallOneArg(to_dlpack_.ptr(), tensor)); }
   /// A torch tensor that takes over a "dltensor" capsule (no copy).
   nb::object from_dlpack(nb::handle capsule) const { return from_dlpack_(capsule); }
 
@@ -50,6 +54,7 @@ class TorchApi {
   std::vector<std::pair<nb::object, DType>> dtypes_;
   nb::object raw_stream_;  // torch._C._cuda_getCurrentRawStream, when torch has it
   nb::object from_dlpack_;
+  nb::object to_dlpack_;
 };
 
 }  // namespace aoti_cuda::python
