@@ -38,8 +38,10 @@ _registry: Optional[dict] = None
 _registry_error = ""
 
 
-def eager_model(name: str) -> tuple[Any, str]:
-    """(the exporter's Model for fixture `name`, "") or (None, why it cannot be rebuilt here)."""
+def eager_model(name: str, manifest: Optional[dict] = None) -> tuple[Any, str]:
+    """(the exporter's Model for fixture `name`, "") or (None, why it cannot be rebuilt here).
+
+    A fixture exported with another GEMM backend (manifest "gemm", e.g. mlp_cublas) is its base model."""
     global _registry, _registry_error
     if _registry is None and not _registry_error:
         sys.path.insert(0, str(ROOT / "tools" / "export"))
@@ -51,6 +53,9 @@ def eager_model(name: str) -> tuple[Any, str]:
             _registry_error = f"tools/export/export_models.py does not import: {type(e).__name__}: {e}"
     if _registry is None:
         return None, _registry_error
+    gemm = (manifest or {}).get("gemm")
+    if name not in _registry and gemm and name.endswith("_" + gemm):
+        name = name[: -len(gemm) - 1]
     entry = _registry.get(name)
     if entry is None:
         return None, f"the exporter has no model '{name}' (kept from another reference set)"
