@@ -68,7 +68,7 @@ def _cudart_candidates() -> list[str]:
     for root in filter(None, roots):
         for sub in ("lib64", "lib", "targets/x86_64-linux/lib"):
             found += glob.glob(os.path.join(root, sub, "libcudart.so.13"))
-    return found
+    return list(dict.fromkeys(os.path.realpath(f) for f in found))
 
 
 def _import_extension():
