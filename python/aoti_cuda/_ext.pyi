@@ -205,6 +205,7 @@ class Module:
         share_state: Union[None, bool, Literal["all"], Sequence[str]] = None,
         deduplicate_constants: bool = True,
         allowed_so_sha256: Optional[Sequence[str]] = None,
+        tuning: Optional[dict[str, Any]] = None,
         on_progress: Optional[Callable[[LoadProgress], object]] = None,
         output_type: Literal["auto", "torch", "numpy", "dlpack"] = "auto",
     ) -> None:
@@ -214,7 +215,10 @@ class Module:
         num_models: concurrent calls per method. methods: load only these. cuda_graphs: True for
         every method, or the names of the methods to capture. share_state: 'all' (or True) shares
         every buffer held by several methods under one name (e.g. a KV cache of prefill and decode),
-        or the buffers' names. on_progress: called after each load phase; an exception it raises
+        or the buffers' names. tuning: performance settings by name (upload_threads, staging
+        ('huge', 'wc', 'hostalloc'), page_lock_weights, block_cache_mib, small_copy_kernels,
+        gemv_max_rows, int4_dequant_min_m, cublas_workspace_mib; C++ TuningOptions); unset ones
+        come from the environment, else the defaults. on_progress: called after each load phase; an exception it raises
         aborts the load and is re-raised. output_type: 'torch' (torch tensors), 'numpy' (NumPy
         arrays; outputs come to the host), 'dlpack' (objects with __dlpack__), or 'auto': torch
         when it can be imported, else NumPy for host outputs and DLPack objects for device ones.
@@ -268,6 +272,8 @@ class Module:
     def graph_status(self, method: str) -> GraphStatus: ...
     def load_stats(self) -> LoadStats: ...
     def load_timings(self) -> LoadTimings: ...
+    def tuning(self) -> dict[str, Any]:
+        """The tuning the Module was loaded with, every setting filled in (same keys as ``tuning=``)."""
     @property
     def state_bytes(self) -> int:
         """Device bytes of one copy of the mutable state."""

@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "aoti_cuda/error.hpp"
@@ -69,10 +70,65 @@ Device parse_device(nb::handle h) {
   throw Error(ErrorCode::kInvalidArgument, "device must be 'cpu', 'cuda', 'cuda:N', an int or a torch.device, got '" + s + "'");
 }
 
+template <typename T>
+T tuning_value(nb::handle v, const std::string& key, const char* kind) {
+  T out{};
+  if (PyBool_Check(v.ptr()) != std::is_same_v<T, bool> || !nb::try_cast(v, out)) {
+    throw Error(ErrorCode::kInvalidArgument, "tuning['" + key + "'] must be " + kind + ", got " +
+                                                 std::string(nb::repr(v).c_str()));
+  }
+  return out;
+}
+
+// The LoadOptions::tuning fields by name (module.hpp, TuningOptions); a value
+// out of range is reported by the load itself, naming the field.
+TuningOptions parse_tuning(nb::handle h) {
+  TuningOptions t;
+  if (h.is_none()) return t;
+  if (!PyDict_Check(h.ptr())) throw Error(ErrorCode::kInvalidArgument, "tuning must be a dict or None");
+  for (auto [k, v] : nb::borrow<nb::dict>(h)) {
+    std::string key;
+    if (!nb::try_cast(k, key)) throw Error(ErrorCode::kInvalidArgument, "tuning keys must be str");
+    if (v.is_none()) continue;  // unset: the environment, else the default
+    if (key == "upload_threads") t.upload_threads = tuning_value<int>(v, key, "an int");
+    else if (key == "page_lock_weights") t.page_lock_weights = tuning_value<bool>(v, key, "a bool");
+    else if (key == "block_cache_mib") t.block_cache_mib = tuning_value<std::size_t>(v, key, "an int >= 0");
+    else if (key == "small_copy_kernels") t.small_copy_kernels = tuning_value<bool>(v, key, "a bool");
+    else if (key == "gemv_max_rows") t.gemv_max_rows = tuning_value<int>(v, key, "an int");
+    else if (key == "int4_dequant_min_m") t.int4_dequant_min_m = tuning_value<int64_t>(v, key, "an int");
+    else if (key == "cublas_workspace_mib") t.cublas_workspace_mib = tuning_value<std::size_t>(v, key, "an int >= 0");
+    else if (key == "staging") {
+      const std::string name = tuning_value<std::string>(v, key, "'huge', 'wc' or 'hostalloc'");
+      for (StagingMemory m : {StagingMemory::kHugePages, StagingMemory::kWriteCombined, StagingMemory::kHostAlloc}) {
+        if (name == to_string(m)) t.staging = m;
+      }
+      if (!t.staging) throw Error(ErrorCode::kInvalidArgument, "tuning['staging'] must be 'huge', 'wc' or 'hostalloc', got '" + name + "'");
+    } else {
+      throw Error(ErrorCode::kInvalidArgument, "unknown tuning key '" + key + "' (known: upload_threads, staging, "
+                  "page_lock_weights, block_cache_mib, small_copy_kernels, gemv_max_rows, int4_dequant_min_m, cublas_workspace_mib)");
+    }
+  }
+  return t;
+}
+
+nb::dict tuning_dict(const TuningOptions& t) {
+  nb::dict d;
+  if (t.upload_threads) d["upload_threads"] = *t.upload_threads;
+  if (t.staging) d["staging"] = to_string(*t.staging);
+  if (t.page_lock_weights) d["page_lock_weights"] = *t.page_lock_weights;
+  if (t.block_cache_mib) d["block_cache_mib"] = *t.block_cache_mib;
+  if (t.small_copy_kernels) d["small_copy_kernels"] = *t.small_copy_kernels;
+  if (t.gemv_max_rows) d["gemv_max_rows"] = *t.gemv_max_rows;
+  if (t.int4_dequant_min_m) d["int4_dequant_min_m"] = *t.int4_dequant_min_m;
+  if (t.cublas_workspace_mib) d["cublas_workspace_mib"] = *t.cublas_workspace_mib;
+  return d;
+}
+
 LoadOptions load_options(nb::handle data_files, nb::handle device, std::size_t num_models, nb::handle methods,
                          nb::handle cuda_graphs, std::size_t max_graphs, nb::handle share_state, bool dedup,
-                         nb::handle sha256) {
+                         nb::handle sha256, nb::handle tuning) {
   LoadOptions o;
+  o.tuning = parse_tuning(tuning);
   o.data_files = str_list(data_files, "data_files");
   o.device = parse_device(device);
   o.num_models = num_models;
@@ -212,17 +268,18 @@ void bind_module(nb::module_& m) {
           "__init__",
           [](PyModule* self, nb::handle path, nb::handle data_files, nb::handle device, std::size_t num_models,
              nb::handle methods, nb::handle cuda_graphs, std::size_t max_graphs, nb::handle share_state, bool dedup,
-             nb::handle sha256, nb::object on_progress, std::string_view output_type) {
+             nb::handle sha256, nb::handle tuning, nb::object on_progress, std::string_view output_type) {
             std::string p;
             if (!nb::try_cast(nb::module_::import_("os").attr("fspath")(path), p)) {
               throw Error(ErrorCode::kInvalidArgument, "path must be a str or an os.PathLike of str");
             }
-            LoadOptions o = load_options(data_files, device, num_models, methods, cuda_graphs, max_graphs, share_state, dedup, sha256);
+            LoadOptions o = load_options(data_files, device, num_models, methods, cuda_graphs, max_graphs, share_state, dedup,
+                                         sha256, tuning);
             new (self) PyModule(p, std::move(o), std::move(on_progress), parse_output_type(output_type));
           },
           "path"_a, nb::kw_only(), "data_files"_a = nb::none(), "device"_a = nb::none(), "num_models"_a = 1,
           "methods"_a = nb::none(), "cuda_graphs"_a = false, "max_graphs_per_method"_a = 4, "share_state"_a = nb::none(),
-          "deduplicate_constants"_a = true, "allowed_so_sha256"_a = nb::none(), "on_progress"_a = nb::none(),
+          "deduplicate_constants"_a = true, "allowed_so_sha256"_a = nb::none(), "tuning"_a = nb::none(), "on_progress"_a = nb::none(),
           "output_type"_a = "auto")
       .def(
           "forward",
@@ -251,6 +308,7 @@ void bind_module(nb::module_& m) {
       .def("graph_status", &PyModule::graph_status, "method"_a)
       .def("load_stats", &PyModule::load_stats)
       .def("load_timings", &PyModule::load_timings)
+      .def("tuning", [](PyModule& self) { return tuning_dict(self.tuning()); })
       .def_prop_ro("state_bytes", &PyModule::state_bytes)
       .def("reset_state", &PyModule::reset_state)
       .def("create_session", [](nb::handle self) { return nb::cast<PyModule&>(self).create_session(self); },

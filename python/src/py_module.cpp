@@ -150,6 +150,11 @@ LoadTimings PyModule::load_timings() {
   return open_module().load_timings();
 }
 
+TuningOptions PyModule::tuning() {
+  std::shared_lock lock(mu_);
+  return open_module().tuning();
+}
+
 std::size_t PyModule::state_bytes() {
   std::shared_lock lock(mu_);
   return open_module().state_bytes();

@@ -57,6 +57,7 @@ class PyModule {
   GraphStatus graph_status(std::string_view method);
   LoadStats load_stats();
   LoadTimings load_timings();
+  TuningOptions tuning();
   std::size_t state_bytes();
   void reset_state();
 

@@ -134,6 +134,14 @@ def test_bad_load_arguments(fake_programs):
     expect_error(aoti_cuda.ErrorCode.INVALID_ARGUMENT, "output_type must be",
                  call=lambda: aoti_cuda.Module(path, device="cpu", output_type="jax"))
     expect_error(aoti_cuda.ErrorCode.NOT_FOUND, "decode", call=lambda: aoti_cuda.Module(path, device="cpu", methods=["decode"]))
+    expect_error(aoti_cuda.ErrorCode.INVALID_ARGUMENT, "unknown tuning key 'threads'",
+                 call=lambda: aoti_cuda.Module(path, device="cpu", tuning={"threads": 2}))
+    expect_error(aoti_cuda.ErrorCode.INVALID_ARGUMENT, "tuning['upload_threads'] must be an int",
+                 call=lambda: aoti_cuda.Module(path, device="cpu", tuning={"upload_threads": "4"}))
+    expect_error(aoti_cuda.ErrorCode.INVALID_ARGUMENT, "upload_threads",
+                 call=lambda: aoti_cuda.Module(path, device="cpu", tuning={"upload_threads": 0}))
+    expect_error(aoti_cuda.ErrorCode.INVALID_ARGUMENT, "tuning['staging']",
+                 call=lambda: aoti_cuda.Module(path, device="cpu", tuning={"staging": "fast"}))
     expect_error(aoti_cuda.ErrorCode.NOT_FOUND, "kv.nope",
                  call=lambda: aoti_cuda.Module(fake_programs["state"], device="cpu", share_state=["kv.nope"]))
 

@@ -226,3 +226,12 @@ def test_outputs_outlive_the_module(fake_programs):
     m.close()
     del m
     np.testing.assert_array_equal(y, a * W + b)
+
+
+def test_tuning(fake_programs):
+    with aoti_cuda.Module(fake_programs["affine"], device="cpu", tuning={"block_cache_mib": 0, "staging": "wc"}) as m:
+        t = m.tuning()
+        assert t["block_cache_mib"] == 0 and t["staging"] == "wc"
+        assert set(t) == {"upload_threads", "staging", "page_lock_weights", "block_cache_mib", "small_copy_kernels",
+                          "gemv_max_rows", "int4_dequant_min_m", "cublas_workspace_mib"}
+        np.testing.assert_array_equal(m.forward(*affine_inputs())[0], affine_inputs()[0] * W + 1)
