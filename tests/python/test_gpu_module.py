@@ -75,10 +75,12 @@ def test_side_stream(mlp, io):
         z = y + 0  # ordered after it on s
     s.synchronize()
     close(z, want)
-    y2 = mlp.forward(x.cuda(), stream=s)[0]  # explicit stream object
+    xc = x.cuda()
+    s.wait_stream(torch.cuda.current_stream())  # xc is made on the default stream
+    y2 = mlp.forward(xc, stream=s)[0]  # explicit stream object
     s.synchronize()
     close(y2, want)
-    y3 = mlp.forward(x.cuda(), stream=torch.cuda.current_stream().cuda_stream)[0]  # explicit int
+    y3 = mlp.forward(xc, stream=torch.cuda.current_stream().cuda_stream)[0]  # explicit int (0: legacy default)
     close(y3, want)
 
 
