@@ -60,6 +60,15 @@ void check_device(Device dev, const CallContext& ctx, const char* role, std::siz
   }
 }
 
+// from_dlpack, its refusal (e.g. negative strides) naming the input.
+Tensor import_or_fail(DLManagedTensor* managed, const CallContext& ctx, const char* role, std::size_t index) {
+  try {
+    return from_dlpack(managed);
+  } catch (const Error& e) {
+    fail(e.code(), ctx, role, index, std::string("cannot be read: ") + e.what());
+  }
+}
+
 Tensor read_capsule(PyObject* capsule, const CallContext& ctx, const char* role, std::size_t index, bool writable) {
   if (PyCapsule_IsValid(capsule, "dltensor")) {
     auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
@@ -67,7 +76,7 @@ Tensor read_capsule(PyObject* capsule, const CallContext& ctx, const char* role,
                      ? Device::cuda(managed->dl_tensor.device.device_id)
                      : Device::cpu();
     check_device(dev, ctx, role, index);
-    Tensor t = from_dlpack(managed);  // on failure the capsule still owns it
+    Tensor t = import_or_fail(managed, ctx, role, index);  // on failure the capsule still owns it
     PyCapsule_SetName(capsule, "used_dltensor");
     return t;
   }
@@ -85,7 +94,7 @@ Tensor read_capsule(PyObject* capsule, const CallContext& ctx, const char* role,
     adapter->legacy.dl_tensor = v->dl_tensor;
     adapter->legacy.manager_ctx = adapter.get();
     adapter->legacy.deleter = &VersionedAdapter::release;
-    Tensor t = from_dlpack(&adapter->legacy);  // on failure the adapter goes, the capsule keeps the tensor
+    Tensor t = import_or_fail(&adapter->legacy, ctx, role, index);  // on failure the adapter goes, the capsule keeps the tensor
     adapter.release();
     PyCapsule_SetName(capsule, "used_dltensor_versioned");
     return t;

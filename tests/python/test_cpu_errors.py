@@ -72,6 +72,11 @@ def test_tensor_on_a_gpu_for_a_cpu_module(still_usable):
     assert not fake.exported
 
 
+def test_negative_strides(still_usable):
+    expect_error(aoti_cuda.ErrorCode.UNSUPPORTED, "input 0 cannot be read", "negative",
+                 call=lambda: still_usable.forward(A[::-1], B))
+
+
 def test_unknown_method(still_usable):
     expect_error(aoti_cuda.ErrorCode.NOT_FOUND, "nope", call=lambda: still_usable.execute("nope", A, B))
     expect_error(aoti_cuda.ErrorCode.NOT_FOUND, "nope", call=lambda: still_usable.method_meta("nope"))

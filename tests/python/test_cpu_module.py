@@ -46,6 +46,13 @@ def test_non_contiguous_input_is_read_correctly(affine):
     np.testing.assert_array_equal(affine.forward(at, b)[0], np.ascontiguousarray(at) * W)
 
 
+def test_broadcast_input(affine):
+    a, _ = affine_inputs()
+    row = np.arange(4, dtype=np.float32)
+    b = np.broadcast_to(row, (2, 4))  # stride 0 along the rows, read-only
+    np.testing.assert_array_equal(affine.forward(a, b)[0], a * W + row)
+
+
 def test_read_only_input(affine):
     a, b = affine_inputs()
     b.flags.writeable = False  # NumPy exports it only as a versioned (DLPack 1.x) capsule
