@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 import numpy as np
@@ -242,3 +243,34 @@ def test_tuning(fake_programs):
         assert set(t) == {"upload_threads", "staging", "page_lock_weights", "block_cache_mib", "small_copy_kernels",
                           "gemv_max_rows", "int4_dequant_min_m", "cublas_workspace_mib"}
         np.testing.assert_array_equal(m.forward(*affine_inputs())[0], affine_inputs()[0] * W + 1)
+
+
+def test_calls_from_several_threads_and_close_meanwhile(fake_programs):
+    m = aoti_cuda.Module(fake_programs["affine"], device="cpu", num_models=2, output_type="numpy")
+    errors, counts = [], [0] * 4
+    stop = threading.Event()
+
+    def worker(k):
+        a = np.full((3, 4), float(k), np.float32)
+        b = np.ones((3, 4), np.float32)
+        try:
+            while not stop.is_set():
+                np.testing.assert_array_equal(m.forward(a, b)[0], a * W + b)
+                counts[k] += 1
+        except aoti_cuda.Error as e:
+            if "closed" not in e.message:
+                errors.append(e)
+        except Exception as e:  # noqa: BLE001  (a wrong result or anything else fails the test)
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    m.close()  # while calls are in flight: they finish, later ones raise "closed"
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert all(c > 10 for c in counts), counts
+    assert m.closed
