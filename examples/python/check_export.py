@@ -25,6 +25,8 @@ def check(eager, pte_path, *inputs, atol=1e-3, rtol=1e-3):
     import torch
 
     inputs = [x.cuda() for x in inputs]
+    if isinstance(eager, torch.nn.Module):
+        eager = eager.cuda().eval()
     with aoti_cuda.Module(pte_path) as m, torch.no_grad():
         got, want = m.forward(*inputs), eager(*inputs)
         want = list(want) if isinstance(want, (tuple, list)) else [want]
