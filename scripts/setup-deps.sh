@@ -5,7 +5,8 @@
 set -euo pipefail
 
 # clang-14 + libclang-rt-14-dev: the libFuzzer targets the test command runs (tests/fuzz).
-packages=(cmake ninja-build g++ ccache binutils python3 flatbuffers-compiler libflatbuffers-dev doctest-dev nlohmann-json3-dev libdlpack-dev libcli11-dev clang-14 libclang-rt-14-dev xz-utils)
+# python3-venv: the Python package is built and tested in a virtual environment (scripts/setup-python.sh).
+packages=(cmake ninja-build g++ ccache binutils python3 python3-venv flatbuffers-compiler libflatbuffers-dev doctest-dev nlohmann-json3-dev libdlpack-dev libcli11-dev clang-14 libclang-rt-14-dev xz-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the CPU suites (reader, shim, Module through a fake model
 # library, CLI), the GPU suites (skipped with a visible message when no GPU is
-# present), an install + find_package(aoti_cuda) consumer build, the CPU suites
+# present), the Python package (pip install + pytest tests/python, its GPU
+# tests skipped likewise), an install + find_package(aoti_cuda) consumer build, the CPU suites
 # again under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer,
 # the CPU suites again under ThreadSanitizer (zero reports: any report fails
 # the run), the three libFuzzer targets for 30 s each, and the exporter's
@@ -30,11 +31,40 @@ run_ctest() {
   rm -f "$log"
 }
 
+# run_pytest <python> <build-dir>: installs the Python package with pip, reusing
+# the CMake build <build-dir> (only the extension is relinked), runs tests/python
+# against the installed package and adds pytest's counts to the totals.
+run_pytest() {
+  local py="$1" build="$2" log line
+  log="$(mktemp)"
+  ( "$py" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \
+        -Cbuild-dir="$build" -Ccmake.build-type="${BUILD_TYPE:-RelWithDebInfo}" "$ROOT" &&
+    cd "$ROOT/tests/python" &&
+    AOTI_CUDA_TEST_BUILD="$build" "$py" -m pytest -q -rs -p no:cacheprovider ) 2>&1 | tee "$log" || true
+  line="$(grep -E '[0-9]+ (passed|failed|skipped|errors?)( |,|$)' "$log" | grep -E ' in [0-9.]+s' | tail -1)"
+  if [[ -z "$line" ]]; then
+    echo "pytest did not report a summary"; failed=$((failed + 1))
+  else
+    passed=$((passed + $(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+' || echo 0)))
+    failed=$((failed + $(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+' || echo 0)))
+    failed=$((failed + $(grep -oE '[0-9]+ errors?' <<<"$line" | grep -oE '[0-9]+' || echo 0)))
+  fi
+  rm -f "$log"
+}
+
 echo "== [1/4] build + test (${BUILD_TYPE:-RelWithDebInfo})"
 BUILD="$ROOT/build"
-configure "$BUILD" -DAOTI_CUDA_BUILD_TESTS=ON -DAOTI_CUDA_BUILD_TOOLS=ON -DAOTI_CUDA_BUILD_BENCH=ON
+# The Python package is built in this build too (a virtual environment with its
+# build and test requirements: scripts/setup-python.sh).
+PY="$("$ROOT/scripts/setup-python.sh" "$BUILD/pyvenv" | tail -1)"
+configure "$BUILD" -DAOTI_CUDA_BUILD_TESTS=ON -DAOTI_CUDA_BUILD_TOOLS=ON -DAOTI_CUDA_BUILD_BENCH=ON \
+  -DAOTI_CUDA_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PY"
 cmake --build "$BUILD" -j "$JOBS"
 run_ctest "$BUILD"
+
+echo
+echo "== Python package: pip install . (reusing the build above) + pytest tests/python (GPU tests skip without a GPU)"
+run_pytest "$PY" "$BUILD"
 
 echo
 echo "== [2/4] build + CPU tests under ASan + UBSan + LSan"

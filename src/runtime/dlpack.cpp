@@ -76,14 +76,17 @@ std::string device_type_name(long long type) {
 }
 
 DType import_dtype(const DLDataType& t) {
-  const std::string desc = "DLTensor.dtype {code " + std::to_string(t.code) + " (" + type_code_name(t.code) +
-                           "), bits " + std::to_string(t.bits) + ", lanes " + std::to_string(t.lanes) + "}";
-  if (t.lanes != 1) fail(ErrorCode::kUnsupported, desc + ": vector types (lanes != 1) are not supported");
+  // Described only on failure: imports sit on the per-call path of the bindings.
+  const auto desc = [&t] {
+    return "DLTensor.dtype {code " + std::to_string(t.code) + " (" + type_code_name(t.code) + "), bits " +
+           std::to_string(t.bits) + ", lanes " + std::to_string(t.lanes) + "}";
+  };
+  if (t.lanes != 1) fail(ErrorCode::kUnsupported, desc() + ": vector types (lanes != 1) are not supported");
   for (const DTypeMapping& m : kDTypeMappings) {
     if (m.code == t.code && m.bits == t.bits) return m.dtype;
   }
-  fail(ErrorCode::kUnsupported, desc + " has no aoti_cuda dtype (supported: float 16/32/64, bfloat 16, "
-                                       "complex 32/64/128, int/uint 8/16/32/64, bool 8)");
+  fail(ErrorCode::kUnsupported, desc() + " has no aoti_cuda dtype (supported: float 16/32/64, bfloat 16, "
+                                         "complex 32/64/128, int/uint 8/16/32/64, bool 8)");
 }
 
 // The raw integer in DLDevice.device_type. A C producer can store any int
@@ -98,18 +101,20 @@ long long raw_device_type(const DLDevice& d) {
 
 Device import_device(const DLDevice& d) {
   const long long type = raw_device_type(d);
-  const std::string desc = "DLTensor.device {device_type " + std::to_string(type) + " (" +
-                           device_type_name(type) + "), device_id " + std::to_string(d.device_id) + "}";
+  const auto desc = [&] {
+    return "DLTensor.device {device_type " + std::to_string(type) + " (" + device_type_name(type) + "), device_id " +
+           std::to_string(d.device_id) + "}";
+  };
   switch (type) {
     case kDLCPU:
     case kDLCUDAHost:  // page-locked host memory: an ordinary host pointer
       return Device::cpu();
     case kDLCUDA:
     case kDLCUDAManaged:  // managed memory is addressable from the device it is attached to
-      if (d.device_id < 0) fail(ErrorCode::kInvalidArgument, desc + ": negative CUDA device id");
+      if (d.device_id < 0) fail(ErrorCode::kInvalidArgument, desc() + ": negative CUDA device id");
       return Device::cuda(d.device_id);
     default:
-      fail(ErrorCode::kUnsupported, desc + ": only CPU, CUDA, CUDA host and CUDA managed memory are supported");
+      fail(ErrorCode::kUnsupported, desc() + ": only CPU, CUDA, CUDA host and CUDA managed memory are supported");
   }
 }
 
