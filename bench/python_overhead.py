@@ -120,9 +120,11 @@ def main() -> int:
     result = {"pte": str(pte), "graphs": not args.no_graphs, "torch": torch.__version__,
               "device": torch.cuda.get_device_name(0), **measure(m, x, out, args.runs, args.blocks)}
     result["graph_status"] = repr(m.graph_status("forward"))
+    result["torch_route"] = aoti_cuda._ext._torch_route()  # "exchange": DLPack's C table; "python": torch's DLPack calls
     m.close()
 
-    print(f"{pte.name}, CUDA graphs {'on' if result['graphs'] else 'off'}, {result['device']}, torch {result['torch']}")
+    print(f"{pte.name}, CUDA graphs {'on' if result['graphs'] else 'off'}, {result['device']}, torch {result['torch']}, "
+          f"torch tensors through the {result['torch_route']} route")
     print(f"{'call':<28}{'C++ p50':>10}{'Python p50':>12}{'overhead':>10}{'target':>9}")
     ok = True
     for name, label in (("forward", "m.forward(x)"), ("bound", "m.forward(x, out=y)")):

@@ -16,6 +16,7 @@
 #include "aoti_cuda/version.hpp"
 #include "convert.hpp"
 #include "py_module.hpp"
+#include "torch_api.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -339,6 +340,13 @@ void bind_module(nb::module_& m) {
 
 void bind_functions(nb::module_& m) {
   m.def("_set_error_class", [](nb::object cls) { error_class() = std::move(cls); });
+  // How torch tensors cross: "exchange" (DLPack's C exchange table), "python"
+  // (torch's Python DLPack entry points) or "" (torch not imported yet).
+  m.def("_torch_route", []() -> std::string {
+    TorchApi& api = TorchApi::get();
+    if (!api.available()) return "";
+    return api.exchange() != nullptr ? "exchange" : "python";
+  });
   m.def("version", [] { return std::string(aoti_cuda::version()); });
   m.def("device_count", [] {
     int count = 0;

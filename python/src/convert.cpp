@@ -15,20 +15,6 @@
 namespace aoti_cuda::python {
 namespace {
 
-// DLPack >= 1.0's managed tensor ("dltensor_versioned" capsules), laid out as
-// the DLPack specification defines it. The DLPack header the SDK builds
-// against (0.6) predates it; DLTensor itself is unchanged between versions.
-struct VersionedManaged {
-  struct {
-    uint32_t major, minor;
-  } version;
-  void* manager_ctx;
-  void (*deleter)(VersionedManaged*);
-  uint64_t flags;
-  DLTensor dl_tensor;
-};
-constexpr uint64_t kDlpackReadOnly = 1;
-
 // A legacy DLManagedTensor over a versioned one, so that the SDK's
 // from_dlpack can take it over: deleting the adapter deletes the original.
 struct VersionedAdapter {
@@ -69,6 +55,26 @@ Tensor import_or_fail(DLManagedTensor* managed, const CallContext& ctx, const ch
   }
 }
 
+// A versioned managed tensor taken over by the SDK (through a legacy adapter).
+// On failure nothing is taken: `v` still belongs to the caller.
+Tensor import_versioned(VersionedManaged* v, const CallContext& ctx, const char* role, std::size_t index, bool writable) {
+  if (v->version.major != 1) {
+    fail(ErrorCode::kUnsupported, ctx, role, index, "is a DLPack " + std::to_string(v->version.major) + ".x tensor; aoti_cuda reads DLPack 1.x and 0.x");
+  }
+  if (writable && (v->flags & kDlpackReadOnly) != 0) fail(ErrorCode::kInvalidArgument, ctx, role, index, "is read-only");
+  const auto type = v->dl_tensor.device.device_type;
+  check_device(type == kDLCUDA || type == kDLCUDAManaged ? Device::cuda(v->dl_tensor.device.device_id) : Device::cpu(), ctx,
+               role, index);
+  auto adapter = std::make_unique<VersionedAdapter>();
+  adapter->original = v;
+  adapter->legacy.dl_tensor = v->dl_tensor;
+  adapter->legacy.manager_ctx = adapter.get();
+  adapter->legacy.deleter = &VersionedAdapter::release;
+  Tensor t = import_or_fail(&adapter->legacy, ctx, role, index);  // on failure the adapter goes, v stays the caller's
+  adapter.release();
+  return t;
+}
+
 Tensor read_capsule(PyObject* capsule, const CallContext& ctx, const char* role, std::size_t index, bool writable) {
   if (PyCapsule_IsValid(capsule, "dltensor")) {
     auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
@@ -82,20 +88,7 @@ Tensor read_capsule(PyObject* capsule, const CallContext& ctx, const char* role,
   }
   if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
     auto* v = static_cast<VersionedManaged*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
-    if (v->version.major != 1) {
-      fail(ErrorCode::kUnsupported, ctx, role, index, "is a DLPack " + std::to_string(v->version.major) + ".x tensor; aoti_cuda reads DLPack 1.x and 0.x");
-    }
-    if (writable && (v->flags & kDlpackReadOnly) != 0) fail(ErrorCode::kInvalidArgument, ctx, role, index, "is read-only");
-    const auto type = v->dl_tensor.device.device_type;
-    check_device(type == kDLCUDA || type == kDLCUDAManaged ? Device::cuda(v->dl_tensor.device.device_id) : Device::cpu(), ctx,
-                 role, index);
-    auto adapter = std::make_unique<VersionedAdapter>();
-    adapter->original = v;
-    adapter->legacy.dl_tensor = v->dl_tensor;
-    adapter->legacy.manager_ctx = adapter.get();
-    adapter->legacy.deleter = &VersionedAdapter::release;
-    Tensor t = import_or_fail(&adapter->legacy, ctx, role, index);  // on failure the adapter goes, the capsule keeps the tensor
-    adapter.release();
+    Tensor t = import_versioned(v, ctx, role, index, writable);  // on failure the capsule keeps the tensor
     PyCapsule_SetName(capsule, "used_dltensor_versioned");
     return t;
   }
@@ -108,20 +101,38 @@ Tensor read_capsule(PyObject* capsule, const CallContext& ctx, const char* role,
 // its Python-level __dlpack__, and than reading its attributes one by one).
 Tensor read_torch(PyObject* o, CallContext& ctx, const char* role, std::size_t index, bool writable) {
   const TorchApi& api = TorchApi::get();
-  nb::object capsule = api.to_dlpack(o);
-  if (!capsule.is_valid()) {
-    nb::python_error refused;  // e.g. a tensor on the meta device
-    const std::string device = nb::str(nb::object(nb::handle(o).attr("device"))).c_str();
-    fail(ErrorCode::kUnsupported, ctx, role, index,
-         "is on device '" + device + "', which aoti_cuda cannot read (torch: " + refused.what() + ")");
+  Tensor t;
+  VersionedManaged* v = nullptr;
+  if (api.exchange() != nullptr && api.exchange()->managed_tensor_from_py_object_no_sync(o, &v) == 0 && v != nullptr &&
+      v->dl_tensor.dtype.code != kDLComplex) {
+    // torch's C export: no Python call, no capsule. On a refusal the same
+    // tensor goes through the Python route below, which words the error.
+    struct Owned {  // v until the SDK takes it over
+      VersionedManaged* v;
+      ~Owned() {
+        if (v != nullptr && v->deleter != nullptr) v->deleter(v);
+      }
+    } owned{v};
+    t = import_versioned(v, ctx, role, index, writable);
+    owned.v = nullptr;
+  } else {
+    if (v != nullptr && v->deleter != nullptr) v->deleter(v);  // a complex tensor: checked for conjugation below
+    PyErr_Clear();
+    nb::object capsule = api.to_dlpack(o);
+    if (!capsule.is_valid()) {
+      nb::python_error refused;  // e.g. a tensor on the meta device
+      const std::string device = nb::str(nb::object(nb::handle(o).attr("device"))).c_str();
+      fail(ErrorCode::kUnsupported, ctx, role, index,
+           "is on device '" + device + "', which aoti_cuda cannot read (torch: " + refused.what() + ")");
+    }
+    const auto* managed = static_cast<const DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+    if (managed != nullptr && managed->dl_tensor.dtype.code == kDLComplex) {
+      static PyObject* const s_is_conj = interned("is_conj");
+      nb::object conj = nb::steal(PyObject_CallMethodNoArgs(o, s_is_conj));
+      if (conj.ptr() == Py_True) fail(ErrorCode::kInvalidArgument, ctx, role, index, "is a conjugate view: pass x.resolve_conj()");
+    }
+    t = read_capsule(capsule.ptr(), ctx, role, index, writable);
   }
-  const auto* managed = static_cast<const DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
-  if (managed != nullptr && managed->dl_tensor.dtype.code == kDLComplex) {
-    static PyObject* const s_is_conj = interned("is_conj");
-    nb::object conj = nb::steal(PyObject_CallMethodNoArgs(o, s_is_conj));
-    if (conj.ptr() == Py_True) fail(ErrorCode::kInvalidArgument, ctx, role, index, "is a conjugate view: pass x.resolve_conj()");
-  }
-  Tensor t = read_capsule(capsule.ptr(), ctx, role, index, writable);
   if (t.device().is_cuda() && ctx.stream_from == CallContext::StreamFrom::kNone) {
     ctx.stream_from = CallContext::StreamFrom::kTorch;
     ctx.stream = api.current_stream(t.device().index);
@@ -257,8 +268,40 @@ const char* output_type_name(OutputType type) {
   return "auto";
 }
 
+namespace {
+
+// A torch tensor over an SDK output through torch's C exchange table: a
+// versioned managed tensor wrapping the SDK's legacy one.
+struct VersionedOutput {
+  VersionedManaged versioned{};
+  DLManagedTensor* legacy = nullptr;
+  static void release(VersionedManaged* self) {
+    auto* o = static_cast<VersionedOutput*>(self->manager_ctx);
+    if (o->legacy->deleter != nullptr) o->legacy->deleter(o->legacy);
+    delete o;
+  }
+};
+
+nb::object torch_from_exchange(const DlpackExchangeApi& api, const Tensor& t) {
+  auto out = std::make_unique<VersionedOutput>();
+  out->legacy = to_dlpack(t);
+  out->versioned.version = {1, 0};
+  out->versioned.manager_ctx = out.get();
+  out->versioned.deleter = &VersionedOutput::release;
+  out->versioned.dl_tensor = out->legacy->dl_tensor;
+  VersionedManaged* v = &out.release()->versioned;
+  void* obj = nullptr;
+  // The producer takes the tensor over whatever the outcome (DLPack: "the
+  // ownership of the tensor is stolen"), so a failure leaves nothing to free.
+  if (api.managed_tensor_to_py_object_no_sync(v, &obj) != 0 || obj == nullptr) throw nb::python_error();
+  return nb::steal(static_cast<PyObject*>(obj));
+}
+
+}  // namespace
+
 nb::object wrap_tensor(const Tensor& t, OutputType type) {
   if (type == OutputType::kTorch) {
+    if (const DlpackExchangeApi* api = TorchApi::get().exchange()) return torch_from_exchange(*api, t);
     DLManagedTensor* managed = to_dlpack(t);
     PyObject* capsule = PyCapsule_New(managed, "dltensor", release_capsule);
     if (capsule == nullptr) {

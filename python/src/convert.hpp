@@ -1,12 +1,12 @@
 // Python objects <-> aoti_cuda::Tensor, without copies.
 //
-// In: a torch.Tensor is read through its own attributes (data pointer, shape,
-// strides, dtype, device: the cheapest route), anything else through DLPack:
+// In: a torch.Tensor through torch's DLPack C exchange table when it has one
+// (a C call, no capsule), else torch's own DLPack export; anything else through DLPack:
 // a "dltensor" / "dltensor_versioned" capsule, or an object with __dlpack__
 // (NumPy arrays, CuPy, JAX, ...). The Tensor keeps the Python object (or the
 // DLPack producer's memory) alive for as long as the SDK uses it.
 //
-// Out: torch tensors through a DLPack capsule; otherwise NumPy arrays for
+// Out: torch tensors through the same C table (else a DLPack capsule); otherwise NumPy arrays for
 // host memory and DLPack-capable objects (__dlpack__, __dlpack_device__) for
 // device memory. Each output keeps the SDK tensor alive.
 //

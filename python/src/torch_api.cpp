@@ -1,7 +1,37 @@
 // PyTorch through Python, looked up once (torch_api.hpp).
 #include "torch_api.hpp"
 
+#include <cstdlib>
+#include <string_view>
+
 namespace aoti_cuda::python {
+
+namespace {
+
+// torch.Tensor's DLPack C exchange table: the attribute is a capsule named
+// "dlpack_exchange_api" on the type (its first name, without "dlpack_" in
+// front, is accepted too). Null when absent, disabled or of another major
+// version.
+const DlpackExchangeApi* find_exchange_api(nb::handle tensor_type) {
+  const char* off = std::getenv("AOTI_CUDA_PYTHON_NO_EXCHANGE_API");
+  if (off != nullptr && std::string_view(off) == "1") return nullptr;
+  for (const char* name : {"__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__"}) {
+    nb::object capsule = nb::getattr(tensor_type, name, nb::none());
+    if (capsule.is_none() || !PyCapsule_IsValid(capsule.ptr(), "dlpack_exchange_api")) continue;
+    const auto* api = static_cast<const DlpackExchangeApi*>(PyCapsule_GetPointer(capsule.ptr(), "dlpack_exchange_api"));
+    // Walk back to a major version 1 table (a newer torch may chain older ones).
+    for (const auto* h = api ? &api->header : nullptr; h != nullptr; h = h->prev_api) {
+      const auto* table = reinterpret_cast<const DlpackExchangeApi*>(h);
+      if (h->version.major == 1 && h->version.minor >= 2 && table->managed_tensor_from_py_object_no_sync != nullptr &&
+          table->managed_tensor_to_py_object_no_sync != nullptr && table->current_work_stream != nullptr) {
+        return table;
+      }
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 TorchApi& TorchApi::get() {
   // Leaked on purpose: Python objects must not be released after the
@@ -47,6 +77,7 @@ bool TorchApi::init(nb::handle torch) {
   from_dlpack_ = fast.is_none() ? torch.attr("from_dlpack") : fast;
   nb::object to = c.is_none() ? nb::none() : nb::getattr(c, "_to_dlpack", nb::none());  // = torch.utils.dlpack.to_dlpack
   to_dlpack_ = to.is_none() ? nb::module_::import_("torch.utils.dlpack").attr("to_dlpack") : to;
+  exchange_ = find_exchange_api(tensor);
   torch_ = nb::borrow(torch);
   tensor_type_ = reinterpret_cast<PyTypeObject*>(tensor.ptr());
   dtypes_ = std::move(dtypes);
@@ -62,6 +93,11 @@ std::optional<DType> TorchApi::dtype_of(PyObject* torch_dtype) const {
 }
 
 std::uintptr_t TorchApi::current_stream(int index) const {
+  if (exchange_ != nullptr) {
+    void* stream = nullptr;
+    if (exchange_->current_work_stream(kDLCUDA, index, &stream) != 0) throw nb::python_error();
+    return reinterpret_cast<std::uintptr_t>(stream);
+  }
   if (!raw_stream_.is_none()) return nb::cast<std::uintptr_t>(raw_stream_(index));
   nb::object stream = torch_.attr("cuda").attr("current_stream")(index);
   return nb::cast<std::uintptr_t>(stream.attr("cuda_stream"));

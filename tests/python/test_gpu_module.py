@@ -208,3 +208,42 @@ def test_graphs_with_torch_tensors(io):
         assert status.available, status.reason
         assert status.replays >= 4 and status.captures >= 1
         close(m.forward(x.cuda(), use_graph=False)[0], want)
+
+
+def test_torch_routes_agree(mlp, io):
+    """torch tensors cross through DLPack's C exchange table when torch has one, else through torch's
+    Python DLPack calls: the route follows what torch offers, and both give the same outputs."""
+    import subprocess
+    import sys
+
+    import torch
+
+    has_table = any(hasattr(torch.Tensor, n) for n in ("__dlpack_c_exchange_api__", "__c_dlpack_exchange_api__"))
+    route = aoti_cuda._ext._torch_route()
+    assert route == ("exchange" if has_table else "python"), route
+    x, want = io
+    y = torch.empty(8, 10, device="cuda")
+    mlp.forward(x.cuda(), out=y)
+    close(y, want)
+    script = (
+        "import sys, torch, aoti_cuda\n"
+        "m = aoti_cuda.Module(sys.argv[1])\n"
+        "x = torch.frombuffer(bytearray(open(sys.argv[2], 'rb').read()), dtype=torch.float32).reshape(8, 64).cuda()\n"
+        "y = torch.empty(8, 10, device='cuda'); m.forward(x, out=y)\n"
+        "z = m.forward(x)[0]\n"
+        "assert torch.equal(y, z), 'bound and returned outputs differ'\n"
+        "print(aoti_cuda._ext._torch_route()); sys.stdout.flush()\n"
+        "open(sys.argv[3], 'wb').write(z.cpu().numpy().tobytes())\n"
+    )
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "y.bin")
+        env = dict(os.environ, AOTI_CUDA_PYTHON_NO_EXCHANGE_API="1")
+        r = subprocess.run([sys.executable, "-c", script, str(MLP / "mlp.pte"), str(MLP / SPEC_IN["file"]), out],
+                           env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == "python"
+        other = torch.frombuffer(bytearray(open(out, "rb").read()), dtype=torch.float32).reshape(8, 10)
+    assert torch.equal(other, y.cpu()), "the two routes gave different outputs"
