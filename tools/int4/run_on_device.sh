@@ -33,7 +33,8 @@ if has vectors; then
   echo "== vectors ($(($(date +%s) - t0)) s)"
   timeout 120 python3 "$SRC/tools/int4/gen_vectors.py" /tmp/int4_vectors || echo "gen_vectors FAILED"
   echo "== GPU int4 tests ($(($(date +%s) - t0)) s)"
-  AOTI_CUDA_INT4_VECTORS=/tmp/int4_vectors timeout 120 "$BIN/aoti_cuda_gpu_tests" -tc='int4pack*' 2>&1 | tail -40
+  AOTI_CUDA_INT4_VECTORS=/tmp/int4_vectors timeout 150 "$BIN/aoti_cuda_gpu_tests" -tc='int4pack*' > "$OUT/gpu_tests.log" 2>&1
+  echo "gpu tests exit $?"; grep -E "SKIPPED|cases run|PyTorch cases|ERROR|error|FAILED|test cases|assertions" "$OUT/gpu_tests.log" | head -30
 fi
 if [[ -n "$export_pid" ]]; then
   echo "== waiting for the export ($(($(date +%s) - t0)) s)"
@@ -41,8 +42,8 @@ if [[ -n "$export_pid" ]]; then
 fi
 if has variants; then
   echo "== tuning variants ($(($(date +%s) - t0)) s)"
-  timeout 120 "$BIN/aoti_cuda_int4_bench" --variants --iters 15 --m 1,4,8,16 \
-    --shapes 3072x2048,2048x2048,11264x2048,2048x5632,32000x2048,4096x4096,11008x4096
+  timeout 120 "$BIN/aoti_cuda_int4_bench" --variants --iters 15 --m 1,4,16 \
+    --shapes 3072x2048,2048x2048,11264x2048,2048x5632,32000x2048
 fi
 if has bench; then
   echo "== our kernel ($(($(date +%s) - t0)) s)"
