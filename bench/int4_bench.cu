@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -86,11 +87,18 @@ struct Result {
   int64_t m, n, k;
   double us, gbps;
   double stream_us = -1, stream_gbps = -1;
+  double floor_empty_us = -1, floor_read_us = -1;  // measure_floors() at the same copies and bytes
 };
 
 // Bytes a call must read: packed weights + (scale, zero) pairs (activations and output are tiny).
 double weight_bytes(int64_t n, int64_t k, int group) {
   return static_cast<double>(n) * k / 2 + static_cast<double>(k / group) * n * 4;
+}
+
+// Weight copies of a back-to-back measurement: enough for >= 256 MiB, so every call reads HBM.
+int stream_copies(int64_t n, int64_t k, int group) {
+  const double bytes = weight_bytes(n, k, group);
+  return static_cast<int>(std::min(4096.0, std::max(8.0, std::floor((256.0 * (1 << 20)) / bytes) + 1)));
 }
 
 Result measure(int64_t m, int64_t n, int64_t k, int group, int ikt, int iters, void* flush, std::size_t flush_bytes) {
@@ -172,7 +180,7 @@ double measure_stream(int64_t m, int64_t n, int64_t k, int group, int ikt, int r
                       std::size_t flush_bytes, int variant = 0) {
   namespace mm = aoti_cuda::shim::int4mm;
   const std::size_t wbytes = static_cast<std::size_t>(n * k / 2), sbytes = static_cast<std::size_t>(k / group * n * 4);
-  const int copies = static_cast<int>(std::min<std::size_t>(4096, std::max<std::size_t>(8, (std::size_t{256} << 20) / (wbytes + sbytes) + 1)));
+  const int copies = stream_copies(n, k, group);
   AtenTensorHandle x = device_tensor({m, k}, 15, static_cast<std::size_t>(m * k * 2), true, 1);
   AtenTensorHandle w0 = device_tensor({n / 8, k / (16 * ikt), 32, ikt / 2}, 3, wbytes, false, 2);
   AtenTensorHandle s0 = device_tensor({k / group, n, 2}, 15, sbytes, true, 3);
@@ -244,6 +252,66 @@ double measure_stream(int64_t m, int64_t n, int64_t k, int group, int ikt, int r
   for (AtenTensorHandle t : {x, w0, s0}) aoti_torch_delete_tensor_object(t);
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+__global__ void empty_kernel() {}
+
+// What a call costs at the least, measured like measure_stream (a graph of `copies` launches,
+// per-call time after a flush): an empty kernel (launch and drain alone), and the streaming-read
+// kernel over `bytes` of a distinct buffer per launch (a perfect weight stream of the same size).
+void measure_floors(std::size_t bytes, int copies, int reps, void* flush, std::size_t flush_bytes, double* empty_us,
+                    double* read_us) {
+  const std::size_t stride = (bytes + 255) / 256 * 256;
+  void* buf = nullptr;
+  check(cudaMalloc(&buf, stride * copies), "cudaMalloc(floor)");
+  check(cudaMemset(buf, 0x5A, stride * copies), "cudaMemset(floor)");
+  int device = 0, sms = 0, per_sm = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "attribute");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, aoti_cuda_bench::stream_read_kernel, 512, 0), "occupancy");
+  const std::size_t vecs = bytes / 16;
+  const unsigned blocks = static_cast<unsigned>(
+      std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(sms) * per_sm, (vecs + 511) / 512)));
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  for (int which = 0; which < 2; ++which) {
+    cudaGraph_t graph;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    for (int r = 0; r < copies; ++r) {
+      if (which == 0) {
+        empty_kernel<<<static_cast<unsigned>(sms), 256, 0, stream>>>();
+      } else {
+        const uint4* p = reinterpret_cast<const uint4*>(static_cast<char*>(buf) + r * stride);
+        aoti_cuda_bench::stream_read_kernel<<<blocks, 512, 0, stream>>>(p, vecs, static_cast<uint4*>(buf));
+      }
+    }
+    check(cudaStreamEndCapture(stream, &graph), "end capture");
+    cudaGraphExec_t exec;
+    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    cudaEvent_t start, stop;
+    check(cudaEventCreate(&start), "cudaEventCreate");
+    check(cudaEventCreate(&stop), "cudaEventCreate");
+    std::vector<double> times;
+    for (int i = -1; i < reps; ++i) {
+      aoti_cuda_bench::flush_l2(flush, flush_bytes);
+      check(cudaDeviceSynchronize(), "flush");
+      check(cudaEventRecord(start, stream), "cudaEventRecord");
+      check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+      check(cudaEventRecord(stop, stream), "cudaEventRecord");
+      check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+      if (i >= 0) times.push_back(ms * 1000.0 / copies);
+    }
+    std::sort(times.begin(), times.end());
+    (which == 0 ? *empty_us : *read_us) = times[times.size() / 2];
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  cudaStreamDestroy(stream);
+  cudaFree(buf);
 }
 
 using Shapes = std::vector<std::array<int64_t, 2>>;
@@ -349,6 +417,13 @@ int main(int argc, char** argv) {
       if (stream && m <= 16) {
         r.stream_us = measure_stream(m, nk[0], nk[1], group, ikt, 7, flush, flush_bytes);
         r.stream_gbps = weight_bytes(nk[0], nk[1], group) / (r.stream_us * 1e-6) / 1e9;
+        if (m == 1) {  // the floors depend on the bytes only
+          measure_floors(static_cast<std::size_t>(weight_bytes(nk[0], nk[1], group)), stream_copies(nk[0], nk[1], group),
+                         7, flush, flush_bytes, &r.floor_empty_us, &r.floor_read_us);
+          std::printf("  floors (graph, per call): empty kernel %.2f us, streaming read of the same %.1f MB %.2f us "
+                      "(%.0f GB/s)\n", r.floor_empty_us, weight_bytes(nk[0], nk[1], group) / 1e6, r.floor_read_us,
+                      weight_bytes(nk[0], nk[1], group) / (r.floor_read_us * 1e-6) / 1e9);
+        }
       }
       std::printf("%6lld %6lld %6lld %10.2f %8.1f %12.2f %10.2f %8.1f %6.1f\n", static_cast<long long>(r.m),
                   static_cast<long long>(r.n), static_cast<long long>(r.k), r.us, r.gbps, kernels_us, r.stream_us,
@@ -367,6 +442,9 @@ int main(int argc, char** argv) {
       std::fprintf(f, "  {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"us\": %.3f, \"gbps\": %.1f", static_cast<long long>(r.m),
                    static_cast<long long>(r.n), static_cast<long long>(r.k), r.us, r.gbps);
       if (r.stream_us > 0) std::fprintf(f, ", \"stream_us\": %.3f, \"stream_gbps\": %.1f", r.stream_us, r.stream_gbps);
+      if (r.floor_read_us > 0) {
+        std::fprintf(f, ", \"floor_empty_us\": %.3f, \"floor_read_us\": %.3f", r.floor_empty_us, r.floor_read_us);
+      }
       std::fprintf(f, "}%s\n", i + 1 < results.size() ? "," : "");
     }
     std::fprintf(f, "]}\n");

@@ -37,12 +37,16 @@ def parse(args):
     return int(opt["--iters"]), int(opt["--group"]), int(opt["--inner-k-tiles"]), shapes, ms, stream
 
 
-def timed(fn, flush, iters, warmup=3):
+def timed(fn, flush, iters, warmup=3, sync=False):
+    """sync=False (one call, as int4_bench's measure()): the start event is queued behind the flush, so the
+    host's dispatch of the call overlaps the flush, as it does for ours; sync=True (graph replays, as
+    measure_stream()): the GPU is idle when the replay is submitted."""
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     times = []
     for i in range(-warmup, iters):
         flush.max()  # a read-only pass over 512 MiB
-        torch.cuda.synchronize()
+        if sync:
+            torch.cuda.synchronize()
         start.record()
         fn()
         stop.record()
@@ -88,7 +92,7 @@ def main():
                 with torch.cuda.graph(graph):
                     for r in range(copies):
                         torch.ops.aten._weight_int4pack_mm(x, ws[r], group, szs[r])
-                per = timed(graph.replay, flush, 7, warmup=1) / copies
+                per = timed(graph.replay, flush, 7, warmup=1, sync=True) / copies
                 row["stream_us"] = round(per, 3)
                 row["stream_gbps"] = round(nbytes / (per * 1e-6) / 1e9, 1)
                 del graph

@@ -42,7 +42,7 @@ if [[ -n "$export_pid" ]]; then
 fi
 if has variants; then
   echo "== tuning variants ($(($(date +%s) - t0)) s)"
-  timeout 120 "$BIN/aoti_cuda_int4_bench" --variants --iters 15 --m 1,4,16 \
+  timeout 120 "$BIN/aoti_cuda_int4_bench" --variants --iters 15 --m 1,4,8,16 \
     --shapes 3072x2048,2048x2048,11264x2048,2048x5632,32000x2048
 fi
 if has bench; then
@@ -61,7 +61,7 @@ if has ncu; then
   # M = 1, one shape per run: launches 0-2 are the warm-ups, launch 3 the timed shim call (--iters 1).
   # ncu flushes the caches before the profiled launch (its default cache control), so the weights
   # come from DRAM; the clocks are left alone.
-  for shape in 2048x2048 11264x2048 4096x4096; do
+  for shape in ${INT4_NCU_SHAPES:-2048x2048 11264x2048 32000x2048 4096x4096}; do
     echo "== ncu, M=1 $shape ($(($(date +%s) - t0)) s)"
     timeout 60 ncu --clock-control none -k regex:int4_gemv --launch-skip 3 --launch-count 1 \
       --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,dram__bytes_read.sum.per_second,sm__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,launch__grid_size,launch__block_size,sm__warps_active.avg.pct_of_peak_sustained_active \

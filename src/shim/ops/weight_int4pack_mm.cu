@@ -3,7 +3,7 @@
 //
 // Two kernel families, tensor cores throughout (mma.sync m16n8k16, bf16 in, fp32 accumulate):
 //
-// Int4Gemv (M <= 16, decode): weight streaming at memory bandwidth. The weights are the mma A
+// Int4Gemv (M <= 8, decode): weight streaming. The weights are the mma A
 //   operand, 8 activation rows the B operand; every warp issues all loads of its chunk of K at
 //   once (see the comment above Int4Gemv).
 //
@@ -17,7 +17,7 @@
 //     ldmatrix; rows past M are zero-filled by cp.async.
 //   * A block owns an output tile of 16*MT rows x 8*NT columns; its KW warps split K (each
 //     takes every KW-th k-super-tile), then reduce through shared memory.
-// M <= 64: MT = 1, 8 warps splitting K, a 3-deep super-tile pipeline. Large M: MT = 4 (64 rows)
+// M = 9..64: MT = 1, 8 warps splitting K, a 3-deep super-tile pipeline. Large M: MT = 4 (64 rows)
 // so each dequantized weight feeds 4 mma and each activation fragment feeds NT = 4. (M >= 65
 // normally goes to dequantize + cuBLAS instead: weight_int4pack_mm.cpp.)
 #include <cuda_bf16.h>
@@ -382,7 +382,7 @@ __global__ void __launch_bounds__(KW * 32) int4_gemm_kernel(const __nv_bfloat16*
 }
 
 // ---------------------------------------------------------------------------------------------
-// Small M (1..16 rows, decode): a weight-streaming kernel whose time is the weight bytes over
+// Small M (decode; the dispatch's kernel for M <= 8, a tuning candidate up to 16): a weight-streaming kernel whose time is the weight bytes over
 // the memory bandwidth, so everything is about keeping enough 16-byte loads in flight.
 //
 // Roles are swapped against Int4Gemm: the WEIGHTS are the mma A operand (16 output features =
@@ -430,29 +430,28 @@ __device__ __forceinline__ uint32_t ld_stream_u32(const uint32_t* p) {
   return v;
 }
 
-// Nibble pairs of `word` as bf16x2 (q_lo, q_hi) biased into the mantissa of a power of two with
-// one lop3 each: (w & 0x000f000f) | 128.0 -> 128+q; (w & 0x00f000f0) | 8.0 -> 8+q/1 (the nibble
-// sits 4 bits up, where 8.0's mantissa ulp is 1/16 * 16 = 1). Subtracting 136 / 16 is exact, so
-// the dequantized value (q-8)*s+z is rounded once, by the FMA, as in dequant_pair().
+// (a & b) | c in one instruction.
 __device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t mask, uint32_t magic) {
   uint32_t d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(d) : "r"(a), "r"(mask), "r"(magic));  // (a & b) | c
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(d) : "r"(a), "r"(mask), "r"(magic));
   return d;
 }
 
-// The 4 bf16x2 A-fragment registers of one packed word: {kt0 lo, kt0 hi, kt1 lo, kt1 hi}, i.e.
-// the (a0 or a1) and (a2 or a3) registers of k-tiles 0 and 1 (see dequant_pair for the nibbles).
+// The 4 bf16x2 A-fragment registers of one packed word: nibble pairs at shifts 0, 4, 8, 12 =
+// {k-tile 0 at k 2c, k-tile 0 at 2c+8, k-tile 1 at 2c, k-tile 1 at 2c+8} (see dequant_pair).
+// Each pair is brought to bits 0-3 / 16-19 and OR-ed into the mantissa of bf16 128.0 (ulp 1)
+// by one lop3: 128+q exactly (bf16 has only 7 mantissa bits, so a nibble cannot sit higher);
+// minus 136 is exact, so (q-8)*s+z is rounded once, by the FMA, as in dequant_pair().
 __device__ __forceinline__ void dequant_word(uint32_t (&d)[4], uint32_t word, uint32_t sz_bits) {
   const __nv_bfloat162 sz2 = bits_bf162(sz_bits);
   const __nv_bfloat162 scale = __low2bfloat162(sz2);
   const __nv_bfloat162 zero = __high2bfloat162(sz2);
-  const uint32_t hi = word >> 8;
-  const __nv_bfloat162 b128 = bits_bf162(0x43084308u);  // {136, 136}
-  const __nv_bfloat162 b8 = bits_bf162(0x41804180u);    // {16, 16}
-  d[0] = bf162_bits(__hfma2(__hsub2(bits_bf162(lop3_and_or(word, 0x000f000fu, 0x43004300u)), b128), scale, zero));
-  d[1] = bf162_bits(__hfma2(__hsub2(bits_bf162(lop3_and_or(word, 0x00f000f0u, 0x41004100u)), b8), scale, zero));
-  d[2] = bf162_bits(__hfma2(__hsub2(bits_bf162(lop3_and_or(hi, 0x000f000fu, 0x43004300u)), b128), scale, zero));
-  d[3] = bf162_bits(__hfma2(__hsub2(bits_bf162(lop3_and_or(hi, 0x00f000f0u, 0x41004100u)), b8), scale, zero));
+  const __nv_bfloat162 bias = bits_bf162(0x43084308u);  // {136, 136}
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t biased = lop3_and_or(word >> (4 * i), 0x000f000fu, 0x43004300u);
+    d[i] = bf162_bits(__hfma2(__hsub2(bits_bf162(biased), bias), scale, zero));
+  }
 }
 
 struct GemvShape {
@@ -617,17 +616,26 @@ cudaError_t launch_gemv(const Problem& p, const Shape& s, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// The dispatch's choice for M <= 16: chunks of 2 super-tiles (4 for innerKTiles 2/4, whose
-// super-tiles are smaller), up to 16 warps per block, one n-tile pair per block.
+// The dispatch's choice for M <= 8 (bench/int4_bench.cu --variants, docs/benchmarks/int4.md):
+// one super-tile per warp while K fits 16 warps (K <= 2048 for innerKTiles 8), else chunks of 4;
+// two n-tile pairs per block once there are many pairs (fewer, longer-lived blocks).
 template <int IKT>
 cudaError_t launch_gemv_default(const Problem& p, const Shape& s, cudaStream_t stream) {
-  return launch_gemv<IKT, (IKT == 8 ? 2 : 4), 1, 16>(p, s, stream);
+  if constexpr (IKT != 8) {
+    return launch_gemv<IKT, 4, 1, 16>(p, s, stream);
+  } else {
+    if (s.k_super > 16) return launch_gemv<IKT, 4, 1, 16>(p, s, stream);
+    if (s.n_tiles >= 1024) return launch_gemv<IKT, 1, 2, 16>(p, s, stream);
+    return launch_gemv<IKT, 1, 1, 16>(p, s, stream);
+  }
 }
 
-// Kernel configurations, by M: <= 16 rows (weight streaming), <= 64 rows (16-row m-tiles), more.
+// Kernel configurations, by M: <= 8 rows (weight streaming), <= 64 rows (16-row m-tiles), more.
+// (M = 9..16 stays on the tile kernel: measured faster there than the streaming kernel with its
+// second B fragment, int4.md.)
 enum class Config { kGemv, kSmallM, kLargeM };
 
-constexpr int64_t kGemvMaxM = 16;
+constexpr int64_t kGemvMaxM = 8;
 
 Config pick_config(int64_t m) { return m <= kGemvMaxM ? Config::kGemv : (m <= 64 ? Config::kSmallM : Config::kLargeM); }
 
@@ -667,12 +675,11 @@ struct Variant {
 const Variant kVariants[] = {
     {"default dispatch", 1 << 30, nullptr},
     {"gemv   U1 NP1 KW16 m<=16", 16, launch_gemv<8, 1, 1, 16>},
+    {"gemv   U1 NP2 KW16 m<=16", 16, launch_gemv<8, 1, 2, 16>},
+    {"gemv   U1 NP4 KW16 m<=16", 16, launch_gemv<8, 1, 4, 16>},
     {"gemv   U2 NP1 KW16 m<=16", 16, launch_gemv<8, 2, 1, 16>},
     {"gemv   U4 NP1 KW16 m<=16", 16, launch_gemv<8, 4, 1, 16>},
-    {"gemv   U2 NP2 KW16 m<=16", 16, launch_gemv<8, 2, 2, 16>},
-    {"gemv   U4 NP2 KW8 m<=16", 16, launch_gemv<8, 4, 2, 8>},
-    {"gemv   U2 NP1 KW8 m<=16", 16, launch_gemv<8, 2, 1, 8>},
-    {"gemv   U1 NP2 KW16 m<=16", 16, launch_gemv<8, 1, 2, 16>},
+    {"gemv   U1 NP2 KW8 m<=16", 16, launch_gemv<8, 1, 2, 8>},
     {"super  NT2 KW8 D3 m<=8 (old M<=8)", 8, launch_one<8, 1, 2, 8, true, Pipe::kSuper, 3>},
     {"super  NT2 KW8 D3 m<=64", 64, launch_one<8, 1, 2, 8, false, Pipe::kSuper, 3>},
     {"word   MT2 NT4 KW4", 1 << 30, launch_one<8, 2, 4, 4, false, Pipe::kWord, 2>},
@@ -691,7 +698,7 @@ int log2_exact(int v) {
 
 const char* config_name(const Problem& p, int /*sm_count*/) {
   switch (pick_config(p.m)) {
-    case Config::kGemv: return "m<=16: weight streaming, weights as mma A, 2-super-tile chunks, <=16 warps split K";
+    case Config::kGemv: return "m<=8: weight streaming, weights as mma A, <=16 warps split K";
     case Config::kSmallM: return "m<=64: 16x16 tiles, 8 warps split K, 3-deep super-tile pipeline";
     case Config::kLargeM: return "m>64: 64x32 tiles, 4 warps split K";
   }
