@@ -618,14 +618,15 @@ cudaError_t launch_gemv(const Problem& p, const Shape& s, cudaStream_t stream) {
 
 // The dispatch's choice for M <= 8 (bench/int4_bench.cu --variants, docs/benchmarks/int4.md):
 // one super-tile per warp while K fits 16 warps (K <= 2048 for innerKTiles 8), else chunks of 4;
-// two n-tile pairs per block once there are many pairs (fewer, longer-lived blocks).
+// for many n-tiles, two pairs per block of 8 warps: at 72 registers a 16-warp block of that kernel
+// fits once per SM, an 8-warp one three times (measured 8.7 against 11.3 us for 11264 x 2048).
 template <int IKT>
 cudaError_t launch_gemv_default(const Problem& p, const Shape& s, cudaStream_t stream) {
   if constexpr (IKT != 8) {
     return launch_gemv<IKT, 4, 1, 16>(p, s, stream);
   } else {
     if (s.k_super > 16) return launch_gemv<IKT, 4, 1, 16>(p, s, stream);
-    if (s.n_tiles >= 1024) return launch_gemv<IKT, 1, 2, 16>(p, s, stream);
+    if (s.n_tiles >= 1024) return launch_gemv<IKT, 1, 2, 8>(p, s, stream);
     return launch_gemv<IKT, 1, 1, 16>(p, s, stream);
   }
 }
