@@ -154,6 +154,11 @@ def main() -> int:
           facts is not None and abs(by["aoti_cuda_bf16"]["roofline_pct_128"] - want16) < 1e-9
           and abs(by["aoti_cuda_int4fast"]["roofline_pct_128"] - want4) < 1e-9 and by["aoti_cuda_int4fast"]["quant"] == "int4")
     md = "\n".join(roofline.markdown(rrows, facts, rlens))
+    roof_res["exports"]["int4"]["config"] = dict(cfg, max_ctx=1024)
+    facts = roofline.annotate(rrows, roof_res, rlens)
+    md = "\n".join(roofline.markdown(rrows, facts, rlens))
+    check("roofline: the KV cache the exports read over all positions, beside the counted one",
+          facts["kv_cache_all_positions"] == 1024 * kv_per_pos and "attend all 1024 cache positions" in md)
     check("roofline: the section's table", "## Roofline" in md and "| aoti_cuda (int4, cuBLAS GEMMs, decomposed SDPA) | int4 |" in md
           and f"{want4:.0f} %" in md)
     no_bw = dict(roof_res, runs={k: v for k, v in roof_res["runs"].items() if k != "read_bw"})
