@@ -109,45 +109,27 @@ struct Shape {
 //   kWord:   activations staged one 32-k word at a time (2 slots), weights one super-tile ahead
 //            (large M: many mma per byte hide the latency);
 //   kSuper:  a Depth-stage pipeline of whole super-tiles, weights and activations (cp.async to
-//            shared memory) together, so the next Depth-1 super-tiles' loads are in flight;
-//   kDirect: the same pipeline with the activation fragments loaded straight into registers
-//            (M <= 8: only lanes of real rows load; no shared memory, no cp.async).
-enum class Pipe { kWord, kSuper, kDirect };
+//            shared memory) together, so the next Depth-1 super-tiles' loads are in flight.
+// (A third way, activation fragments loaded straight into registers, was replaced by Int4Gemv.)
+enum class Pipe { kWord, kSuper };
 
 template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
 struct Int4Gemm {
   static constexpr bool Deep = P != Pipe::kWord;
-  static constexpr bool kDirectA = P == Pipe::kDirect;
   static constexpr int kWords = IKT / 2;                 // packed words per lane per super-tile
   static constexpr int kRows = HalfM ? 8 : 16 * MT;      // staged activation rows
   static constexpr int kSlotBytes = kRows * kRowBytes;   // one 32-k activation slice
   static constexpr int kDepth = Depth;                   // Deep: super-tiles in the pipeline
-  static constexpr int kStageBytes =
-      kDirectA ? 0 : (Deep ? KW * kDepth * kWords * kSlotBytes : KW * 2 * kSlotBytes);
+  static constexpr int kStageBytes = Deep ? KW * kDepth * kWords * kSlotBytes : KW * 2 * kSlotBytes;
   static constexpr int kReduceBytes = KW * MT * NT * 4 * kLanes * 4;
   static constexpr int kSmemBytes = kStageBytes > kReduceBytes ? kStageBytes : kReduceBytes;
   static_assert(!HalfM || MT == 1, "HalfM stages 8 rows: one m-tile");
-  static_assert(!kDirectA || HalfM, "direct activation loads serve 8-row tiles");
   static_assert(kSmemBytes <= 200 * 1024, "dynamic shared memory budget");
 
   struct Frag {
     uint32_t w[NT][kWords];  // packed weights
     uint32_t s[NT][kWords];  // (scale, zero) bf16x2 of each word's group
-    uint32_t xa[kDirectA ? kWords : 1][4];  // kDirect: a0, a2 of both k-tiles of each word
   };
-
-  // kDirect: this lane's activation pairs of super-tile `st` (row lane/4; zero past M).
-  static __device__ __forceinline__ void load_direct_a(Frag& f, const __nv_bfloat16* x, const Shape& sh, int m0,
-                                                       int st, int lane) {
-    const int row = m0 + (lane >> 2);
-    const bool valid = row < sh.m;
-    const uint32_t* xr = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(valid ? row : 0) * sh.k);
-    const int k0 = st * IKT * 16 + 2 * (lane & 3);
-#pragma unroll
-    for (int q = 0; q < kWords; ++q)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) f.xa[q][e] = valid ? __ldg(xr + (k0 + q * 32 + e * 8) / 2) : 0u;
-  }
 
   // Weight words and their scales for super-tile `st` (n-tiles past N load nothing).
   static __device__ __forceinline__ void load_frag(Frag& f, const uint32_t* w, const uint32_t* sz,
@@ -260,12 +242,8 @@ struct Int4Gemm {
                                                      const uint32_t* w, const uint32_t* sz, const Shape& sh, int m0,
                                                      int nt0, int st, int lane) {
     load_frag(f, w, sz, sh, nt0, st, lane);
-    if constexpr (kDirectA) {
-      load_direct_a(f, x, sh, m0, st, lane);
-    } else {
 #pragma unroll
-      for (int q = 0; q < kWords; ++q) stage_x(stage + q * kSlotBytes, x, sh, m0, st * IKT * 16 + q * 32, lane);
-    }
+    for (int q = 0; q < kWords; ++q) stage_x(stage + q * kSlotBytes, x, sh, m0, st * IKT * 16 + q * 32, lane);
   }
 
   static __device__ __forceinline__ void deep_loop(float (&acc)[MT][NT][4], uint32_t stages, const __nv_bfloat16* x,
@@ -277,7 +255,7 @@ struct Int4Gemm {
 #pragma unroll
     for (int d = 0; d < kDepth - 1; ++d) {
       if (d < count) issue_super(ring[d], stages + d * kStage, x, w, sz, sh, m0, nt0, warp + d * KW, lane);
-      if constexpr (!kDirectA) cp_async_commit();
+      cp_async_commit();
     }
     for (int i0 = 0; i0 < count; i0 += kDepth) {
 #pragma unroll
@@ -289,21 +267,13 @@ struct Int4Gemm {
           issue_super(ring[(d + kDepth - 1) % kDepth], stages + ((d + kDepth - 1) % kDepth) * kStage, x, w, sz, sh,
                       m0, nt0, warp + ahead * KW, lane);
         }
-        if constexpr (!kDirectA) {
-          cp_async_commit();
-          cp_async_wait<kDepth - 1>();
-          __syncwarp();
-        }
+        cp_async_commit();
+        cp_async_wait<kDepth - 1>();
+        __syncwarp();
 #pragma unroll
         for (int q = 0; q < kWords; ++q) {
           uint32_t a[MT][2][4];
-          if constexpr (kDirectA) {
-            const uint32_t(&xa)[4] = ring[d].xa[q];
-            a[0][0][0] = xa[0]; a[0][0][1] = 0u; a[0][0][2] = xa[1]; a[0][0][3] = 0u;
-            a[0][1][0] = xa[2]; a[0][1][1] = 0u; a[0][1][2] = xa[3]; a[0][1][3] = 0u;
-          } else {
-            load_a(a, stages + d * kStage + q * kSlotBytes, lane);
-          }
+          load_a(a, stages + d * kStage + q * kSlotBytes, lane);
           mma_word(acc, a, ring[d], q, sh, nt0);
         }
         __syncwarp();  // this stage is refilled next iteration
