@@ -352,8 +352,10 @@ __global__ void __launch_bounds__(KW * 32) int4_gemm_kernel(const __nv_bfloat16*
 }
 
 // ---------------------------------------------------------------------------------------------
-// Small M (decode; the dispatch's kernel for M <= 8, a tuning candidate up to 16): a weight-streaming kernel whose time is the weight bytes over
-// the memory bandwidth, so everything is about keeping enough 16-byte loads in flight.
+// Small M (decode; the dispatch's kernel for M <= 8, a tuning candidate up to 16): a weight-
+// streaming kernel whose time should be the weight bytes over the memory bandwidth, so everything
+// is about keeping enough 16-byte loads in flight. (Measured, it is bound by the per-call latency
+// of one kernel per matmul on the 1.1B model's shapes: docs/benchmarks/int4.md.)
 //
 // Roles are swapped against Int4Gemm: the WEIGHTS are the mma A operand (16 output features =
 // two n-tiles) and the activations the B operand (8 rows of x as the 8 mma columns). A lane's
