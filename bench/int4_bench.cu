@@ -2,10 +2,19 @@
 // weight bandwidth, for the shapes of docs/benchmarks/int4.md. Not a test: prints numbers.
 //
 //   aoti_cuda_int4_bench [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants]
-//                        [--shapes NxK,NxK,...] [--m M,M,...]
+//                        [--shapes NxK,NxK,...] [--m M,M,...] [--no-stream]
 //
-// --shapes/--m replace the default weight shapes (N x K) and row counts, e.g. an LLM's
-// projections at one row: --shapes 2048x2048,512x2048,5632x2048,2048x5632 --m 1
+// --shapes/--m replace the default weight shapes (N x K: the 1.1B model's wqkv, wo, w13, w2 and
+// output head, then 4096x4096, 11008x4096, 4096x11008) and row counts.
+//
+// First it measures the GPU's streaming-read bandwidth (stream_read.cuh, 2 GiB): the ceiling the
+// "% of read BW" columns divide by. Two timings per shape and M:
+//   "us"        one call alone after an L2 flush (below), CUDA events around it: includes the
+//               launch latency, as a lone call pays it;
+//   "stream us" M <= 16 (unless --no-stream): R back-to-back launches over R distinct copies of the
+//               weights (R x bytes >= 256 MiB, so every call reads HBM), captured in a CUDA graph
+//               and replayed after a flush; time / R. This is how a decode step runs them (one
+//               graph, layer after layer) and what the bandwidth target is measured on.
 //
 // --variants times the kernels' tuning candidates (weight_int4pack_mm.hpp) for M <= 64 directly
 // (no shim), innerKTiles 8, and prints one table per candidate.
@@ -21,6 +30,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +40,7 @@
 
 #include "aoti_cuda/shim.h"
 #include "l2_flush.cuh"
+#include "stream_read.cuh"
 #include "shim/ops/weight_int4pack_mm.hpp"
 
 namespace {
@@ -75,7 +86,20 @@ AtenTensorHandle device_tensor(const std::vector<int64_t>& sizes, int32_t dtype,
 struct Result {
   int64_t m, n, k;
   double us, gbps;
+  double stream_us = -1, stream_gbps = -1;
+  double floor_empty_us = -1, floor_read_us = -1;  // measure_floors() at the same copies and bytes
 };
+
+// Bytes a call must read: packed weights + (scale, zero) pairs (activations and output are tiny).
+double weight_bytes(int64_t n, int64_t k, int group) {
+  return static_cast<double>(n) * k / 2 + static_cast<double>(k / group) * n * 4;
+}
+
+// Weight copies of a back-to-back measurement: enough for >= 256 MiB, so every call reads HBM.
+int stream_copies(int64_t n, int64_t k, int group) {
+  const double bytes = weight_bytes(n, k, group);
+  return static_cast<int>(std::min(4096.0, std::max(8.0, std::floor((256.0 * (1 << 20)) / bytes) + 1)));
+}
 
 Result measure(int64_t m, int64_t n, int64_t k, int group, int ikt, int iters, void* flush, std::size_t flush_bytes) {
   AtenTensorHandle x = device_tensor({m, k}, 15, static_cast<std::size_t>(m * k * 2), true, 1);
@@ -103,7 +127,7 @@ Result measure(int64_t m, int64_t n, int64_t k, int group, int ikt, int iters, v
   }
   std::sort(times.begin(), times.end());
   const double us = times[times.size() / 2];
-  const double bytes = static_cast<double>(n) * k / 2 + static_cast<double>(k / group) * n * 4;
+  const double bytes = weight_bytes(n, k, group);
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   aoti_torch_delete_tensor_object(x);
@@ -149,6 +173,147 @@ double measure_variant(int v, int64_t m, int64_t n, int64_t k, int group, int it
   return times[times.size() / 2];
 }
 
+// Per-call time of R back-to-back launches (the dispatch, no shim) over R copies of the weights,
+// replayed as one CUDA graph after a flush; median of `reps` replays.
+// `variant` as in launch_variant (0: the dispatch); < 0 if the variant does not apply.
+double measure_stream(int64_t m, int64_t n, int64_t k, int group, int ikt, int reps, void* flush,
+                      std::size_t flush_bytes, int variant = 0) {
+  namespace mm = aoti_cuda::shim::int4mm;
+  const std::size_t wbytes = static_cast<std::size_t>(n * k / 2), sbytes = static_cast<std::size_t>(k / group * n * 4);
+  const int copies = stream_copies(n, k, group);
+  AtenTensorHandle x = device_tensor({m, k}, 15, static_cast<std::size_t>(m * k * 2), true, 1);
+  AtenTensorHandle w0 = device_tensor({n / 8, k / (16 * ikt), 32, ikt / 2}, 3, wbytes, false, 2);
+  AtenTensorHandle s0 = device_tensor({k / group, n, 2}, 15, sbytes, true, 3);
+  void *xp = nullptr, *wp0 = nullptr, *sp0 = nullptr, *ws = nullptr, *ss = nullptr, *out = nullptr;
+  aoti_torch_get_data_ptr(x, &xp);
+  aoti_torch_get_data_ptr(w0, &wp0);
+  aoti_torch_get_data_ptr(s0, &sp0);
+  const std::size_t wstride = (wbytes + 255) / 256 * 256, sstride = (sbytes + 255) / 256 * 256;
+  check(cudaMalloc(&ws, wstride * copies), "cudaMalloc(weights)");
+  check(cudaMalloc(&ss, sstride * copies), "cudaMalloc(scales)");
+  check(cudaMalloc(&out, static_cast<std::size_t>(m * n * 2)), "cudaMalloc(out)");
+  for (int r = 0; r < copies; ++r) {
+    check(cudaMemcpy(static_cast<char*>(ws) + r * wstride, wp0, wbytes, cudaMemcpyDeviceToDevice), "copy");
+    check(cudaMemcpy(static_cast<char*>(ss) + r * sstride, sp0, sbytes, cudaMemcpyDeviceToDevice), "copy");
+  }
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  mm::Problem p;
+  p.x = xp; p.out = out; p.m = m; p.n = n; p.k = k; p.group = group; p.inner_k_tiles = ikt;
+  bool applies = true;
+  for (int r = 0; r < 2 && applies; ++r) {  // outside the capture: one-time attribute setting, module load
+    p.w = static_cast<char*>(ws) + r * wstride;
+    p.sz = static_cast<char*>(ss) + r * sstride;
+    applies = mm::launch_variant(p, stream, variant) == 0;
+  }
+  (void)cudaGetLastError();
+  check(cudaStreamSynchronize(stream), "warm-up");
+  if (!applies) {
+    cudaStreamDestroy(stream);
+    cudaFree(ws);
+    cudaFree(ss);
+    cudaFree(out);
+    for (AtenTensorHandle t : {x, w0, s0}) aoti_torch_delete_tensor_object(t);
+    return -1;
+  }
+  cudaGraph_t graph;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+  for (int r = 0; r < copies; ++r) {
+    p.w = static_cast<char*>(ws) + r * wstride;
+    p.sz = static_cast<char*>(ss) + r * sstride;
+    check(static_cast<cudaError_t>(mm::launch_variant(p, stream, variant)), "launch");
+  }
+  check(cudaStreamEndCapture(stream, &graph), "end capture");
+  cudaGraphExec_t exec;
+  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> times;
+  for (int i = -1; i < reps; ++i) {
+    aoti_cuda_bench::flush_l2(flush, flush_bytes);
+    check(cudaDeviceSynchronize(), "flush");
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (i >= 0) times.push_back(ms * 1000.0 / copies);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  cudaFree(ws);
+  cudaFree(ss);
+  cudaFree(out);
+  for (AtenTensorHandle t : {x, w0, s0}) aoti_torch_delete_tensor_object(t);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+__global__ void empty_kernel() {}
+
+// What a call costs at the least, measured like measure_stream (a graph of `copies` launches,
+// per-call time after a flush): an empty kernel (launch and drain alone), and the streaming-read
+// kernel over `bytes` of a distinct buffer per launch (a perfect weight stream of the same size).
+void measure_floors(std::size_t bytes, int copies, int reps, void* flush, std::size_t flush_bytes, double* empty_us,
+                    double* read_us) {
+  const std::size_t stride = (bytes + 255) / 256 * 256;
+  void* buf = nullptr;
+  check(cudaMalloc(&buf, stride * copies), "cudaMalloc(floor)");
+  check(cudaMemset(buf, 0x5A, stride * copies), "cudaMemset(floor)");
+  int device = 0, sms = 0, per_sm = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "attribute");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, aoti_cuda_bench::stream_read_kernel, 512, 0), "occupancy");
+  const std::size_t vecs = bytes / 16;
+  const unsigned blocks = static_cast<unsigned>(
+      std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(sms) * per_sm, (vecs + 511) / 512)));
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  for (int which = 0; which < 2; ++which) {
+    cudaGraph_t graph;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+    for (int r = 0; r < copies; ++r) {
+      if (which == 0) {
+        empty_kernel<<<static_cast<unsigned>(sms), 256, 0, stream>>>();
+      } else {
+        const uint4* p = reinterpret_cast<const uint4*>(static_cast<char*>(buf) + r * stride);
+        aoti_cuda_bench::stream_read_kernel<<<blocks, 512, 0, stream>>>(p, vecs, static_cast<uint4*>(buf));
+      }
+    }
+    check(cudaStreamEndCapture(stream, &graph), "end capture");
+    cudaGraphExec_t exec;
+    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+    cudaEvent_t start, stop;
+    check(cudaEventCreate(&start), "cudaEventCreate");
+    check(cudaEventCreate(&stop), "cudaEventCreate");
+    std::vector<double> times;
+    for (int i = -1; i < reps; ++i) {
+      aoti_cuda_bench::flush_l2(flush, flush_bytes);
+      check(cudaDeviceSynchronize(), "flush");
+      check(cudaEventRecord(start, stream), "cudaEventRecord");
+      check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+      check(cudaEventRecord(stop, stream), "cudaEventRecord");
+      check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+      if (i >= 0) times.push_back(ms * 1000.0 / copies);
+    }
+    std::sort(times.begin(), times.end());
+    (which == 0 ? *empty_us : *read_us) = times[times.size() / 2];
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+  }
+  cudaStreamDestroy(stream);
+  cudaFree(buf);
+}
+
 using Shapes = std::vector<std::array<int64_t, 2>>;
 
 void run_variants(int iters, int group, void* flush, std::size_t flush_bytes, const Shapes& shapes,
@@ -160,7 +325,9 @@ void run_variants(int iters, int group, void* flush, std::size_t flush_bytes, co
       if (m > 64 && v > 0 && v < mm::variant_count() - 4) break;  // the last 4 candidates are for large M
       std::printf("  M=%-3lld", static_cast<long long>(m));
       for (const auto& nk : shapes) {
-        const double us = measure_variant(v, m, nk[0], nk[1], group, iters, flush, flush_bytes);
+        // M <= 16: back-to-back throughput (measure_stream), the figure the streaming kernel is tuned for.
+        const double us = m <= 16 ? measure_stream(m, nk[0], nk[1], group, 8, 5, flush, flush_bytes, v)
+                                  : measure_variant(v, m, nk[0], nk[1], group, iters, flush, flush_bytes);
         const double bytes = static_cast<double>(nk[0]) * nk[1] / 2 + static_cast<double>(nk[1] / group) * nk[0] * 4;
         if (us < 0 && m > 8) break;
         if (us < 0) std::printf("  %5lldx%-5lld      -         ", static_cast<long long>(nk[0]), static_cast<long long>(nk[1]));
@@ -176,8 +343,10 @@ void run_variants(int iters, int group, void* flush, std::size_t flush_bytes, co
 int main(int argc, char** argv) {
   std::string json;
   int iters = 30, group = 128, ikt = 8;
-  bool variants = false;
-  Shapes shapes = {{4096, 4096}, {11008, 4096}, {4096, 11008}};
+  bool variants = false, stream = true;
+  // The 1.1B model (tools/export/llm, config 1b): wqkv, wo, w13 (gate+up), w2 (down), output head.
+  Shapes shapes = {{3072, 2048}, {2048, 2048}, {11264, 2048}, {2048, 5632}, {32000, 2048},
+                   {4096, 4096}, {11008, 4096}, {4096, 11008}};
   std::vector<int64_t> ms;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -208,8 +377,9 @@ int main(int argc, char** argv) {
     else if (a == "--group" && i + 1 < argc) group = std::atoi(argv[++i]);
     else if (a == "--inner-k-tiles" && i + 1 < argc) ikt = std::atoi(argv[++i]);
     else if (a == "--variants") variants = true;
+    else if (a == "--no-stream") stream = false;
     else {
-      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants] [--shapes NxK,...] [--m M,...]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants] [--shapes NxK,...] [--m M,...] [--no-stream]\n", argv[0]);
       return 2;
     }
   }
@@ -221,6 +391,13 @@ int main(int argc, char** argv) {
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   std::printf("device %s, %d SMs; group %d, innerKTiles %d, median of %d\n", prop.name, prop.multiProcessorCount,
               group, ikt, iters);
+  const aoti_cuda_bench::ReadBandwidth bw = aoti_cuda_bench::measure_read_bandwidth();
+  if (bw.median_gbps <= 0) {
+    std::fprintf(stderr, "int4_bench: the streaming-read measurement failed\n");
+    return 1;
+  }
+  std::printf("streaming read of %.1f GiB: median %.1f GB/s, best %.1f GB/s (%d reps)\n",
+              static_cast<double>(bw.bytes) / (1 << 30), bw.median_gbps, bw.best_gbps, bw.reps);
   if (variants) {
     run_variants(iters, group, flush, flush_bytes, shapes,
                  ms.empty() ? std::vector<int64_t>{1, 4, 8, 16, 64, 256, 2048} : ms);
@@ -229,15 +406,28 @@ int main(int argc, char** argv) {
   }
   // "us" is the shim op (M >= 65 by default: dequantize + cuBLAS); "kernels us" the int4 kernels
   // alone at the same shape, so the two large-M paths compare side by side.
-  std::printf("%6s %6s %6s %10s %10s %12s\n", "M", "N", "K", "us", "GB/s", "kernels us");
+  std::printf("%6s %6s %6s %10s %8s %12s %10s %8s %6s\n", "M", "N", "K", "us", "GB/s", "kernels us", "stream us",
+              "GB/s", "%read");
   std::vector<Result> results;
-  if (ms.empty()) ms = {1, 4, 16, 64, 256, 2048};
+  if (ms.empty()) ms = {1, 2, 4, 8, 16, 64, 256, 2048};
   for (const auto& nk : shapes) {
     for (int64_t m : ms) {
       Result r = measure(m, nk[0], nk[1], group, ikt, iters, flush, flush_bytes);
       const double kernels_us = ikt == 8 ? measure_variant(0, m, nk[0], nk[1], group, iters, flush, flush_bytes) : -1;
-      std::printf("%6lld %6lld %6lld %10.2f %10.1f %12.2f\n", static_cast<long long>(r.m),
-                  static_cast<long long>(r.n), static_cast<long long>(r.k), r.us, r.gbps, kernels_us);
+      if (stream && m <= 16) {
+        r.stream_us = measure_stream(m, nk[0], nk[1], group, ikt, 7, flush, flush_bytes);
+        r.stream_gbps = weight_bytes(nk[0], nk[1], group) / (r.stream_us * 1e-6) / 1e9;
+        if (m == 1) {  // the floors depend on the bytes only
+          measure_floors(static_cast<std::size_t>(weight_bytes(nk[0], nk[1], group)), stream_copies(nk[0], nk[1], group),
+                         7, flush, flush_bytes, &r.floor_empty_us, &r.floor_read_us);
+          std::printf("  floors (graph, per call): empty kernel %.2f us, streaming read of the same %.1f MB %.2f us "
+                      "(%.0f GB/s)\n", r.floor_empty_us, weight_bytes(nk[0], nk[1], group) / 1e6, r.floor_read_us,
+                      weight_bytes(nk[0], nk[1], group) / (r.floor_read_us * 1e-6) / 1e9);
+        }
+      }
+      std::printf("%6lld %6lld %6lld %10.2f %8.1f %12.2f %10.2f %8.1f %6.1f\n", static_cast<long long>(r.m),
+                  static_cast<long long>(r.n), static_cast<long long>(r.k), r.us, r.gbps, kernels_us, r.stream_us,
+                  r.stream_gbps, r.stream_gbps > 0 ? 100 * r.stream_gbps / bw.median_gbps : -1.0);
       results.push_back(r);
     }
   }
@@ -245,12 +435,17 @@ int main(int argc, char** argv) {
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (f == nullptr) return 1;
-    std::fprintf(f, "{\"device\": \"%s\", \"group\": %d, \"inner_k_tiles\": %d, \"results\": [\n", prop.name, group, ikt);
+    std::fprintf(f, "{\"device\": \"%s\", \"group\": %d, \"inner_k_tiles\": %d, \"read_gbps\": %.1f, \"read_bytes\": %zu, \"results\": [\n",
+                 prop.name, group, ikt, bw.median_gbps, bw.bytes);
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
-      std::fprintf(f, "  {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"us\": %.3f, \"gbps\": %.1f}%s\n",
-                   static_cast<long long>(r.m), static_cast<long long>(r.n), static_cast<long long>(r.k), r.us, r.gbps,
-                   i + 1 < results.size() ? "," : "");
+      std::fprintf(f, "  {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"us\": %.3f, \"gbps\": %.1f", static_cast<long long>(r.m),
+                   static_cast<long long>(r.n), static_cast<long long>(r.k), r.us, r.gbps);
+      if (r.stream_us > 0) std::fprintf(f, ", \"stream_us\": %.3f, \"stream_gbps\": %.1f", r.stream_us, r.stream_gbps);
+      if (r.floor_read_us > 0) {
+        std::fprintf(f, ", \"floor_empty_us\": %.3f, \"floor_read_us\": %.3f", r.floor_empty_us, r.floor_read_us);
+      }
+      std::fprintf(f, "}%s\n", i + 1 < results.size() ? "," : "");
     }
     std::fprintf(f, "]}\n");
     std::fclose(f);

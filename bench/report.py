@@ -30,6 +30,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from report_output import BEGIN, END, charts_markdown, hbar_chart, write_doc  # noqa: E402,F401
+import roofline  # noqa: E402
 
 LLM_ROWS = [  # (key in runs, label)
     ("aoti_cuda_bf16", "aoti_cuda (bf16)"),
@@ -351,10 +352,11 @@ def llm_markdown(res, rows, lens, targets, date, chart_lines=()):
 def llm_report(res, out, date, name="llm"):
     rows, lens = llm_rows(res)
     targets = llm_targets(rows, lens, (res.get("runs") or {}).get("bandwidth"))
+    roof = roofline.annotate(rows, res, lens)  # None without a read_bw step or a model config
     ok = [r for r in rows if not r.get("error")]
     doc = {"date": date, "machine": res.get("machine"), "model": model_config(res),
            "exports": {q: (e or {}).get("export_times") for q, e in (res.get("exports") or {}).items()},
-           "contenders": rows, "targets": targets, "steps": res.get("steps")}
+           "contenders": rows, "targets": targets, "roofline": roof, "steps": res.get("steps")}
     with open(os.path.join(out, f"{name}.json"), "w") as f:
         json.dump(doc, f, indent=1)
     labels = [r["label"] for r in ok]
@@ -364,9 +366,14 @@ def llm_report(res, out, date, name="llm"):
                [(f"{n}-token prompt", [r.get(f"ttft_{n}_ms") for r in ok]) for n in lens]),
               ("LLM load, file -> ready, ms (lower is better)", f"{name}-load.png",
                [("load", [r.get("load_ms") for r in ok])])]
+    if roof:
+        charts.append(("LLM decode, % of the roofline (bytes a step must read / measured read bandwidth; higher is "
+                       "better)", f"{name}-roofline.png",
+                       [(f"{n}-token prompt", [r.get(f"roofline_pct_{n}") for r in ok]) for n in lens]))
     for title, png, series in charts:
         hbar_chart(os.path.join(out, png), title, series, labels)
-    title, body = llm_markdown(res, rows, lens, targets, date, charts_markdown(out, [(t, p) for t, p, _ in charts]))
+    title, body = llm_markdown(res, rows, lens, targets, date, charts_markdown(out, [(t, p) for t, p, _ in charts]) +
+                               roofline.markdown(rows, roof, lens))
     write_doc(os.path.join(out, f"{name}.md"), title, body)
     print(f"wrote {out}/{name}.json, {name}.md, {name}-{{decode,ttft,load}}.png ({len(rows)} contenders, "
           f"{len(targets)} targets)")

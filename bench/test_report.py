@@ -7,6 +7,8 @@
   only when the peer's job measured none;
 - the per-call table's ratios, the graphs + bound column, the host I/O overhead table and the counts of rows within
   each target;
+- the decode roofline: bytes per step counted by hand for the 1.1B model in bf16 and int4, % of roofline against the
+  job's measured read bandwidth, the section only when the job measured it;
 - both reports write their Markdown from a results folder, or from results files named as in bench/results/ (what a
   file holds read from its content), under another name with --name; regenerating keeps the hand-written text outside
   the report markers; unusable inputs fail with a message.
@@ -22,6 +24,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import report  # noqa: E402
+import roofline  # noqa: E402
 
 
 def llm_results():
@@ -127,6 +130,46 @@ def main() -> int:
         check("main: a file that holds neither kind of results fails", report.main([neither, "--out", out]) == 1)
         check("main: a missing path fails", report.main([os.path.join(tmp, "missing.json"), "--out", out]) == 1)
         check("main: --name with two inputs fails", report.main([calls_file, llm_file, "--out", out, "--name", "x"]) == 1)
+
+    # The roofline (bench/roofline.py), counted by hand for the 1.1B model: linear weights per layer
+    # 3072x2048 + 2048x2048 + 11264x2048 + 2048x5632 = 45,088,768, x22 + the 32000x2048 head = 1,057,488,896.
+    cfg = {"vocab": 32000, "dim": 2048, "n_layers": 22, "n_heads": 16, "n_kv_heads": 4, "ffn": 5632, "head_dim": 128}
+    norms_row = 45 * 2048 * 2 + 2048 * 2
+    kv_per_pos = 2 * 22 * 4 * 128 * 2
+    b16, i4 = roofline.step_bytes(cfg, "bf16", 10), roofline.step_bytes(cfg, "int4", 10)
+    check("roofline: bf16 bytes = 2 x weights + norms + one embedding row + KV cache",
+          b16["total"] == 2 * 1057488896 + norms_row + 10 * kv_per_pos)
+    # int4: half a byte per weight + 4 bytes per (group of 128 inputs, output): 33,046,528 bytes of scales.
+    check("roofline: int4 bytes = weights / 2 + scales + the same bf16 rest",
+          i4["total"] == 1057488896 / 2 + 33046528 + norms_row + 10 * kv_per_pos)
+    roof_res = {"params": {"prompt_lens": "128", "new_tokens": 256}, "exports": {"int4": {"config": cfg}},
+                "runs": {"aoti_cuda_bf16": {"p128_decode_tok_s": 500.0}, "aoti_cuda_int4fast": {"p128_decode_tok_s": 1000.0},
+                         "read_bw": {"read_gbps": 4000.0, "bytes": 2 << 30}}}
+    rrows, rlens = report.llm_rows(roof_res)
+    facts = roofline.annotate(rrows, roof_res, rlens)
+    by = {r["key"]: r for r in rrows}
+    want16 = (2 * 1057488896 + norms_row + (128 + 128.5) * kv_per_pos) / 4e12 / 2e-3 * 100
+    want4 = (1057488896 / 2 + 33046528 + norms_row + (128 + 128.5) * kv_per_pos) / 4e12 / 1e-3 * 100
+    check("roofline: % per export from tokens/s and the job's read bandwidth",
+          facts is not None and abs(by["aoti_cuda_bf16"]["roofline_pct_128"] - want16) < 1e-9
+          and abs(by["aoti_cuda_int4fast"]["roofline_pct_128"] - want4) < 1e-9 and by["aoti_cuda_int4fast"]["quant"] == "int4")
+    md = "\n".join(roofline.markdown(rrows, facts, rlens))
+    roof_res["exports"]["int4"]["config"] = dict(cfg, max_ctx=1024)
+    facts = roofline.annotate(rrows, roof_res, rlens)
+    md = "\n".join(roofline.markdown(rrows, facts, rlens))
+    check("roofline: the KV cache the exports read over all positions, beside the counted one",
+          facts["kv_cache_all_positions"] == 1024 * kv_per_pos and "attend all 1024 cache positions" in md)
+    check("roofline: the section's table", "## Roofline" in md and "| aoti_cuda (int4, cuBLAS GEMMs, decomposed SDPA) | int4 |" in md
+          and f"{want4:.0f} %" in md)
+    no_bw = dict(roof_res, runs={k: v for k, v in roof_res["runs"].items() if k != "read_bw"})
+    check("roofline: none without the job's read bandwidth", roofline.annotate(report.llm_rows(no_bw)[0], no_bw, [128]) is None)
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "llm_results.json"), "w") as f:
+            json.dump(roof_res, f)
+        report.main([tmp, "--out", tmp, "--date", "2026-01-01"])
+        doc = json.load(open(os.path.join(tmp, "llm.json")))
+        check("roofline: llm.md and llm.json carry it", "## Roofline" in open(os.path.join(tmp, "llm.md")).read()
+              and doc["roofline"]["read_gbps"] == 4000.0)
 
     failed = results.count(False)
     print(f"report: {len(results) - failed} passed, {failed} failed")

@@ -21,6 +21,7 @@ and timeout; a failed or timed-out step is recorded and the rest go on):
     call_packages               fixtures: AOTI packages per method
   phase 2, one at a time (GPU measurements):
     bandwidth                   host -> device copy rate, pinned and pageable
+    read_bw                     the GPU's streaming-read bandwidth (BUILD/bench/aoti_cuda_read_bw): the roofline
     aoti_cuda_bf16 / _int4 / _bf16cublas   examples/generate on the exported programs (+ --profile-kernels)
     libtorch_aoti               aoti_runner llm
     eager, eager_graph          (part llm)
@@ -272,6 +273,9 @@ def generate_cmd(a, quant, manifest):
 def phase2_llm(s: Steps, a, cfg_flags, results):
     w = a.work
     results["runs"]["bandwidth"] = s.run("bandwidth", [PY, LLM_PEERS, "bandwidth"], 60)
+    # The roofline's ceiling (bench/roofline.py): the GPU's streaming-read bandwidth, in this job.
+    s.run("read_bw", [find_binary(a.build, "bench/aoti_cuda_read_bw", "aoti_cuda_read_bw")], 60)
+    results["runs"]["read_bw"] = last_json(os.path.join(s.logs, "read_bw.log"))
     measure = ["--prompt-lens", a.prompt_lens, "--new-tokens", str(a.new_tokens), "--reps", str(a.reps)]
     for quant in export_names(a):  # same generate invocation for each (prompts, token check, kernel profile)
         manifest = load_json(os.path.join(w, quant, "manifest.json"))

@@ -47,7 +47,7 @@ main() {
   export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor" TRITON_CACHE_DIR="$WORK/cache/triton"
   mkdir -p "$TORCHINDUCTOR_CACHE_DIR" "$TRITON_CACHE_DIR"
   # The carried build lost its executable bits? (device-pack keeps them; be safe)
-  chmod +x "$BUILD"/examples/generate/generate "$BUILD"/aoti_cuda 2>/dev/null || true
+  chmod +x "$BUILD"/examples/generate/generate "$BUILD"/aoti_cuda "$BUILD"/bench/aoti_cuda_read_bw 2>/dev/null || true
   export LD_LIBRARY_PATH="$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   date -u; nvidia-smi -L 2>/dev/null
   echo "set-up took $((SECONDS - t0))s"

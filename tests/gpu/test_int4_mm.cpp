@@ -16,6 +16,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aoti_cuda/shim.h"
@@ -383,4 +384,128 @@ TEST_CASE("int4pack_mm: large M over weights past one dequantized slice (64 MiB)
   }
   const Mismatch r = compare(got_cols, want_cols, 1.0 / 128, 1e-3);
   CHECK_MESSAGE(r.count == 0, "worst error / tolerance " << r.worst);
+}
+
+namespace {
+
+// Runs fn(i) for i in [0, count) on all host cores (the float64 references of the large shapes).
+template <class Fn>
+void parallel_for(int64_t count, Fn fn) {
+  const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(count, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int64_t t = 0; t < workers; ++t)
+    pool.emplace_back([&, t] {
+      for (int64_t i = t; i < count; i += workers) fn(i);
+    });
+  for (auto& th : pool) th.join();
+}
+
+// Random packed words (any 32-bit pattern is a valid word) and their dequantized weights
+// wd[n][k] (bf16-rounded, as the kernels dequantize), decoded with the layout formula of
+// weight_int4pack_mm.hpp (independently of pack(), which the other cases cover).
+struct PackedCase {
+  std::vector<int32_t> words;
+  std::vector<uint16_t> sz;
+  std::vector<float> wd;
+};
+PackedCase packed_case(int64_t n, int64_t k, int group, int ikt, uint32_t seed) {
+  PackedCase c;
+  const int words = ikt / 2;
+  const int64_t k_super = k / (16 * ikt);
+  c.words.resize(static_cast<std::size_t>(n * k / 8));
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (auto& w : c.words) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    w = static_cast<int32_t>(s >> 16);
+  }
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  c.sz.resize(static_cast<std::size_t>(k / group * n * 2));
+  for (std::size_t i = 0; i < c.sz.size(); i += 2) {
+    c.sz[i] = float_to_bf16(0.01f + 0.005f * unit(rng));
+    c.sz[i + 1] = float_to_bf16(0.02f * unit(rng));
+  }
+  c.wd.resize(static_cast<std::size_t>(n * k));
+  parallel_for(n / 8, [&](int64_t nt) {
+    for (int64_t st = 0; st < k_super; ++st)
+      for (int lane = 0; lane < 32; ++lane)
+        for (int p = 0; p < words; ++p) {
+          const uint32_t word = static_cast<uint32_t>(c.words[static_cast<std::size_t>(((nt * k_super + st) * 32 + lane) * words + p)]);
+          const int64_t row = 8 * nt + lane / 4;
+          for (int i = 0; i < 8; ++i) {
+            const int64_t col = 16 * (ikt * st + 2 * p + (i % 4) / 2) + 8 * (i % 2) + 2 * (lane % 4) + i / 4;
+            const std::size_t g = static_cast<std::size_t>((col / group) * n + row) * 2;
+            const float q = static_cast<float>((word >> (4 * i)) & 15u);
+            const float deq = (q - 8.f) * bf16_to_float(c.sz[g]) + bf16_to_float(c.sz[g + 1]);
+            c.wd[static_cast<std::size_t>(row * k + col)] = bf16_to_float(float_to_bf16(deq));
+          }
+        }
+  });
+  return c;
+}
+
+// M = 1..16 (the weight-streaming kernel's range) on one shape and group size: the float64
+// reference of 16 rows, then each M takes the first M of them; every output element is checked,
+// so an unwritten one fails too.
+void small_m_case(int64_t n, int64_t k, int group, int ikt, uint32_t seed, cudaStream_t stream) {
+  constexpr int64_t kRows = 16;
+  const PackedCase c = packed_case(n, k, group, ikt, seed);
+  std::mt19937 rng(seed + 1);
+  const std::vector<uint16_t> x = random_activations(kRows, k, rng);
+  std::vector<float> want(static_cast<std::size_t>(kRows * n));
+  parallel_for(n, [&](int64_t col) {
+    const float* wcol = c.wd.data() + col * k;
+    for (int64_t row = 0; row < kRows; ++row) {
+      double acc = 0;
+      const uint16_t* xr = x.data() + row * k;
+      for (int64_t kk = 0; kk < k; ++kk) acc += static_cast<double>(bf16_to_float(xr[kk])) * wcol[kk];
+      want[static_cast<std::size_t>(row * n + col)] = static_cast<float>(acc);
+    }
+  });
+  OwnedTensor dw = upload(c.words, {n / 8, k / (16 * ikt), 32, ikt / 2}, kI32);
+  OwnedTensor dsz = upload(c.sz, {k / group, n, 2}, kBF16);
+  for (int64_t m = 1; m <= kRows; ++m) {
+    const std::vector<uint16_t> xm(x.begin(), x.begin() + m * k);
+    OwnedTensor dx = upload(xm, {m, k}, kBF16);
+    const std::vector<float> got = run_mm(dx, dw, group, dsz, m, n, stream);
+    const std::vector<float> want_m(want.begin(), want.begin() + m * n);
+    // One bf16 rounding of the fp32 sum (half an ulp = 2^-9 relative) plus fp32 accumulation noise.
+    const Mismatch r = compare(got, want_m, 1.0 / 256, 1e-4);
+    INFO("m=" << m << " n=" << n << " k=" << k << " group=" << group << " innerKTiles=" << ikt);
+    CHECK_MESSAGE(r.count == 0, r.count << " elements off the float64 reference, worst error/tolerance " << r.worst);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("int4pack_mm: M = 1..16 on the 1.1B model's shapes and the 4096/11008 ones, every group size, "
+          "against float64" * AOTI_CUDA_GPU_CASE) {
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  // N x K: wqkv, wo, w13 (gate+up fused), w2 (down), output head (tools/export/llm, config 1b),
+  // then the shapes of docs/benchmarks/int4.md.
+  const int64_t shapes[][2] = {{3072, 2048}, {2048, 2048}, {11264, 2048}, {2048, 5632}, {32000, 2048},
+                               {4096, 4096}, {11008, 4096}, {4096, 11008}};
+  uint32_t seed = 101;
+  for (const auto& nk : shapes)
+    for (int group : {32, 64, 128, 256}) small_m_case(nk[0], nk[1], group, 8, seed++, stream);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
+
+TEST_CASE("int4pack_mm: M = 1..16, odd n-tile counts, one super-tile, every innerKTiles and group size" *
+          AOTI_CUDA_GPU_CASE) {
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  uint32_t seed = 7;
+  for (int ikt : {2, 4, 8})
+    for (int group : {32, 64, 128, 256}) {
+      // 5 n-tiles (the last pair half empty); K of 5 super-tiles of innerKTiles 8 where the group allows it.
+      small_m_case(40, group == 256 ? 768 : 640, group, ikt, seed++, stream);
+      small_m_case(8, 256, group, ikt, seed++, stream);   // one n-tile
+      // K of 38 super-tiles of innerKTiles 8 (76 of 4, 152 of 2): more chunks than warps per block.
+      small_m_case(24, 38 * 128, group, ikt, seed++, stream);
+    }
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }

@@ -1,7 +1,13 @@
 // aoti_cuda shim — CUDA kernels of the int4 weight-only matrix multiply
 // (aoti_torch_cuda__weight_int4pack_mm). Formats: weight_int4pack_mm.hpp.
 //
-// One kernel family, tensor cores throughout (mma.sync m16n8k16, bf16 in, fp32 accumulate):
+// Two kernel families, tensor cores throughout (mma.sync m16n8k16, bf16 in, fp32 accumulate):
+//
+// Int4Gemv (M <= 8, decode): weight streaming. The weights are the mma A
+//   operand, 8 activation rows the B operand; every warp issues all loads of its chunk of K at
+//   once (see the comment above Int4Gemv).
+//
+// Int4Gemm (M > 16):
 //   * The packed weight word of a lane IS its mma B fragment for two k-tiles, so weights go
 //     straight from global memory to registers (16/8/4-byte coalesced loads, one k-super-tile
 //     prefetched ahead), are dequantized in registers (4 bit ops + 2 bf16x2 FMAs per pair)
@@ -11,10 +17,9 @@
 //     ldmatrix; rows past M are zero-filled by cp.async.
 //   * A block owns an output tile of 16*MT rows x 8*NT columns; its KW warps split K (each
 //     takes every KW-th k-super-tile), then reduce through shared memory.
-// Small M (GEMV-like, memory bound): MT = 1, 8 warps splitting K, so each SM keeps tens of KB
-// of weight loads in flight; for M <= 8 only 8 activation rows are staged (ldmatrix.x4 then
-// yields both k-tiles of a word at once). Large M: MT = 4 (64 rows) so each dequantized weight
-// feeds 4 mma and each activation fragment feeds NT = 4.
+// M = 9..64: MT = 1, 8 warps splitting K, a 3-deep super-tile pipeline. Large M: MT = 4 (64 rows)
+// so each dequantized weight feeds 4 mma and each activation fragment feeds NT = 4. (M >= 65
+// normally goes to dequantize + cuBLAS instead: weight_int4pack_mm.cpp.)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -104,45 +109,27 @@ struct Shape {
 //   kWord:   activations staged one 32-k word at a time (2 slots), weights one super-tile ahead
 //            (large M: many mma per byte hide the latency);
 //   kSuper:  a Depth-stage pipeline of whole super-tiles, weights and activations (cp.async to
-//            shared memory) together, so the next Depth-1 super-tiles' loads are in flight;
-//   kDirect: the same pipeline with the activation fragments loaded straight into registers
-//            (M <= 8: only lanes of real rows load; no shared memory, no cp.async).
-enum class Pipe { kWord, kSuper, kDirect };
+//            shared memory) together, so the next Depth-1 super-tiles' loads are in flight.
+// (A third way, activation fragments loaded straight into registers, was replaced by Int4Gemv.)
+enum class Pipe { kWord, kSuper };
 
 template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
 struct Int4Gemm {
   static constexpr bool Deep = P != Pipe::kWord;
-  static constexpr bool kDirectA = P == Pipe::kDirect;
   static constexpr int kWords = IKT / 2;                 // packed words per lane per super-tile
   static constexpr int kRows = HalfM ? 8 : 16 * MT;      // staged activation rows
   static constexpr int kSlotBytes = kRows * kRowBytes;   // one 32-k activation slice
   static constexpr int kDepth = Depth;                   // Deep: super-tiles in the pipeline
-  static constexpr int kStageBytes =
-      kDirectA ? 0 : (Deep ? KW * kDepth * kWords * kSlotBytes : KW * 2 * kSlotBytes);
+  static constexpr int kStageBytes = Deep ? KW * kDepth * kWords * kSlotBytes : KW * 2 * kSlotBytes;
   static constexpr int kReduceBytes = KW * MT * NT * 4 * kLanes * 4;
   static constexpr int kSmemBytes = kStageBytes > kReduceBytes ? kStageBytes : kReduceBytes;
   static_assert(!HalfM || MT == 1, "HalfM stages 8 rows: one m-tile");
-  static_assert(!kDirectA || HalfM, "direct activation loads serve 8-row tiles");
   static_assert(kSmemBytes <= 200 * 1024, "dynamic shared memory budget");
 
   struct Frag {
     uint32_t w[NT][kWords];  // packed weights
     uint32_t s[NT][kWords];  // (scale, zero) bf16x2 of each word's group
-    uint32_t xa[kDirectA ? kWords : 1][4];  // kDirect: a0, a2 of both k-tiles of each word
   };
-
-  // kDirect: this lane's activation pairs of super-tile `st` (row lane/4; zero past M).
-  static __device__ __forceinline__ void load_direct_a(Frag& f, const __nv_bfloat16* x, const Shape& sh, int m0,
-                                                       int st, int lane) {
-    const int row = m0 + (lane >> 2);
-    const bool valid = row < sh.m;
-    const uint32_t* xr = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(valid ? row : 0) * sh.k);
-    const int k0 = st * IKT * 16 + 2 * (lane & 3);
-#pragma unroll
-    for (int q = 0; q < kWords; ++q)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) f.xa[q][e] = valid ? __ldg(xr + (k0 + q * 32 + e * 8) / 2) : 0u;
-  }
 
   // Weight words and their scales for super-tile `st` (n-tiles past N load nothing).
   static __device__ __forceinline__ void load_frag(Frag& f, const uint32_t* w, const uint32_t* sz,
@@ -255,12 +242,8 @@ struct Int4Gemm {
                                                      const uint32_t* w, const uint32_t* sz, const Shape& sh, int m0,
                                                      int nt0, int st, int lane) {
     load_frag(f, w, sz, sh, nt0, st, lane);
-    if constexpr (kDirectA) {
-      load_direct_a(f, x, sh, m0, st, lane);
-    } else {
 #pragma unroll
-      for (int q = 0; q < kWords; ++q) stage_x(stage + q * kSlotBytes, x, sh, m0, st * IKT * 16 + q * 32, lane);
-    }
+    for (int q = 0; q < kWords; ++q) stage_x(stage + q * kSlotBytes, x, sh, m0, st * IKT * 16 + q * 32, lane);
   }
 
   static __device__ __forceinline__ void deep_loop(float (&acc)[MT][NT][4], uint32_t stages, const __nv_bfloat16* x,
@@ -272,7 +255,7 @@ struct Int4Gemm {
 #pragma unroll
     for (int d = 0; d < kDepth - 1; ++d) {
       if (d < count) issue_super(ring[d], stages + d * kStage, x, w, sz, sh, m0, nt0, warp + d * KW, lane);
-      if constexpr (!kDirectA) cp_async_commit();
+      cp_async_commit();
     }
     for (int i0 = 0; i0 < count; i0 += kDepth) {
 #pragma unroll
@@ -284,21 +267,13 @@ struct Int4Gemm {
           issue_super(ring[(d + kDepth - 1) % kDepth], stages + ((d + kDepth - 1) % kDepth) * kStage, x, w, sz, sh,
                       m0, nt0, warp + ahead * KW, lane);
         }
-        if constexpr (!kDirectA) {
-          cp_async_commit();
-          cp_async_wait<kDepth - 1>();
-          __syncwarp();
-        }
+        cp_async_commit();
+        cp_async_wait<kDepth - 1>();
+        __syncwarp();
 #pragma unroll
         for (int q = 0; q < kWords; ++q) {
           uint32_t a[MT][2][4];
-          if constexpr (kDirectA) {
-            const uint32_t(&xa)[4] = ring[d].xa[q];
-            a[0][0][0] = xa[0]; a[0][0][1] = 0u; a[0][0][2] = xa[1]; a[0][0][3] = 0u;
-            a[0][1][0] = xa[2]; a[0][1][1] = 0u; a[0][1][2] = xa[3]; a[0][1][3] = 0u;
-          } else {
-            load_a(a, stages + d * kStage + q * kSlotBytes, lane);
-          }
+          load_a(a, stages + d * kStage + q * kSlotBytes, lane);
           mma_word(acc, a, ring[d], q, sh, nt0);
         }
         __syncwarp();  // this stage is refilled next iteration
@@ -376,10 +351,266 @@ __global__ void __launch_bounds__(KW * 32) int4_gemm_kernel(const __nv_bfloat16*
 #endif
 }
 
-// Kernel configurations, by M: <= 8 rows, <= 64 rows (16-row m-tiles), more.
-enum class Config { kHalfM, kSmallM, kLargeM };
+// ---------------------------------------------------------------------------------------------
+// Small M (decode; the dispatch's kernel for M <= 8, a tuning candidate up to 16): a weight-
+// streaming kernel whose time should be the weight bytes over the memory bandwidth, so everything
+// is about keeping enough 16-byte loads in flight. (Measured, it is bound by the per-call latency
+// of one kernel per matmul on the 1.1B model's shapes: docs/benchmarks/int4.md.)
+//
+// Roles are swapped against Int4Gemm: the WEIGHTS are the mma A operand (16 output features =
+// two n-tiles) and the activations the B operand (8 rows of x as the 8 mma columns). A lane's
+// packed word is the B fragment of its n-tile; a0/a2 of an A fragment are exactly B's b0/b1, so
+// the words of n-tiles 2p and 2p+1 give a0/a2 and a1/a3 of one A fragment: no lane exchange,
+// and no half-empty tile for M <= 8 (M = 9..16 takes a second B fragment). Each activation
+// fragment is then shared by 16 output features.
+//
+// Work split: block b owns n-tile pairs [NP*b, NP*b+NP), its KW warps split K into chunks of U
+// super-tiles (warp w takes chunks w, w+KW, ...). A warp issues ALL of its chunk's weight and
+// scale loads (16/8/4-byte, ld.global.nc.L1::no_allocate: read once, keep L1 for x) before
+// touching the first one, so U*2*NP loads per lane are in flight; enough blocks and warps cover
+// the SMs even for small N. Activations are read as 4-byte fragments straight from global
+// memory (L1-resident: every warp of the SM reads the same few KB). The KW partial sums are
+// added in shared memory in warp order (deterministic), in fp32, and rounded once to bf16.
+// ---------------------------------------------------------------------------------------------
 
-Config pick_config(int64_t m) { return m <= 8 ? Config::kHalfM : (m <= 64 ? Config::kSmallM : Config::kLargeM); }
+template <int Words>
+struct StreamVec;  // ikt/2 packed words, loaded without L1 allocation (each byte is read once)
+template <>
+struct StreamVec<1> {
+  static __device__ __forceinline__ void load(uint32_t (&d)[1], const uint32_t* p) {
+    asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(d[0]) : "l"(p));
+  }
+};
+template <>
+struct StreamVec<2> {
+  static __device__ __forceinline__ void load(uint32_t (&d)[2], const uint32_t* p) {
+    asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];" : "=r"(d[0]), "=r"(d[1]) : "l"(p));
+  }
+};
+template <>
+struct StreamVec<4> {
+  static __device__ __forceinline__ void load(uint32_t (&d)[4], const uint32_t* p) {
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3])
+        : "l"(p));
+  }
+};
+
+__device__ __forceinline__ uint32_t ld_stream_u32(const uint32_t* p) {
+  uint32_t v;
+  asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+// (a & b) | c in one instruction.
+__device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t mask, uint32_t magic) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(d) : "r"(a), "r"(mask), "r"(magic));
+  return d;
+}
+
+// The 4 bf16x2 A-fragment registers of one packed word: nibble pairs at shifts 0, 4, 8, 12 =
+// {k-tile 0 at k 2c, k-tile 0 at 2c+8, k-tile 1 at 2c, k-tile 1 at 2c+8} (see dequant_pair).
+// Each pair is brought to bits 0-3 / 16-19 and OR-ed into the mantissa of bf16 128.0 (ulp 1)
+// by one lop3: 128+q exactly (bf16 has only 7 mantissa bits, so a nibble cannot sit higher);
+// minus 136 is exact, so (q-8)*s+z is rounded once, by the FMA, as in dequant_pair().
+__device__ __forceinline__ void dequant_word(uint32_t (&d)[4], uint32_t word, uint32_t sz_bits) {
+  const __nv_bfloat162 sz2 = bits_bf162(sz_bits);
+  const __nv_bfloat162 scale = __low2bfloat162(sz2);
+  const __nv_bfloat162 zero = __high2bfloat162(sz2);
+  const __nv_bfloat162 bias = bits_bf162(0x43084308u);  // {136, 136}
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t biased = lop3_and_or(word >> (4 * i), 0x000f000fu, 0x43004300u);
+    d[i] = bf162_bits(__hfma2(__hsub2(bits_bf162(biased), bias), scale, zero));
+  }
+}
+
+struct GemvShape {
+  int m, n, k, n_tiles, k_super, group_shift;
+};
+
+template <int IKT, int U, int NP, int T>
+struct Int4Gemv {
+  static constexpr int kWords = IKT / 2;
+  static constexpr int kAcc = NP * T * 4;  // fp32 accumulators per lane
+
+  static __device__ __forceinline__ void run(const __nv_bfloat16* x, const uint32_t* w, const uint32_t* sz,
+                                             __nv_bfloat16* out, const GemvShape sh) {
+    extern __shared__ __align__(16) unsigned char gemv_smem[];
+    const int warp = threadIdx.x / kLanes;
+    const int lane = threadIdx.x % kLanes;
+    const int kw = blockDim.x / kLanes;
+    const int g = lane >> 2;
+    const int c = lane & 3;
+    const int pair0 = blockIdx.x * NP;
+    float acc[NP][T][4];
+#pragma unroll
+    for (int j = 0; j < NP; ++j)
+#pragma unroll
+      for (int t = 0; t < T; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][t][e] = 0.f;
+    // Activation rows of this lane's B fragments (token g, and g+8 when T == 2); past M: zeros.
+    const uint32_t* xrow[T];
+    bool xvalid[T];
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+      const int row = g + 8 * t;
+      xvalid[t] = row < sh.m;
+      xrow[t] = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(xvalid[t] ? row : 0) * sh.k);
+    }
+    // Scales: one group covers whole super-tiles when group >= 16*IKT; then one load per super-tile.
+    const bool group_per_super = sh.group_shift >= kSuperShift;
+    const int n_chunks = (sh.k_super + U - 1) / U;
+    for (int chunk = warp; chunk < n_chunks; chunk += kw) {
+      const int st0 = chunk * U;
+      uint32_t wv[NP][2][U][kWords];
+      uint32_t sv[NP][2][U][kWords];
+      // Every load of the chunk first (tiles past N and super-tiles past K load nothing).
+#pragma unroll
+      for (int j = 0; j < NP; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int nt = 2 * (pair0 + j) + h;
+          const bool tile = nt < sh.n_tiles;
+          const int n = nt * 8 + g;
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            const int st = st0 + u;
+            if (tile && st < sh.k_super) {
+              StreamVec<kWords>::load(wv[j][h][u],
+                                      w + ((static_cast<size_t>(nt) * sh.k_super + st) * kLanes + lane) * kWords);
+#pragma unroll
+              for (int q = 0; q < kWords; ++q) {
+                if (q > 0 && group_per_super) {
+                  sv[j][h][u][q] = sv[j][h][u][0];
+                } else {
+                  const int group = (st * IKT * 16 + q * 32) >> sh.group_shift;
+                  sv[j][h][u][q] = ld_stream_u32(sz + static_cast<size_t>(group) * sh.n + n);
+                }
+              }
+            } else {
+#pragma unroll
+              for (int q = 0; q < kWords; ++q) wv[j][h][u][q] = sv[j][h][u][q] = 0u;  // dequantizes to 0
+            }
+          }
+        }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int st = st0 + u;
+        if (st >= sh.k_super) break;
+#pragma unroll
+        for (int q = 0; q < kWords; ++q) {
+          // B fragments of both k-tiles of this word: x[row][k0 + {0, 8, 16, 24}] pairs.
+          const int k0 = st * IKT * 16 + q * 32 + 2 * c;
+          uint32_t b[T][4];
+#pragma unroll
+          for (int t = 0; t < T; ++t)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) b[t][e] = xvalid[t] ? __ldg(xrow[t] + (k0 + 8 * e) / 2) : 0u;
+#pragma unroll
+          for (int j = 0; j < NP; ++j) {
+            uint32_t lo[4], hi[4];  // n-tile 2p (A rows 0-7) and 2p+1 (rows 8-15)
+            dequant_word(lo, wv[j][0][u][q], sv[j][0][u][q]);
+            dequant_word(hi, wv[j][1][u][q], sv[j][1][u][q]);
+            const uint32_t a0[4] = {lo[0], hi[0], lo[1], hi[1]};
+            const uint32_t a1[4] = {lo[2], hi[2], lo[3], hi[3]};
+#pragma unroll
+            for (int t = 0; t < T; ++t) {
+              mma_bf16(acc[j][t], a0, b[t][0], b[t][1]);
+              mma_bf16(acc[j][t], a1, b[t][2], b[t][3]);
+            }
+          }
+        }
+      }
+    }
+    // acc[j][t]: {(feature 16p+g, token 8t+2c), (.., 8t+2c+1), (16p+8+g, 8t+2c), (.., 8t+2c+1)}.
+    float* red = reinterpret_cast<float*>(gemv_smem);
+#pragma unroll
+    for (int j = 0; j < NP; ++j)
+#pragma unroll
+      for (int t = 0; t < T; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) red[(warp * kAcc + (j * T + t) * 4 + e) * kLanes + lane] = acc[j][t][e];
+    __syncthreads();
+    for (int i = threadIdx.x; i < kAcc * kLanes; i += blockDim.x) {
+      const int l = i % kLanes;
+      const int r = i / kLanes;  // (j * T + t) * 4 + e
+      const int e = r % 4;
+      const int t = (r / 4) % T;
+      const int j = r / (4 * T);
+      float v = 0.f;
+      for (int ww = 0; ww < kw; ++ww) v += red[(ww * kAcc + r) * kLanes + l];  // warp order: deterministic
+      const int row = 8 * t + 2 * (l & 3) + (e & 1);
+      const int nt = 2 * (pair0 + j) + (e >> 1);
+      if (row < sh.m && nt < sh.n_tiles) out[static_cast<size_t>(row) * sh.n + nt * 8 + (l >> 2)] = __float2bfloat16_rn(v);
+    }
+  }
+
+  static constexpr int kSuperShift = IKT == 8 ? 7 : (IKT == 4 ? 6 : 5);  // log2(16 * IKT)
+};
+
+template <int IKT, int U, int NP, int T>
+__global__ void __launch_bounds__(512) int4_gemv_kernel(const __nv_bfloat16* __restrict__ x,
+                                                         const uint32_t* __restrict__ w,
+                                                         const uint32_t* __restrict__ sz,
+                                                         __nv_bfloat16* __restrict__ out, GemvShape sh) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  Int4Gemv<IKT, U, NP, T>::run(x, w, sz, out, sh);
+#endif
+}
+
+// Warps per block: enough to cover K in one pass of U-super-tile chunks, at most kw_max.
+int gemv_warps(int k_super, int u, int kw_max) {
+  const int chunks = (k_super + u - 1) / u;
+  return chunks < kw_max ? chunks : kw_max;
+}
+
+template <int IKT, int U, int NP, int KWMax>
+cudaError_t launch_gemv(const Problem& p, const Shape& s, cudaStream_t stream) {
+  static_assert(KWMax >= 1 && KWMax * kLanes <= 512, "launch bounds");
+  const GemvShape sh{s.m, s.n, s.k, s.n_tiles, s.k_super, s.group_shift};
+  const int kw = gemv_warps(sh.k_super, U, KWMax);
+  const int pairs = (sh.n_tiles + 1) / 2;
+  const dim3 grid(static_cast<unsigned>((pairs + NP - 1) / NP));
+  const auto* x = static_cast<const __nv_bfloat16*>(p.x);
+  const auto* w = static_cast<const uint32_t*>(p.w);
+  const auto* sz = static_cast<const uint32_t*>(p.sz);
+  auto* out = static_cast<__nv_bfloat16*>(p.out);
+  if (p.m <= 8) {
+    const int smem = kw * NP * 4 * kLanes * 4;
+    int4_gemv_kernel<IKT, U, NP, 1><<<grid, kw * kLanes, smem, stream>>>(x, w, sz, out, sh);
+  } else {
+    const int smem = kw * NP * 2 * 4 * kLanes * 4;
+    int4_gemv_kernel<IKT, U, NP, 2><<<grid, kw * kLanes, smem, stream>>>(x, w, sz, out, sh);
+  }
+  return cudaGetLastError();
+}
+
+// The dispatch's choice for M <= 8 (bench/int4_bench.cu --variants, docs/benchmarks/int4.md):
+// one super-tile per warp while K fits 16 warps (K <= 2048 for innerKTiles 8), else chunks of 4;
+// for many n-tiles, two pairs per block of 8 warps: at 72 registers a 16-warp block of that kernel
+// fits once per SM, an 8-warp one three times (measured 8.7 against 11.3 us for 11264 x 2048).
+template <int IKT>
+cudaError_t launch_gemv_default(const Problem& p, const Shape& s, cudaStream_t stream) {
+  if constexpr (IKT != 8) {
+    return launch_gemv<IKT, 4, 1, 16>(p, s, stream);
+  } else {
+    if (s.k_super > 16) return launch_gemv<IKT, 4, 1, 16>(p, s, stream);
+    if (s.n_tiles >= 1024) return launch_gemv<IKT, 1, 2, 8>(p, s, stream);
+    return launch_gemv<IKT, 1, 1, 16>(p, s, stream);
+  }
+}
+
+// Kernel configurations, by M: <= 8 rows (weight streaming), <= 64 rows (16-row m-tiles), more.
+// (M = 9..16 stays on the tile kernel: measured faster there than the streaming kernel with its
+// second B fragment, int4.md.)
+enum class Config { kGemv, kSmallM, kLargeM };
+
+constexpr int64_t kGemvMaxM = 8;
+
+Config pick_config(int64_t m) { return m <= kGemvMaxM ? Config::kGemv : (m <= 64 ? Config::kSmallM : Config::kLargeM); }
 
 template <int IKT, int MT, int NT, int KW, bool HalfM, Pipe P, int Depth>
 cudaError_t launch_one(const Problem& p, const Shape& sh, cudaStream_t stream) {
@@ -398,7 +629,7 @@ cudaError_t launch_one(const Problem& p, const Shape& sh, cudaStream_t stream) {
 template <int IKT>
 cudaError_t launch_ikt(const Problem& p, const Shape& sh, cudaStream_t stream) {
   switch (pick_config(p.m)) {
-    case Config::kHalfM: return launch_one<IKT, 1, 2, 8, true, Pipe::kSuper, 3>(p, sh, stream);
+    case Config::kGemv: return launch_gemv_default<IKT>(p, sh, stream);
     case Config::kSmallM: return launch_one<IKT, 1, 2, 8, false, Pipe::kSuper, 3>(p, sh, stream);
     case Config::kLargeM: return launch_one<IKT, 4, 4, 4, false, Pipe::kWord, 2>(p, sh, stream);
   }
@@ -406,6 +637,9 @@ cudaError_t launch_ikt(const Problem& p, const Shape& sh, cudaStream_t stream) {
 }
 
 // Tuning candidates for bench/int4_bench.cu --variants (innerKTiles 8 only); 0 is the dispatch.
+// "gemv Uu NPn KWk": the weight-streaming kernel with chunks of u super-tiles, n n-tile pairs per
+// block, at most k warps per block. The "super" ones are the tensor-core tile kernel that served
+// M <= 16 before the streaming kernel (kept for comparison in the same run).
 struct Variant {
   const char* name;
   int max_m;
@@ -413,23 +647,14 @@ struct Variant {
 };
 const Variant kVariants[] = {
     {"default dispatch", 1 << 30, nullptr},
-    {"super  NT2 KW8 D3 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kSuper, 3>},
-    {"direct NT1 KW8 D3 m<=8", 8, launch_one<8, 1, 1, 8, true, Pipe::kDirect, 3>},
-    {"direct NT2 KW8 D3 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kDirect, 3>},
-    {"direct NT1 KW4 D4 m<=8", 8, launch_one<8, 1, 1, 4, true, Pipe::kDirect, 4>},
-    {"direct NT1 KW8 D2 m<=8", 8, launch_one<8, 1, 1, 8, true, Pipe::kDirect, 2>},
-    {"direct NT2 KW4 D3 m<=8", 8, launch_one<8, 1, 2, 4, true, Pipe::kDirect, 3>},
-    {"super  NT2 KW8 D2 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kSuper, 2>},
-    {"super  NT4 KW8 D3 m<=8", 8, launch_one<8, 1, 4, 8, true, Pipe::kSuper, 3>},
-    {"super  NT4 KW8 D2 m<=8", 8, launch_one<8, 1, 4, 8, true, Pipe::kSuper, 2>},
-    {"super  NT2 KW16 D2 m<=8", 8, launch_one<8, 1, 2, 16, true, Pipe::kSuper, 2>},
-    {"direct NT4 KW8 D2 m<=8", 8, launch_one<8, 1, 4, 8, true, Pipe::kDirect, 2>},
-    {"word   NT2 KW8 m<=8", 8, launch_one<8, 1, 2, 8, true, Pipe::kWord, 2>},
-    {"super  NT1 KW8 D3 m<=64", 64, launch_one<8, 1, 1, 8, false, Pipe::kSuper, 3>},
-    {"super  NT2 KW4 D4 m<=64", 64, launch_one<8, 1, 2, 4, false, Pipe::kSuper, 4>},
-    {"super  NT4 KW8 D2 m<=64", 64, launch_one<8, 1, 4, 8, false, Pipe::kSuper, 2>},
-    {"word   NT4 KW8 m<=64", 64, launch_one<8, 1, 4, 8, false, Pipe::kWord, 2>},
-    {"word   NT2 KW8 m<=64", 64, launch_one<8, 1, 2, 8, false, Pipe::kWord, 2>},
+    {"gemv   U1 NP1 KW16 m<=16", 16, launch_gemv<8, 1, 1, 16>},
+    {"gemv   U1 NP2 KW16 m<=16", 16, launch_gemv<8, 1, 2, 16>},
+    {"gemv   U1 NP4 KW16 m<=16", 16, launch_gemv<8, 1, 4, 16>},
+    {"gemv   U2 NP1 KW16 m<=16", 16, launch_gemv<8, 2, 1, 16>},
+    {"gemv   U4 NP1 KW16 m<=16", 16, launch_gemv<8, 4, 1, 16>},
+    {"gemv   U1 NP2 KW8 m<=16", 16, launch_gemv<8, 1, 2, 8>},
+    {"super  NT2 KW8 D3 m<=8 (old M<=8)", 8, launch_one<8, 1, 2, 8, true, Pipe::kSuper, 3>},
+    {"super  NT2 KW8 D3 m<=64", 64, launch_one<8, 1, 2, 8, false, Pipe::kSuper, 3>},
     {"word   MT2 NT4 KW4", 1 << 30, launch_one<8, 2, 4, 4, false, Pipe::kWord, 2>},
     {"word   MT4 NT2 KW4", 1 << 30, launch_one<8, 4, 2, 4, false, Pipe::kWord, 2>},
     {"word   MT4 NT4 KW2", 1 << 30, launch_one<8, 4, 4, 2, false, Pipe::kWord, 2>},
@@ -446,7 +671,7 @@ int log2_exact(int v) {
 
 const char* config_name(const Problem& p, int /*sm_count*/) {
   switch (pick_config(p.m)) {
-    case Config::kHalfM: return "m<=8: 8(16)x16 tiles, 8 warps split K, 3-deep super-tile pipeline";
+    case Config::kGemv: return "m<=8: weight streaming, weights as mma A, <=16 warps split K";
     case Config::kSmallM: return "m<=64: 16x16 tiles, 8 warps split K, 3-deep super-tile pipeline";
     case Config::kLargeM: return "m>64: 64x32 tiles, 4 warps split K";
   }
