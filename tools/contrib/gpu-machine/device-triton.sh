@@ -24,6 +24,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 mkdir -p /tmp/ts /tmp/fx
 tar xJf tritonserver.tar.xz -C /tmp/ts && tar xJf "$ROOT/tests/fixtures.tar.xz" -C /tmp/fx || { say "unpack failed"; exit 1; }
 FX=/tmp/fx/tests/fixtures
+cp -rn "$ROOT"/tests/fixtures/* "$FX"/  # the manifests are tracked beside the archive, not in it
 TS=/tmp/ts/tritonserver/bin/tritonserver
 export LD_LIBRARY_PATH="$HERE/pack/backends/aoti_cuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 REF="$HERE/pack/bin/aoti_cuda_serving_reference"
