@@ -4,7 +4,7 @@
 #                         tritonserver binary and only the bundled libraries it loads
 #                         (its ldd closure: libtritonserver.so, libcudart 12.6, dcgm,
 #                         curl, ssl, xml2, icu, ...; no Python backend, no libpython),
-#                         xz -9: 102 MB -> about 25 MB
+#                         xz -9: 102 MB -> about 25 MB (the wheel's server: 144 MB)
 #   pack/                 libtriton_aoti_cuda.so + libaoti_cuda.so.0 (stripped), the
 #                         in-process reference tool, the fake CPU "affine" program
 #   serving_bench.py, device-triton.sh
