@@ -815,6 +815,23 @@ class InstanceState {
         method = static_cast<const char*>(value);
       }
     }
+    // Sequence flags first: END releases the sequence's state however the
+    // request ends (Triton has ended the sequence either way).
+    const bool sequence = model_.sequences() && lm_->stateful();
+    uint32_t flags = 0;
+    std::string seq;
+    if (sequence) {
+      check(TRITONBACKEND_RequestFlags(request, &flags), "TRITONBACKEND_RequestFlags");
+      seq = sequence_id(request);
+    }
+    struct EndSequence {
+      LoadedModule* lm;
+      const std::string* id;
+      ~EndSequence() {
+        if (lm != nullptr) lm->end_sequence(*id);
+      }
+    } end_guard{sequence && (flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_END) ? lm_.get() : nullptr, &seq};
+
     const MethodInfo* m = lm_->find(method);
     if (m == nullptr) invalid("unknown method '" + method + "' (request parameter 'method'); model " + model_.name() + " serves: " + lm_->method_list());
 
@@ -835,11 +852,7 @@ class InstanceState {
     aoti_cuda::RunOptions run;
     run.stream = stream_;
     std::shared_ptr<aoti_cuda::Session> session;
-    std::string seq;
-    uint32_t flags = 0;
-    if (model_.sequences() && lm_->stateful()) {
-      check(TRITONBACKEND_RequestFlags(request, &flags), "TRITONBACKEND_RequestFlags");
-      seq = sequence_id(request);
+    if (sequence) {
       session = lm_->session(seq, (flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_START) != 0, stream_, model_.idle_release());
       run.session = session.get();
     }
@@ -891,10 +904,6 @@ class InstanceState {
       for (const Copy& c : copies) cuda_check(cudaMemcpy(c.dst, c.src.data(), c.bytes, cudaMemcpyDefault), "cudaMemcpy (output)");
     }
     compute_end = now_ns();
-    if (session && (flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_END)) {
-      session.reset();
-      lm_->end_sequence(seq);
-    }
   }
 
   TRITONBACKEND_ModelInstance* triton_;
