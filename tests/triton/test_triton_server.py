@@ -138,7 +138,8 @@ output [{ name: "y" data_type: TYPE_FP32 dims: [-1, 4] }, { name: "y_again" data
             pytest.fail("tritonserver did not get ready in 60 s:\n" + self.log_text())
 
     def log_text(self) -> str:
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         return self.log_path.read_text()
 
     def stop(self) -> int:
@@ -345,9 +346,12 @@ def test_sixteen_concurrent_sequences(server):
             client = (grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}") if i % 2 else
                       httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}"))
             s = Sequence(server, proto, 1000 + i, client)
-            for step in range(5):
-                s.write((i + step) % 4, float(i * 10 + step))
-            s.write(0, 0.0, end=True)
+            try:
+                for step in range(5):
+                    s.write((i + step) % 4, float(i * 10 + step))
+                s.write(0, 0.0, end=True)
+            finally:
+                client.close()  # an open HTTP connection holds the server's shutdown for its exit timeout
         except Exception as e:  # noqa: BLE001
             errors.append(e)
 
