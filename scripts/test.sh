@@ -2,7 +2,8 @@
 # Runs every test: the CPU suites (reader, shim, Module through a fake model
 # library, CLI), the GPU suites (skipped with a visible message when no GPU is
 # present), the Python package (pip install + pytest tests/python, its GPU
-# tests skipped likewise), an install + find_package(aoti_cuda) consumer build, the CPU suites
+# tests skipped likewise), the Triton backend behind the real tritonserver
+# (tests/triton, CPU only), an install + find_package(aoti_cuda) consumer build, the CPU suites
 # again under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer,
 # the CPU suites again under ThreadSanitizer (zero reports: any report fails
 # the run), the three libFuzzer targets for 30 s each, and the exporter's
@@ -35,13 +36,20 @@ run_ctest() {
 # the CMake build <build-dir> (only the extension is relinked), runs tests/python
 # against the installed package and adds pytest's counts to the totals.
 run_pytest() {
-  local py="$1" build="$2" log line
+  local py="$1" build="$2" log
   log="$(mktemp)"
   ( "$py" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall \
         -Cbuild-dir="$build" -Ccmake.build-type="${BUILD_TYPE:-RelWithDebInfo}" "$ROOT" &&
     cd "$ROOT/tests/python" &&
     AOTI_CUDA_TEST_BUILD="$build" "$py" -m pytest -q -rs -p no:cacheprovider ) 2>&1 | tee "$log" || true
-  line="$(grep -E '[0-9]+ (passed|failed|skipped|errors?)( |,|$)' "$log" | grep -E ' in [0-9.]+s' | tail -1)"
+  add_pytest_counts "$log"
+  rm -f "$log"
+}
+
+# add_pytest_counts <log>: adds the counts of pytest's summary line in <log> to the totals.
+add_pytest_counts() {
+  local line
+  line="$(grep -E '[0-9]+ (passed|failed|skipped|errors?)( |,|$)' "$1" | grep -E ' in [0-9.]+s' | tail -1)"
   if [[ -z "$line" ]]; then
     echo "pytest did not report a summary"; failed=$((failed + 1))
   else
@@ -49,7 +57,6 @@ run_pytest() {
     failed=$((failed + $(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+' || echo 0)))
     failed=$((failed + $(grep -oE '[0-9]+ errors?' <<<"$line" | grep -oE '[0-9]+' || echo 0)))
   fi
-  rm -f "$log"
 }
 
 echo "== [1/4] build + test (${BUILD_TYPE:-RelWithDebInfo})"
@@ -58,13 +65,28 @@ BUILD="$ROOT/build"
 # build and test requirements: scripts/setup-python.sh).
 PY="$("$ROOT/scripts/setup-python.sh" "$BUILD/pyvenv" | tail -1)"
 configure "$BUILD" -DAOTI_CUDA_BUILD_TESTS=ON -DAOTI_CUDA_BUILD_TOOLS=ON -DAOTI_CUDA_BUILD_BENCH=ON \
-  -DAOTI_CUDA_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PY"
+  -DAOTI_CUDA_BUILD_PYTHON=ON -DPython_EXECUTABLE="$PY" -DAOTI_CUDA_BUILD_TRITON=ON
 cmake --build "$BUILD" -j "$JOBS"
 run_ctest "$BUILD"
 
 echo
 echo "== Python package: pip install . (reusing the build above) + pytest tests/python (GPU tests skip without a GPU)"
 run_pytest "$PY" "$BUILD"
+
+# ---- Triton Inference Server backend (integrations/triton) -------------------
+echo
+echo "== Triton backend: the real tritonserver (nvidia-pytriton 0.7.0) with libtriton_aoti_cuda.so from the build"
+echo "   above, serving the fake CPU programs over HTTP and gRPC (tests/triton; needs no GPU)"
+if TRITON_PY="$("$ROOT/scripts/setup-triton.sh" "$BUILD/triton-venv" | tail -1)"; then
+  triton_log="$(mktemp)"
+  ( cd "$ROOT/tests/triton" &&
+    AOTI_CUDA_TEST_BUILD="$BUILD" timeout 600 "$TRITON_PY" -m pytest -q -rs -p no:cacheprovider ) 2>&1 | tee "$triton_log" || true
+  add_pytest_counts "$triton_log"
+  rm -f "$triton_log"
+else
+  echo "scripts/setup-triton.sh FAILED: the Triton backend's tests did not run"; failed=$((failed + 1))
+fi
+# ---- end of the Triton backend stage ------------------------------------------
 
 echo
 echo "== [2/4] build + CPU tests under ASan + UBSan + LSan"
