@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""CPU test of report.py: a made-up results file (two fixtures, one LLM export) gives the expected ratios and
+verdicts, an error row stays an error row, and a second run keeps the hand-written text outside the markers."""
+
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
+
+RES = {
+    "machine": {"gpu": "GPU 0: test", "driver": "1", "date_utc": "2026-12-04 07:00"},
+    "params": {"runs": 200, "loads": 5, "cold_reps": 3, "prompt_lens": "128,512"},
+    "fixtures": {
+        "aoti_cuda": {"rc": 0, "rows": [
+            {"model": "add", "error_message": "", "load_median_ms": 3.0, "load_cold_ms": 300, "first_call_ms": 1,
+             "host_io_p50_ms": 0.04, "device_io_p50_ms": 0.02, "rss_mib": 5, "device_mib": 2},
+            {"model": "mlp", "error_message": "boom", "load_median_ms": 0}]},
+        "executorch": {"rc": 4, "rows": [
+            {"model": "add", "error_message": "", "load_median_ms": 20.0, "load_cold_ms": 400, "first_call_ms": 2,
+             "host_io_p50_ms": 0.10, "device_io_p50_ms": None, "rss_mib": 4, "device_mib": 2, "agree": True,
+             "device_io_notes": ["forward: inputs are memory-planned"]},
+            {"model": "mlp", "error_message": "", "load_median_ms": 20.0, "host_io_p50_ms": 0.1, "agree": False}]}},
+    "agreement": {"add": {"forward": {"rc": 0, "match": True}}, "mlp": {"forward": {"rc": 1, "match": False}}},
+    "cold": {"add": {"aoti_cuda_ms": 400.0, "executorch_ms": 1000.0}},
+    "llm": {"bf16": {
+        "aoti_cuda": {"load_ms": 900, "p128_ttft_ms": 3.0, "p512_ttft_ms": 4.0, "p128_decode_tok_s": 500.0,
+                      "expect_match": 32, "expect_count": 32},
+        "aoti_cuda_nographs": {"load_ms": 900, "p128_ttft_ms": 3.0, "p512_ttft_ms": 4.0, "p128_decode_tok_s": 400.0},
+        "executorch": {"load_ms": 3000, "p128_ttft_ms": 5.0, "p512_ttft_ms": 6.0, "p128_decode_tok_s": 250.0, "peak_rss_mib": 900.0,
+                       "expect_match": 1, "expect_count": 32},
+        "cold": {"aoti_cuda_ms": 2000.0, "executorch_ms": 5000.0}},
+        "int4": {"missing": "/tmp/llm_bench/int4/llm.pte"}},
+}
+
+
+def main():
+    rows = {r["model"]: r for r in report.fixture_rows(RES)}
+    add = rows["add"]
+    assert abs(add["load_ms_ratio"] - 0.15) < 1e-9, add
+    assert abs(add["cold_start_ms_ratio"] - 0.4) < 1e-9, add
+    assert abs(add["host_p50_ms_ratio"] - 0.4) < 1e-9, add
+    assert abs(add["best_p50_ratio"] - 0.2) < 1e-9, add  # ExecuTorch's best: host I/O (device I/O not taken)
+    assert abs(add["rss_mib_ratio"] - 1.25) < 1e-9, add
+    assert add["agree"] == (True, True), add
+    assert rows["mlp"]["aoti_error"] == "boom" and rows["mlp"]["agree"] == (False, False), rows["mlp"]
+    assert report.verdict(0.4, 0.5) == "0.40 ✓" and report.verdict(1.25, 1.0) == "1.25 ✗"
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "r.json")
+        with open(path, "w") as f:
+            json.dump(RES, f)
+        assert report.main([path, "--out", d]) == 0
+        md = open(os.path.join(d, "executorch.md")).read()
+        assert md.startswith("# aoti_cuda and ExecuTorch's own CUDA runtime\n"), md[:80]
+        assert "| add | 3.000 / 20.0 | 0.15 ✓ |" in md, md
+        assert "error: aoti_cuda: boom" in md, md
+        assert "- decode step: 0.50 ✓ (0.625; target ≤ 0.8)" in md, md
+        assert "| ExecuTorch 1.2 runtime | 3000 | 5000 | 5.000 | 6.000 | 250 | 4.000 | – | 900 | 1/32 |" in md, md
+        assert "Export missing" in md
+        assert "- load: 0.150 (target ≤ 0.3; 1 of 1 meet it)" in md, md  # the failed fixture has no ratio
+        # Hand-written text outside the markers survives a second run.
+        with open(os.path.join(d, "executorch.md"), "w") as f:
+            f.write(md.replace("# aoti_cuda and ExecuTorch's own CUDA runtime\n", "# Title\n\nHand-written.\n"))
+        assert report.main([path, "--out", d]) == 0
+        md2 = open(os.path.join(d, "executorch.md")).read()
+        assert md2.startswith("# Title\n\nHand-written.\n") and "| add | 3.000 / 20.0 |" in md2, md2[:200]
+        js = json.load(open(os.path.join(d, "executorch.json")))
+        assert js["targets"]["load"] == 0.3
+    print("test_report: ok")
+
+
+if __name__ == "__main__":
+    main()
