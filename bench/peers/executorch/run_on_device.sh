@@ -15,7 +15,8 @@
 #   LLM_EXPORTS which exports (default bf16,int4)
 #   BUDGET      seconds for everything (default 280)
 #   PARTS       fixtures,agreement,cold,llm (default: all)
-# Writes OUT/executorch_results.json, OUT/executorch.md + .json (bench/peers/executorch/report.py), OUT/logs/.
+# Writes OUT/executorch_results.json, OUT/executorch.md + .json (bench/peers/executorch/report.py),
+# OUT/executorch_run.log and OUT/executorch_logs.tgz (every step's command line and output).
 set -uo pipefail
 OUT=${1:?usage: run_on_device.sh OUT BUILD_AOTI BUILD_ET}
 BUILD_AOTI=$(cd "${2:?usage: run_on_device.sh OUT BUILD_AOTI BUILD_ET}" && pwd)
@@ -37,6 +38,9 @@ main() {
     --budget "${BUDGET:-280}" --parts "${PARTS:-fixtures,agreement,cold,llm}"
   local rc=$?
   python3 "$HERE/report.py" "$OUT/executorch_results.json" --out "$OUT" || rc=1
+  # The device tool brings back at most 8 files: the per-step logs travel as one archive.
+  mv "$OUT"/et_fixtures.json "$OUT"/aoti_fixtures.json "$OUT/logs/" 2>/dev/null
+  tar -czf "$OUT/executorch_logs.tgz" -C "$OUT" logs && rm -rf "$OUT/logs"
   date -u
   return $rc
 }
