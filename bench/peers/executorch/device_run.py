@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -86,6 +87,32 @@ def peak_rss_mib(text):
         if line.startswith("@@MAXRSS_KIB "):
             return int(line.split()[1]) / 1024.0
     return None
+
+
+def et_failure(text, rc):
+    """Why an ExecuTorch run failed, from its output: a missing shim or kernel, else the last error line."""
+    m = re.search(r"undefined symbol: (\S+)", text)
+    if m:
+        return f"the program imports {m.group(1)}, which ExecuTorch 1.2's CUDA shims do not define"
+    m = re.search(r"kernel '([^']+)' not found", text)
+    if m:
+        return (f"the program runs {m.group(1)} outside the delegate; this build has no portable kernels "
+                "(their registration is generated with torchgen, which needs torch)")
+    errors = [ln for ln in text.splitlines() if ln.startswith("E ") or "error" in ln.lower()]
+    return (errors[-1][-300:] if errors else "") or f"exit status {rc}"
+
+
+AOTI_LOAD = re.compile(r"load ([0-9.]+) ms \(parse [0-9.]+, device init ([0-9.]+)")
+
+
+def first_load_ms(peer, text):
+    """File -> ready in a fresh process with the CUDA context excluded: aoti_cuda run prints its load with the
+    device init inside; et_runner run creates the context before timing its load."""
+    if peer == "aoti_cuda":
+        m = AOTI_LOAD.search(text)
+        return float(m.group(1)) - float(m.group(2)) if m else None
+    j = at_json(text)
+    return j.get("load_ms") if j else None
 
 
 def load_json(path):
@@ -161,9 +188,19 @@ def main(argv=None) -> int:
     try:
         if "fixtures" in parts:
             common = ["--runs", str(a.runs), "--loads", str(a.loads)]
-            rc, _, _ = run("et_fixtures", [et, "fixtures"] + common + ["--json", os.path.join(a.out, "et_fixtures.json"),
-                                                                          a.fixtures], 150, a.out, budget)
-            res["fixtures"]["executorch"] = {"rc": rc, "rows": load_json(os.path.join(a.out, "et_fixtures.json"))}
+            # One process per program: ExecuTorch 1.2's runtime cannot hold two programs with a method of the
+            # same name in one process (et_runner.cpp's header says why).
+            rows = []
+            for d in dirs:
+                name = os.path.basename(d)
+                tmp = os.path.join(a.out, "logs", f"et_fixture_{name}.json")
+                rc, text, _ = run("et_fixtures", [et, "fixtures"] + common + ["--json", tmp, d], 60, a.out, budget)
+                got = load_json(tmp)
+                if got:
+                    rows += got
+                else:  # the process died (e.g. a symbol the program imports is missing): keep why
+                    rows.append({"model": name, "error": "failed", "error_message": et_failure(text, rc)})
+            res["fixtures"]["executorch"] = {"rows": rows}
             rc, _, _ = run("aoti_fixtures", [bench] + common + ["--json", os.path.join(a.out, "aoti_fixtures.json"),
                                                                 a.fixtures], 150, a.out, budget)
             res["fixtures"]["aoti_cuda"] = {"rc": rc, "rows": load_json(os.path.join(a.out, "aoti_fixtures.json"))}
@@ -179,16 +216,25 @@ def main(argv=None) -> int:
             for d in dirs:
                 m = load_json(os.path.join(d, "manifest.json"))
                 method = next(iter(m["methods"]))
-                row = {"method": method, "aoti_cuda_s": [], "executorch_s": [], "aoti_cuda_rc": [], "executorch_rc": []}
+                row = {"method": method}
+                for peer in ("aoti_cuda", "executorch"):
+                    row.update({peer + "_s": [], peer + "_rc": [], peer + "_load_ms_all": []})
                 for _ in range(a.cold_reps):
                     for peer, cmd in (("aoti_cuda", aoti_run_cmd(cli, d, m, method)),
                                       ("executorch", [et, "run", d, "--method", method])):
-                        rc, _, wall = run("cold_" + peer, cmd, 30, a.out, budget)
+                        rc, text, wall = run("cold_" + peer, cmd, 30, a.out, budget)
                         row[peer + "_rc"].append(rc)
                         if rc == 0:
                             row[peer + "_s"].append(wall)
+                            load = first_load_ms(peer, text)
+                            if load is not None:
+                                row[peer + "_load_ms_all"].append(load)
+                        elif peer == "executorch":
+                            row["executorch_error"] = et_failure(text, rc)
                 for peer in ("aoti_cuda", "executorch"):
                     row[peer + "_ms"] = 1000 * statistics.median(row[peer + "_s"]) if row[peer + "_s"] else None
+                    row[peer + "_load_ms"] = (statistics.median(row[peer + "_load_ms_all"])
+                                              if row[peer + "_load_ms_all"] else None)
                 res["cold"][m["name"]] = row
             save()
         if "llm" in parts and a.llm_work:

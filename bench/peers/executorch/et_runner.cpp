@@ -1,14 +1,20 @@
 // et_runner: ExecuTorch's own runtime (v1.2.0, CUDA backend) driven the way aoti_cuda is benchmarked, so the two can
 // be put side by side. A peer only: it links ExecuTorch (built by build.sh), never the SDK.
 //
-//   et_runner fixtures [--runs N] [--loads N] [--json OUT] FIXTURE_DIR...
-//       every <dir>/<name>/manifest.json program: load (file -> every method ready; first load and median of the
+//   et_runner fixtures [--runs N] [--loads N] [--json OUT] DIR...
+//       every program of DIR/<name>/manifest.json (or DIR itself when it holds manifest.json): load (file -> every method ready; first load and median of the
 //       others), first call, p50/p99 of a synchronized call with host inputs/outputs and, where ExecuTorch can take
 //       them, device-resident ones; GPU memory and host RSS after load; agreement of the first call's outputs with
 //       the recorded ones (atol/rtol of the manifest). The fields are those of aoti_cuda_bench's JSON.
 //   et_runner run MODEL_DIR [--method M]
-//       one process, one call: load, run M on the recorded inputs, check, print. The device script times the whole
-//       process (cold start) the same way it times `aoti_cuda run`.
+//       one process, one call: CUDA context, load (timed: file -> M ready), run M on the recorded inputs, check,
+//       print. The device script times the whole process (cold start) the same way it times `aoti_cuda run`.
+//
+// One program per process: the backend writes each method's library to /tmp/<method>_so_blob<pid>.so and the
+// AOTInductor libraries cannot be unloaded, so a second program with a method of the same name in the same process
+// gets the first program's library back from dlopen (seen: "number of user input 2 and output 1 generated from AOT
+// Inductor does not match ET runner's 2"). device_run.py starts one et_runner per program; for the same reason the
+// in-process reloads of `fixtures` (loads 2..N) find the library already resident.
 //   et_runner generate llm.pte --data aoti_cuda_blob.ptd [--prompt-lens 128,512] [--new-tokens 256] [--reps 5]
 //                      [--expect-tokens ids] [--json OUT]
 //       the protocol of examples/generate: load, time to first token (median of --reps after a first call),
@@ -437,6 +443,11 @@ int cmd_fixtures(int argc, char** argv) {
   loads = std::max(2, loads);  // the median needs a load after the cold one
   std::vector<Row> rows;
   for (const std::string& root : roots) {
+    struct stat st {};
+    if (stat((root + "/manifest.json").c_str(), &st) == 0) {  // one program's folder
+      rows.push_back(measure_fixture(root, runs, loads));
+      continue;
+    }
     for (const std::string& dir : model_dirs(root)) rows.push_back(measure_fixture(dir, runs, loads));
   }
   std::printf("%-12s %9s %9s %9s %9s %9s %9s %9s %8s %8s %s\n", "model", "load_cold", "load_med", "first", "host_p50",
@@ -487,13 +498,19 @@ int cmd_run(int argc, char** argv) {
   }
   const Program p = read_program(dir);
   if (method.empty()) method = manifest_methods(p).front();
-  const auto t0 = Clock::now();
+  // The CUDA context first, so that load_ms is the program's (file -> ready), as aoti_cuda reports its load
+  // without "device init"; the cold start timed from outside includes both.
+  auto t0 = Clock::now();
+  check_cuda(cudaFree(nullptr), "CUDA context");
+  const double cuda_init_ms = ms_since(t0);
+  t0 = Clock::now();
   auto m = load_module(p, {method});
   const double load_ms = ms_since(t0);
   MethodRun r = prepare(p, method);
   bool ok = true;
   const json checks = call_and_check(*m, method, r, &ok);
-  std::printf("@@JSON %s\n", json({{"peer", "executorch"}, {"model", p.name}, {"method", method}, {"load_ms", load_ms},
+  std::printf("@@JSON %s\n", json({{"peer", "executorch"}, {"model", p.name}, {"method", method}, {"cuda_init_ms", cuda_init_ms},
+                                   {"load_ms", load_ms},
                                    {"agree", ok}, {"checks", checks}})
                                  .dump()
                                  .c_str());

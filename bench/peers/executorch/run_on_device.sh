@@ -32,6 +32,8 @@ main() {
   [[ -f "$FIXTURES/add/add.pte" ]] || { echo "error: no unpacked fixtures in $FIXTURES"; return 3; }
   chmod +x "$BUILD_ET/et_runner" "$BUILD_AOTI/aoti_cuda" "$BUILD_AOTI/bench/aoti_cuda_bench" \
     "$BUILD_AOTI/examples/generate/generate" 2>/dev/null || true
+  # The packed aoti_cuda build finds libaoti_cuda.so.0 beside its programs only through the loader path.
+  export LD_LIBRARY_PATH="$BUILD_AOTI${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   date -u; nvidia-smi -L 2>/dev/null
   python3 "$HERE/device_run.py" --out "$OUT" --aoti "$BUILD_AOTI" --et "$BUILD_ET" --fixtures "$FIXTURES" \
     --llm-work "${LLM_WORK:-/tmp/llm_bench}" --llm-exports "${LLM_EXPORTS:-bf16,int4}" \
@@ -39,7 +41,7 @@ main() {
   local rc=$?
   python3 "$HERE/report.py" "$OUT/executorch_results.json" --out "$OUT" || rc=1
   # The device tool brings back at most 8 files: the per-step logs travel as one archive.
-  mv "$OUT"/et_fixtures.json "$OUT"/aoti_fixtures.json "$OUT/logs/" 2>/dev/null
+  mv "$OUT"/aoti_fixtures.json "$OUT/logs/" 2>/dev/null
   tar -czf "$OUT/executorch_logs.tgz" -C "$OUT" logs && rm -rf "$OUT/logs"
   date -u
   return $rc

@@ -24,7 +24,11 @@ RES = {
              "device_io_notes": ["forward: inputs are memory-planned"]},
             {"model": "mlp", "error_message": "", "load_median_ms": 20.0, "host_io_p50_ms": 0.1, "agree": False}]}},
     "agreement": {"add": {"forward": {"rc": 0, "match": True}}, "mlp": {"forward": {"rc": 1, "match": False}}},
-    "cold": {"add": {"aoti_cuda_ms": 400.0, "executorch_ms": 1000.0}},
+    "cold": {"add": {"aoti_cuda_ms": 400.0, "executorch_ms": 1000.0, "aoti_cuda_load_ms": 3.0,
+                     "executorch_load_ms": 20.0},
+             "fp16": {"aoti_cuda_ms": 400.0, "executorch_ms": None, "aoti_cuda_load_ms": 3.0,
+                      "executorch_error": "the program imports aoti_torch_dtype_float16, which ExecuTorch 1.2's CUDA "
+                                          "shims do not define"}},
     "llm": {"bf16": {
         "aoti_cuda": {"load_ms": 900, "p128_ttft_ms": 3.0, "p512_ttft_ms": 4.0, "p128_decode_tok_s": 500.0,
                       "expect_match": 32, "expect_count": 32},
@@ -55,7 +59,9 @@ def main():
         md = open(os.path.join(d, "executorch.md")).read()
         assert md.startswith("# aoti_cuda and ExecuTorch's own CUDA runtime\n"), md[:80]
         assert "| add | 3.000 / 20.0 | 0.15 ✓ |" in md, md
-        assert "error: aoti_cuda: boom" in md, md
+        assert "aoti_cuda failed: boom" in md, md
+        assert "- `fp16`: the program imports aoti_torch_dtype_float16" in md, md
+        assert "| fp16 | 3.000 / cannot run | – |" in md, md
         assert "- decode step: 0.50 ✓ (0.625; target ≤ 0.8)" in md, md
         assert "| ExecuTorch 1.2 runtime | 3000 | 5000 | 5.000 | 6.000 | 250 | 4.000 | – | 900 | 1/32 |" in md, md
         assert "Export missing" in md
