@@ -44,4 +44,8 @@ fi
 nice -n 10 cmake --build "$BUILD" --target et_runner -j "$JOBS"
 # The shims library is a shared object the runner loads at start; keep it beside the runner.
 cp -f "$(find "$BUILD/executorch/backends/cuda" -name 'libaoti_cuda_shims.so' | head -1)" "$BUILD/"
-echo "built: $BUILD/et_runner"
+# What the GPU machine needs, stripped (under 1 MB): carry BUILD/pack and pass it as run_on_device.sh's BUILD_ET.
+mkdir -p "$BUILD/pack"
+strip -o "$BUILD/pack/et_runner" "$BUILD/et_runner"
+strip -o "$BUILD/pack/libaoti_cuda_shims.so" "$BUILD/libaoti_cuda_shims.so"
+echo "built: $BUILD/et_runner (packed for the GPU machine: $BUILD/pack)"
