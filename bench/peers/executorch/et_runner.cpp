@@ -601,12 +601,16 @@ int cmd_generate(int argc, char** argv) {
   auto prefill = [&](std::vector<int64_t>& ids) {
     TensorPtr t = executorch::extension::from_blob(ids.data(), {1, static_cast<int>(ids.size())}, ScalarType::Long);
     std::vector<EValue> outs = take(m.execute("prefill", {EValue(*t)}), "execute prefill");
-    return scalar_id(outs.at(1), "prefill");  // outputs are on the host: the backend synchronized its stream
+    // The backend queues the output copy to the host on its own stream (cuda_backend.cpp, utils.h fast path);
+    // wait for it before reading the token.
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    return scalar_id(outs.at(1), "prefill");
   };
   auto decode = [&](int64_t tok, int64_t p) {
     token = tok;
     pos = p;
     std::vector<EValue> outs = take(m.execute("decode", {EValue(*token_t), EValue(*pos_t)}), "execute decode");
+    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // as in prefill
     return scalar_id(outs.at(1), "decode");
   };
   auto prompt = [&](int64_t len) {
