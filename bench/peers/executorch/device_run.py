@@ -13,7 +13,8 @@ Steps (each a child process with a timeout and a log; whatever finished is writt
   agreement  `aoti_cuda run --expect` on every method of every fixture (recorded inputs and tolerances).
   cold       cold start: one process that loads the program, runs the first method once on the recorded inputs,
              checks and prints the outputs, and exits (`aoti_cuda run` / `et_runner run`), timed from outside from
-             spawn to exit; --cold-reps times each, alternating the runtimes; median.
+             spawn to exit; --cold-reps times each, alternating the runtimes; median The same runs give the load
+             (file -> ready, driver and context excluded) and the process's peak host RSS.
   llm        when --llm-work holds exports (WORK/<name>/llm.pte + aoti_cuda_blob.ptd, made by bench/llm): for each,
              examples/generate (decode graphs on, and --no-graphs) and `et_runner generate` on the same files,
              128/512-token prompts, 256 decode steps, the tokens checked against the export's eager reference;
@@ -76,10 +77,21 @@ def at_json(text):
 
 # Runs a command and prints the peak resident set of it (and what it started) when it ends: the LLM rows compare
 # the whole run's peak host memory of both runtimes (examples/generate reports no RSS of its own).
-PEAK_RSS_WRAPPER = ("import resource, subprocess, sys\n"
+# It also prints the child's wall time from spawn to exit, so that the wrapper's own start is not counted.
+PEAK_RSS_WRAPPER = ("import resource, subprocess, sys, time\n"
+                    "t0 = time.monotonic()\n"
                     "rc = subprocess.call(sys.argv[1:])\n"
+                    "wall = time.monotonic() - t0\n"
                     "print('@@MAXRSS_KIB', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, flush=True)\n"
+                    "print('@@WALL_S', wall, flush=True)\n"
                     "sys.exit(rc)")
+
+
+def wrapped_wall_s(text):
+    for line in text.splitlines():
+        if line.startswith("@@WALL_S "):
+            return float(line.split()[1])
+    return None
 
 
 def peak_rss_mib(text):
@@ -102,15 +114,18 @@ def et_failure(text, rc):
     return (errors[-1][-300:] if errors else "") or f"exit status {rc}"
 
 
-AOTI_LOAD = re.compile(r"load ([0-9.]+) ms \(parse [0-9.]+, device init ([0-9.]+)")
+AOTI_LOAD = re.compile(r"load [0-9.]+ ms \(parse ([0-9.]+), device init [0-9.]+, library ([0-9.]+), "
+                       r"container ([0-9.]+), weights ([0-9.]+)\)")
 
 
 def first_load_ms(peer, text):
-    """File -> ready in a fresh process with the CUDA context excluded: aoti_cuda run prints its load with the
-    device init inside; et_runner run creates the context before timing its load."""
+    """File -> ready in a fresh process, the CUDA driver and context excluded. aoti_cuda run prints its load by
+    phase; its total also holds the driver's start (cudaGetDeviceCount) and the context (device init), so the
+    program's part is the sum of parse, library, container and weights. et_runner run starts the driver and the
+    context before it times its load (Module construction to the last load_method)."""
     if peer == "aoti_cuda":
         m = AOTI_LOAD.search(text)
-        return float(m.group(1)) - float(m.group(2)) if m else None
+        return sum(float(g) for g in m.groups()) if m else None
     j = at_json(text)
     return j.get("load_ms") if j else None
 
@@ -222,10 +237,12 @@ def main(argv=None) -> int:
                 for _ in range(a.cold_reps):
                     for peer, cmd in (("aoti_cuda", aoti_run_cmd(cli, d, m, method)),
                                       ("executorch", [et, "run", d, "--method", method])):
-                        rc, text, wall = run("cold_" + peer, cmd, 30, a.out, budget)
+                        rc, text, _ = run("cold_" + peer, [sys.executable, "-c", PEAK_RSS_WRAPPER] + cmd, 30, a.out,
+                                          budget)
                         row[peer + "_rc"].append(rc)
                         if rc == 0:
-                            row[peer + "_s"].append(wall)
+                            row[peer + "_s"].append(wrapped_wall_s(text))
+                            row.setdefault(peer + "_peak_rss_mib_all", []).append(peak_rss_mib(text))
                             load = first_load_ms(peer, text)
                             if load is not None:
                                 row[peer + "_load_ms_all"].append(load)
@@ -235,6 +252,8 @@ def main(argv=None) -> int:
                     row[peer + "_ms"] = 1000 * statistics.median(row[peer + "_s"]) if row[peer + "_s"] else None
                     row[peer + "_load_ms"] = (statistics.median(row[peer + "_load_ms_all"])
                                               if row[peer + "_load_ms_all"] else None)
+                    rss = [x for x in row.get(peer + "_peak_rss_mib_all", []) if x is not None]
+                    row[peer + "_peak_rss_mib"] = statistics.median(rss) if rss else None
                 res["cold"][m["name"]] = row
             save()
         if "llm" in parts and a.llm_work:
@@ -265,9 +284,10 @@ def main(argv=None) -> int:
                 for _ in range(2):
                     for peer, cmd in (("aoti_cuda", [generate, pte] + one),
                                       ("executorch", [et, "generate", pte, "--data", ptd] + one)):
-                        rc, _, wall = run(f"llm_{name}_cold_{peer}", cmd, 60, a.out, budget)
+                        rc, text, _ = run(f"llm_{name}_cold_{peer}", [sys.executable, "-c", PEAK_RSS_WRAPPER] + cmd,
+                                          60, a.out, budget)
                         if rc == 0:
-                            cold[peer + "_s"].append(wall)
+                            cold[peer + "_s"].append(wrapped_wall_s(text))
                 for peer in ("aoti_cuda", "executorch"):
                     cold[peer + "_ms"] = 1000 * statistics.median(cold[peer + "_s"]) if cold[peer + "_s"] else None
                 entry["cold"] = cold

@@ -25,7 +25,8 @@ RES = {
             {"model": "mlp", "error_message": "", "load_median_ms": 20.0, "host_io_p50_ms": 0.1, "agree": False}]}},
     "agreement": {"add": {"forward": {"rc": 0, "match": True}}, "mlp": {"forward": {"rc": 1, "match": False}}},
     "cold": {"add": {"aoti_cuda_ms": 400.0, "executorch_ms": 1000.0, "aoti_cuda_load_ms": 3.0,
-                     "executorch_load_ms": 20.0},
+                     "executorch_load_ms": 20.0, "aoti_cuda_peak_rss_mib": 5.0,
+                     "executorch_peak_rss_mib": 4.0},
              "fp16": {"aoti_cuda_ms": 400.0, "executorch_ms": None, "aoti_cuda_load_ms": 3.0,
                       "executorch_error": "the program imports aoti_torch_dtype_float16, which ExecuTorch 1.2's CUDA "
                                           "shims do not define"}},
