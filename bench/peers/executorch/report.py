@@ -92,6 +92,10 @@ def fixture_rows(res):
         # ExecuTorch's best per-call mode (device I/O where it takes it) against aoti_cuda's device I/O.
         et_best = min([x for x in (e.get("host_io_p50_ms"), e.get("device_io_p50_ms")) if x is not None], default=None)
         row["best_p50_ratio"] = None if failed else ratio(a.get("device_io_p50_ms"), et_best)
+        # file -> first output with the context up: ExecuTorch defers work (kernel loading) to the first call
+        ready = [None if x is None or y is None else x + y for x, y in zip(row["load_ms"], row["first_call_ms"])]
+        row["load_first_call_ms"] = tuple(ready)
+        row["load_first_call_ms_ratio"] = None if failed else ratio(*ready)
         rows.append(row)
     return rows
 
@@ -105,7 +109,9 @@ def fixtures_markdown(rows):
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if r["aoti_error"]:
-            lines.append(f"| {r['model']} | aoti_cuda failed: {r['aoti_error']} | | | | | | | |")
+            both = f"; ExecuTorch: {r['et_error']}" if r["et_error"] else ""
+            lines.append(f"| {r['model']} | neither runs it: aoti_cuda: {r['aoti_error']}{both} | | | | | | | |"
+                         if r["et_error"] else f"| {r['model']} | aoti_cuda failed: {r['aoti_error']} | | | | | | | |")
             continue
         p = lambda k: f"{fmt(r[k][0])} / {fmt(r[k][1]) if not r['et_error'] else 'cannot run'}"  # noqa: E731
         lines.append(f"| {r['model']} | {p('load_ms')} | {verdict(r['load_ms_ratio'], TARGETS['load'])} | "
@@ -132,7 +138,9 @@ def fixtures_markdown(rows):
     for key, target_key, label in (("load_ms_ratio", "load", "load"), ("cold_start_ms_ratio", "cold_start", "cold start"),
                                    ("host_p50_ms_ratio", "per_call_p50", "per-call p50, host I/O"),
                                    ("best_p50_ratio", "per_call_p50", "per-call p50, aoti_cuda device I/O vs ExecuTorch's best"),
-                                   ("rss_mib_ratio", "rss", "host RSS after load")):
+                                   ("rss_mib_ratio", "rss", "peak host RSS (load + one call)"),
+                                   ("load_first_call_ms_ratio", "load",
+                                    "load + first call (fresh-process load + in-process first call)")):
         vals = [r[key] for r in rows if r.get(key) is not None]
         met = sum(1 for v in vals if v <= TARGETS[target_key])
         lines.append(f"- {label}: {fmt(geomean(vals))} (target ≤ {TARGETS[target_key]}; {met} of {len(vals)} meet it)")

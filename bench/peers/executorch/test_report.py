@@ -50,6 +50,7 @@ def main():
     assert abs(add["best_p50_ratio"] - 0.2) < 1e-9, add  # ExecuTorch's best: host I/O (device I/O not taken)
     assert abs(add["rss_mib_ratio"] - 1.25) < 1e-9, add
     assert add["agree"] == (True, True), add
+    assert abs(add["load_first_call_ms_ratio"] - 4.0 / 22.0) < 1e-9, add  # (3 + 1) / (20 + 2)
     assert rows["mlp"]["aoti_error"] == "boom" and rows["mlp"]["agree"] == (False, False), rows["mlp"]
     assert report.verdict(0.4, 0.5) == "0.40 ✓" and report.verdict(1.25, 1.0) == "1.25 ✗"
     with tempfile.TemporaryDirectory() as d:
