@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CPU test of report.py: a made-up results file (two fixtures, one LLM export) gives the expected ratios and
+"""CPU test of report.py and device_run.py's parsing: a made-up results file (two fixtures, one LLM export) gives the expected ratios and
 verdicts, an error row stays an error row, and a second run keeps the hand-written text outside the markers."""
 
 import json
@@ -8,6 +8,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import device_run  # noqa: E402
 import report  # noqa: E402
 
 RES = {
@@ -41,7 +42,27 @@ RES = {
 }
 
 
+def check_device_run():
+    """The parsers that read the runtimes' output, and the wrapper that times a process and reads its peak RSS."""
+    text = "x: symbol lookup error: /tmp/forward_so_blob7.so: undefined symbol: aoti_torch_dtype_float16"
+    assert "aoti_torch_dtype_float16" in device_run.et_failure(text, 127)
+    assert "aten::sigmoid.out" in device_run.et_failure("E 0 op_registry] kernel 'aten::sigmoid.out' not found.", 1)
+    assert device_run.et_failure("", 5) == "exit status 5"
+    aoti = "m.pte: method 'forward' ran; load 202.9 ms (parse 0.5, device init 99.4, library 3.6, container 0.1, weights 1.0)"
+    assert abs(device_run.first_load_ms("aoti_cuda", aoti) - 5.2) < 1e-9  # driver and context left out
+    assert device_run.first_load_ms("aoti_cuda", "no load line") is None
+    assert device_run.first_load_ms("executorch", 'noise\n@@JSON {"load_ms": 3.5}\n') == 3.5
+    assert device_run.at_json("@@JSON {broken") is None
+    import subprocess
+    p = subprocess.run([sys.executable, "-c", device_run.PEAK_RSS_WRAPPER, sys.executable, "-c",
+                        "import sys; x = bytearray(64 << 20); sys.exit(7)"], capture_output=True, text=True)
+    assert p.returncode == 7, p  # the child's status comes through
+    assert device_run.peak_rss_mib(p.stdout) >= 64, p.stdout  # the child's 64 MiB are seen
+    assert 0 < device_run.wrapped_wall_s(p.stdout) < 30, p.stdout
+
+
 def main():
+    check_device_run()
     rows = {r["model"]: r for r in report.fixture_rows(RES)}
     add = rows["add"]
     assert abs(add["load_ms_ratio"] - 0.15) < 1e-9, add
