@@ -35,12 +35,11 @@ if [[ ! -f "$SRC/.et_tag" || "$(cat "$SRC/.et_tag")" != "$ET_TAG" ]]; then
 fi
 
 # 3. Configure and build only the runner (and so only the libraries it links).
-if [[ ! -f "$BUILD/build.ninja" ]]; then
-  cmake -S "$HERE" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DET_SRC="$SRC" \
-    -DCMAKE_PROJECT_INCLUDE="$HERE/torch_stub.cmake" \
-    -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" -DPYTHON_EXECUTABLE="$(command -v python3)" \
-    -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache
-fi
+# (Re)configured every time: cheap, and a changed ET_TAG or option reaches the cache.
+cmake -S "$HERE" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DET_SRC="$SRC" -DET_TAG="$ET_TAG" \
+  -DCMAKE_PROJECT_INCLUDE="$HERE/torch_stub.cmake" \
+  -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" -DPYTHON_EXECUTABLE="$(command -v python3)" \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache
 nice -n 10 cmake --build "$BUILD" --target et_runner -j "$JOBS"
 # The shims library is a shared object the runner loads at start; keep it beside the runner.
 cp -f "$(find "$BUILD/executorch/backends/cuda" -name 'libaoti_cuda_shims.so' | head -1)" "$BUILD/"

@@ -166,6 +166,9 @@ def main(argv=None) -> int:
     ap.add_argument("--aoti", required=True, help="aoti_cuda build (aoti_cuda, bench/aoti_cuda_bench, examples/generate)")
     ap.add_argument("--et", required=True, help="the peer build (et_runner, libaoti_cuda_shims.so)")
     ap.add_argument("--fixtures", required=True)
+    ap.add_argument("--et13", help="optional second peer build from ExecuTorch v1.3.0 (build.sh with ET_TAG=v1.3.0): "
+                                   "its per-call p50 on the fixtures, and the LLM with weight_sharing_across_methods "
+                                   "and decode in a CUDA graph")
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--loads", type=int, default=5)
     ap.add_argument("--cold-reps", type=int, default=3)
@@ -216,6 +219,16 @@ def main(argv=None) -> int:
                 else:  # the process died (e.g. a symbol the program imports is missing): keep why
                     rows.append({"model": name, "error": "failed", "error_message": et_failure(text, rc)})
             res["fixtures"]["executorch"] = {"rows": rows}
+            if a.et13:
+                rows13 = []
+                for d in dirs:
+                    name = os.path.basename(d)
+                    tmp = os.path.join(a.out, "logs", f"et13_fixture_{name}.json")
+                    rc, text, _ = run("et13_fixtures", [os.path.join(a.et13, "et_runner"), "fixtures"] + common +
+                                      ["--json", tmp, d], 60, a.out, budget)
+                    got = load_json(tmp)
+                    rows13 += got if got else [{"model": name, "error": "failed", "error_message": et_failure(text, rc)}]
+                res["fixtures"]["executorch_13"] = {"rows": rows13}
             rc, _, _ = run("aoti_fixtures", [bench] + common + ["--json", os.path.join(a.out, "aoti_fixtures.json"),
                                                                 a.fixtures], 150, a.out, budget)
             res["fixtures"]["aoti_cuda"] = {"rc": rc, "rows": load_json(os.path.join(a.out, "aoti_fixtures.json"))}
@@ -272,7 +285,10 @@ def main(argv=None) -> int:
                 entry = {"export": {k: manifest.get(k) for k in ("config", "quant", "gemm", "sdpa", "fusion")}}
                 for run_name, cmd in (("aoti_cuda", [generate, pte] + measure + expect),
                                       ("aoti_cuda_nographs", [generate, pte, "--no-graphs"] + measure + expect),
-                                      ("executorch", [et, "generate", pte, "--data", ptd] + measure + expect)):
+                                      ("executorch", [et, "generate", pte, "--data", ptd] + measure + expect)) + \
+                        ((("executorch_13", [os.path.join(a.et13, "et_runner"), "generate", pte, "--data", ptd,
+                                             "--weight-sharing", "--cuda-graph", "decode"] + measure + expect),)
+                         if a.et13 else ()):
                     rc, text, wall = run(f"llm_{name}_{run_name}", [sys.executable, "-c", PEAK_RSS_WRAPPER] + cmd,
                                          120, a.out, budget)
                     entry[run_name] = at_json(text) or {"error": f"rc={rc}"}

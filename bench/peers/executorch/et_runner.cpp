@@ -16,10 +16,12 @@
 // Inductor does not match ET runner's 2"). device_run.py starts one et_runner per program; for the same reason the
 // in-process reloads of `fixtures` (loads 2..N) find the library already resident.
 //   et_runner generate llm.pte --data aoti_cuda_blob.ptd [--prompt-lens 128,512] [--new-tokens 256] [--reps 5]
-//                      [--expect-tokens ids] [--json OUT]
+//                      [--expect-tokens ids] [--weight-sharing] [--cuda-graph METHODS] [--json OUT]
 //       the protocol of examples/generate: load, time to first token (median of --reps after a first call),
 //       --new-tokens greedy decode steps, each step's token fed back; prints "@@JSON {"peer": "executorch", ...}"
-//       with generate's keys.
+//       with generate's keys. --weight-sharing and --cuda-graph (ExecuTorch >= 1.3 only) set the backend options
+//       weight_sharing_across_methods (one copy of each weight and buffer by FQN: prefill and decode then share the
+//       KV cache) and enable_cuda_graph_for_method before the load.
 //
 // What ExecuTorch 1.2's runtime can and cannot do here (measured as it is, not worked around):
 // - Method inputs that the program memory-plans are copied with memcpy on the host (Method::set_input), so a device
@@ -547,6 +549,8 @@ int cmd_generate(int argc, char** argv) {
   std::string program, data, json_out;
   std::vector<int64_t> lens{128, 512}, expect;
   int new_tokens = 256, reps = 5;
+  bool weight_sharing = false;
+  std::string graph_methods;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
     const bool v = i + 1 < argc;
@@ -556,6 +560,8 @@ int cmd_generate(int argc, char** argv) {
     else if (a == "--new-tokens" && v && parse_count(argv[i + 1], 1, &new_tokens)) ++i;
     else if (a == "--reps" && v && parse_count(argv[i + 1], 0, &reps)) ++i;
     else if (a == "--json" && v) json_out = argv[++i];
+    else if (a == "--weight-sharing") weight_sharing = true;
+    else if (a == "--cuda-graph" && v) graph_methods = argv[++i];
     else if (program.empty() && a.rfind("--", 0) != 0) program = a;
     else {
       std::fprintf(stderr, "et_runner generate: unknown, incomplete or out-of-range option '%s'\n", a.c_str());
@@ -570,8 +576,23 @@ int cmd_generate(int argc, char** argv) {
   for (int64_t l : lens) {
     if (l < 2) throw Failure("prompt lengths must be at least 2");
   }
+  const bool has_13_options = std::strcmp(ET_PEER_TAG, "v1.2.0") != 0;  // both options arrived in v1.3.0
+  if ((weight_sharing || !graph_methods.empty()) && !has_13_options) {
+    throw Failure(std::string("--weight-sharing and --cuda-graph need ExecuTorch >= 1.3; this build is ") + ET_PEER_TAG);
+  }
+  if (weight_sharing || !graph_methods.empty()) {
+    executorch::runtime::BackendOptions<2> opts;
+    if (weight_sharing) check_et(opts.set_option("weight_sharing_across_methods", true), "BackendOptions");
+    if (!graph_methods.empty()) {
+      check_et(opts.set_option("enable_cuda_graph_for_method", graph_methods.c_str()), "BackendOptions");
+    }
+    check_et(executorch::runtime::set_option("CudaBackend", opts.view()), "set_option(CudaBackend)");
+  }
   json r;
   r["peer"] = "executorch";
+  r["executorch_version"] = ET_PEER_TAG;
+  r["weight_sharing"] = weight_sharing;
+  r["cuda_graph_methods"] = graph_methods;
   auto t0 = Clock::now();
   check_cuda(cudaFree(nullptr), "CUDA context");  // the context first: load time is the program's, as in generate
   r["cuda_init_ms"] = ms_since(t0);
@@ -585,8 +606,9 @@ int cmd_generate(int argc, char** argv) {
   r["load_ms"] = ms_since(t0);
   r["gpu_mem_after_load_mib"] = gpu_used_mib() - mem0;
   r["rss_after_load_mib"] = static_cast<double>(rss_kib() - rss0) / 1024.0;
-  r["graphs"] = 0;
-  r["kv_cache_shared"] = false;  // see the header: each method's delegate holds its own buffers in 1.2
+  r["graphs"] = graph_methods.empty() ? 0 : 1;
+  // Without weight sharing each method's delegate holds its own buffers (the header says why that matters).
+  r["kv_cache_shared"] = weight_sharing;
   std::printf("load %.1f ms; GPU memory after load %.0f MiB; host RSS +%.0f MiB\n", r["load_ms"].get<double>(),
               r["gpu_mem_after_load_mib"].get<double>(), r["rss_after_load_mib"].get<double>());
 

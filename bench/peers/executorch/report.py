@@ -150,7 +150,32 @@ def fixtures_markdown(rows):
 
 
 LLM_RUNS = [("aoti_cuda", "aoti_cuda (decode CUDA graph)"), ("aoti_cuda_nographs", "aoti_cuda (graphs off)"),
-            ("executorch", "ExecuTorch 1.2 runtime")]
+            ("executorch", "ExecuTorch 1.2 runtime"),
+            ("executorch_13", "ExecuTorch 1.3 runtime (weight sharing, decode CUDA graph)")]
+
+
+def et13_markdown(res):
+    """The per-call p50 of ExecuTorch 1.3's runtime on the same files, when the job ran it."""
+    rows13 = ((res.get("fixtures") or {}).get("executorch_13") or {}).get("rows")
+    if not rows13:
+        return []
+    ao = {r["model"]: r for r in (((res.get("fixtures") or {}).get("aoti_cuda") or {}).get("rows") or [])}
+    lines = ["", "### ExecuTorch 1.3's runtime on the same files", "",
+             f"| model | p50 host I/O ms (aoti / ET 1.3) | ratio (≤ {TARGETS['per_call_p50']}) | outputs agree (ET 1.3) |",
+             "|---|---|---|---|"]
+    vals = []
+    for r in rows13:
+        a = ao.get(r["model"]) or {}
+        if r.get("error_message") or a.get("error_message"):
+            lines.append(f"| {r['model']} | {r.get('error_message') or a.get('error_message')} | | |")
+            continue
+        q = ratio(a.get("host_io_p50_ms"), r.get("host_io_p50_ms"))
+        vals.append(q)
+        lines.append(f"| {r['model']} | {fmt(a.get('host_io_p50_ms'))} / {fmt(r.get('host_io_p50_ms'))} | "
+                     f"{verdict(q, TARGETS['per_call_p50'])} | {fmt(r.get('agree'))} |")
+    lines += ["", f"Geometric mean {fmt(geomean(vals))}; {sum(1 for v in vals if v is not None and v <= TARGETS['per_call_p50'])}"
+                  f" of {len(vals)} meet the target."]
+    return lines
 
 
 def llm_markdown(res):
@@ -169,6 +194,8 @@ def llm_markdown(res):
         lines += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
         et = e.get("executorch") or {}
         for key, label in LLM_RUNS:
+            if key not in e:
+                continue
             r = e.get(key) or {}
             if "error" in r:
                 lines.append(f"| {label} | error ({r['error']}; see logs) |" + " |" * (hdr.count("|") - 3))
@@ -183,7 +210,7 @@ def llm_markdown(res):
                      fmt(r.get("peak_rss_mib")), agree]
             lines.append("| " + " | ".join(cells) + " |")
         if et and "error" not in et:
-            lines += ["", "Ratios aoti_cuda / ExecuTorch (graphs on; graphs off in brackets):", ""]
+            lines += ["", "Ratios aoti_cuda / ExecuTorch 1.2 (graphs on; graphs off in brackets):", ""]
             for key, label, target in [(f"p{n}_ttft_ms", f"TTFT {n}", "ttft") for n in lens] + \
                                       [("decode_step", "decode step", "decode_step"), ("load_ms", "load", "load")]:
                 def val(r, key=key):
@@ -194,6 +221,15 @@ def llm_markdown(res):
                 on = ratio(val(e.get("aoti_cuda") or {}), val(et))
                 off = ratio(val(e.get("aoti_cuda_nographs") or {}), val(et))
                 lines.append(f"- {label}: {verdict(on, TARGETS[target])} ({fmt(off)}; target ≤ {TARGETS[target]})")
+            e13 = e.get("executorch_13") or {}
+            if e13 and "error" not in e13:
+                t = e13.get(f"p{lens[0]}_decode_tok_s")
+                mine = (e.get("aoti_cuda") or {}).get(f"p{lens[0]}_decode_tok_s")
+                q = ratio(1000.0 / mine if mine else None, 1000.0 / t if t else None)
+                lines.append(f"- decode step against ExecuTorch 1.3 with its decode graph: {verdict(q, TARGETS['decode_step'])}")
+                for n in lens:
+                    q = ratio((e.get("aoti_cuda") or {}).get(f"p{n}_ttft_ms"), e13.get(f"p{n}_ttft_ms"))
+                    lines.append(f"- TTFT {n} against ExecuTorch 1.3: {verdict(q, TARGETS['ttft'])}")
             c = e.get("cold") or {}
             lines.append(f"- cold start: {verdict(ratio(c.get('aoti_cuda_ms'), c.get('executorch_ms')), TARGETS['cold_start'])}"
                          f" (target ≤ {TARGETS['cold_start']})")
@@ -217,7 +253,7 @@ def main(argv=None) -> int:
             f"{(res.get('params') or {}).get('runs', '?')} timed calls per mode, "
             f"{(res.get('params') or {}).get('loads', '?')} loads per program, "
             f"{(res.get('params') or {}).get('cold_reps', '?')} cold starts per runtime.", ""]
-    body += fixtures_markdown(rows) + [""] + llm_markdown(res)
+    body += fixtures_markdown(rows) + et13_markdown(res) + [""] + llm_markdown(res)
     os.makedirs(a.out, exist_ok=True)
     write_doc(os.path.join(a.out, "executorch.md"), "aoti_cuda and ExecuTorch's own CUDA runtime",
               "\n".join(body) + "\n")

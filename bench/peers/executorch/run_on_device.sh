@@ -15,6 +15,8 @@
 #   LLM_EXPORTS which exports (default bf16,int4)
 #   BUDGET      seconds for everything (default 280)
 #   PARTS       fixtures,agreement,cold,llm (default: all)
+#   BUILD_ET13  optional second peer build, ExecuTorch v1.3.0 (ET_TAG=v1.3.0 build.sh), packed likewise: its per-call
+#               p50 on the fixtures, and the LLM with weight_sharing_across_methods + decode in a CUDA graph
 # Writes OUT/executorch_results.json, OUT/executorch.md + .json (bench/peers/executorch/report.py),
 # OUT/executorch_run.log and OUT/executorch_logs.tgz (every step's command line and output).
 set -uo pipefail
@@ -37,7 +39,7 @@ main() {
   date -u; nvidia-smi -L 2>/dev/null
   python3 "$HERE/device_run.py" --out "$OUT" --aoti "$BUILD_AOTI" --et "$BUILD_ET" --fixtures "$FIXTURES" \
     --llm-work "${LLM_WORK:-/tmp/llm_bench}" --llm-exports "${LLM_EXPORTS:-bf16,int4}" \
-    --budget "${BUDGET:-280}" --parts "${PARTS:-fixtures,agreement,cold,llm}"
+    --budget "${BUDGET:-280}" --parts "${PARTS:-fixtures,agreement,cold,llm}" ${BUILD_ET13:+--et13 "$BUILD_ET13"}
   local rc=$?
   python3 "$HERE/report.py" "$OUT/executorch_results.json" --out "$OUT" || rc=1
   # The device tool brings back at most 8 files: the per-step logs travel as one archive.

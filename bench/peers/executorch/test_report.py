@@ -23,7 +23,9 @@ RES = {
             {"model": "add", "error_message": "", "load_median_ms": 20.0, "load_cold_ms": 400, "first_call_ms": 2,
              "host_io_p50_ms": 0.10, "device_io_p50_ms": None, "rss_mib": 4, "device_mib": 2, "agree": True,
              "device_io_notes": ["forward: inputs are memory-planned"]},
-            {"model": "mlp", "error_message": "", "load_median_ms": 20.0, "host_io_p50_ms": 0.1, "agree": False}]}},
+            {"model": "mlp", "error_message": "", "load_median_ms": 20.0, "host_io_p50_ms": 0.1, "agree": False}]},
+        "executorch_13": {"rows": [{"model": "add", "error_message": "", "host_io_p50_ms": 0.05, "agree": True}]}},
+    "fixtures13": None,
     "agreement": {"add": {"forward": {"rc": 0, "match": True}}, "mlp": {"forward": {"rc": 1, "match": False}}},
     "cold": {"add": {"aoti_cuda_ms": 400.0, "executorch_ms": 1000.0, "aoti_cuda_load_ms": 3.0,
                      "executorch_load_ms": 20.0, "aoti_cuda_peak_rss_mib": 5.0,
@@ -35,6 +37,8 @@ RES = {
         "aoti_cuda": {"load_ms": 900, "p128_ttft_ms": 3.0, "p512_ttft_ms": 4.0, "p128_decode_tok_s": 500.0,
                       "expect_match": 32, "expect_count": 32},
         "aoti_cuda_nographs": {"load_ms": 900, "p128_ttft_ms": 3.0, "p512_ttft_ms": 4.0, "p128_decode_tok_s": 400.0},
+        "executorch_13": {"load_ms": 2000, "p128_ttft_ms": 4.0, "p512_ttft_ms": 5.0, "p128_decode_tok_s": 400.0,
+                          "expect_match": 32, "expect_count": 32},
         "executorch": {"load_ms": 3000, "p128_ttft_ms": 5.0, "p512_ttft_ms": 6.0, "p128_decode_tok_s": 250.0, "peak_rss_mib": 900.0,
                        "expect_match": 1, "expect_count": 32},
         "cold": {"aoti_cuda_ms": 2000.0, "executorch_ms": 5000.0}},
@@ -88,6 +92,9 @@ def main():
         assert "- decode step: 0.50 ✓ (0.625; target ≤ 0.8)" in md, md
         assert "| ExecuTorch 1.2 runtime | 3000 | 5000 | 5.000 | 6.000 | 250 | 4.000 | – | 900 | 1/32 |" in md, md
         assert "Export missing" in md
+        assert "- decode step against ExecuTorch 1.3 with its decode graph: 0.80 ✓" in md, md
+        assert "| ExecuTorch 1.3 runtime (weight sharing, decode CUDA graph) | 2000 |" in md, md
+        assert "ExecuTorch 1.3's runtime on the same files" in md and "| add | 0.040 / 0.050 | 0.80 ✓ | yes |" in md, md
         assert "- load: 0.150 (target ≤ 0.3; 1 of 1 meet it)" in md, md  # the failed fixture has no ratio
         # Hand-written text outside the markers survives a second run.
         with open(os.path.join(d, "executorch.md"), "w") as f:
