@@ -212,7 +212,8 @@ def main(argv=None) -> int:
             for d in dirs:
                 name = os.path.basename(d)
                 tmp = os.path.join(a.out, "logs", f"et_fixture_{name}.json")
-                rc, text, _ = run("et_fixtures", [et, "fixtures"] + common + ["--json", tmp, d], 60, a.out, budget)
+                # 30 s: a small program takes under 1 s; a hang must not eat the job
+                rc, text, _ = run("et_fixtures", [et, "fixtures"] + common + ["--json", tmp, d], 30, a.out, budget)
                 got = load_json(tmp)
                 if got:
                     rows += got
@@ -225,7 +226,7 @@ def main(argv=None) -> int:
                     name = os.path.basename(d)
                     tmp = os.path.join(a.out, "logs", f"et13_fixture_{name}.json")
                     rc, text, _ = run("et13_fixtures", [os.path.join(a.et13, "et_runner"), "fixtures"] + common +
-                                      ["--json", tmp, d], 60, a.out, budget)
+                                      ["--json", tmp, d], 30, a.out, budget)
                     got = load_json(tmp)
                     rows13 += got if got else [{"model": name, "error": "failed", "error_message": et_failure(text, rc)}]
                 res["fixtures"]["executorch_13"] = {"rows": rows13}
