@@ -138,6 +138,9 @@ echo
 echo "== benchmark report (bench/test_report.py; no torch needed)"
 if python3 "$ROOT/bench/test_report.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
+echo "== ExecuTorch peer report (bench/peers/executorch/test_report.py; no torch needed)"
+if python3 "$ROOT/bench/peers/executorch/test_report.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
 echo
 echo "== LLM exporter's lowering options (tools/export/llm/test_export_options.py; no torch needed)"
 if python3 "$ROOT/tools/export/llm/test_export_options.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi

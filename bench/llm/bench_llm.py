@@ -295,6 +295,10 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
                 name = "aoti_cuda_" + quant + "_nocache"
                 results["runs"][name] = s.run(name, generate_cmd(a, quant, manifest), 90,
                                               env={"AOTI_CUDA_BLOCK_CACHE_MIB": "0"})
+            if a.graph_ab:
+                # What decode's graph replay buys: the same run with plain calls.
+                name = "aoti_cuda_" + quant + "_nographs"
+                results["runs"][name] = s.run(name, generate_cmd(a, quant, manifest) + ["--no-graphs"], 90)
     cfg = (results["exports"].get("bf16") or {}).get("config") or {}
     runner = [os.path.join(w, "runner", "aoti_runner"), "llm", os.path.join(w, "aoti_llm", "prefill.pt2"),
               os.path.join(w, "aoti_llm", "decode.pt2"), "--vocab", str(cfg.get("vocab", 32000)),
@@ -307,6 +311,10 @@ def phase2_llm(s: Steps, a, cfg_flags, results):
             # own copy) is the less travelled path; if it broke, bind the active buffer instead.
             r = s.run("libtorch_aoti_active", runner + ["--share", "active"], 150)
         results["runs"]["libtorch_aoti"] = r
+        if a.graph_ab and r is not None and "error" not in r:
+            # The libtorch runner with its decode step captured once in a CUDA graph and replayed.
+            share = ["--share", "active"] if r.get("share_path") == "active" else []
+            results["runs"]["libtorch_aoti_graph"] = s.run("libtorch_aoti_graph", runner + share + ["--decode-graph", "1"], 150)
     weights = ["--weights", os.path.join(w, "weights.pt")]
     if "llm" in a.parts and "eager" in a.peers:
         for peer in ["eager", "eager_graph"]:
@@ -488,6 +496,9 @@ def main(argv=None) -> int:
                                       "another job")
     ap.add_argument("--cache-ab", action="store_true",
                     help="also run each export with AOTI_CUDA_BLOCK_CACHE_MIB=0 (no block cache; run aoti_cuda_<name>_nocache)")
+    ap.add_argument("--graph-ab", action="store_true",
+                    help="also run each export with --no-graphs (aoti_cuda_<export>_nographs) and the libtorch runner with "
+                         "its decode step in a CUDA graph (libtorch_aoti_graph)")
     ap.add_argument("--gemv-ab", action="store_true",
                     help="also run each export with cuBLAS GEMMs with AOTI_CUDA_GEMV_MAX_ROWS=0 (every GEMM on cuBLAS; "
                          "run aoti_cuda_<export>_nogemv) and =8 (the few-row kernels up to 8 rows; _gemv8)")

@@ -9,11 +9,14 @@
 //       load time (file -> ready), first call, p50/p90 of a synchronized call with device-resident
 //       random inputs (outputs stay on the device).
 //   aoti_runner llm PREFILL.pt2 DECODE.pt2 --vocab V --max-ctx L [--prompt-lens 128,512]
-//       [--new-tokens 256] [--reps 5] [--share inactive|active]
+//       [--new-tokens 256] [--reps 5] [--share inactive|active] [--decode-graph 1]
 //       load time of both packages, GPU memory, time to first token, greedy decode tokens/s. The
 //       KV cache (and the weights) of DECODE are bound to PREFILL's tensors (the packages are two
 //       separately compiled programs, each with its own constants), the same sharing aoti_cuda
-//       does by default.
+//       does by default. --decode-graph 1: the decode step is captured once in a CUDA graph (its
+//       run on a caller stream is capturable) and replayed, with the token and position in static
+//       device tensors, as aoti_cuda does with LoadOptions::cuda_graph_methods; this isolates
+//       what graph replay buys from the rest of the runtime.
 //
 // Timings: steady_clock around the call plus cudaDeviceSynchronize (what a caller waiting for a
 // result sees).
@@ -28,6 +31,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/torch.h>
@@ -215,9 +221,35 @@ torch::Tensor prompt(int64_t len, int64_t vocab) {
   return t.to(torch::kCUDA);
 }
 
+// The decode step captured once in a CUDA graph on a side stream. The graph reads the token and the
+// position from two static device tensors and writes its outputs to tensors of the graph's memory
+// pool, the same addresses at every replay.
+struct DecodeGraph {
+  c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool();
+  at::cuda::CUDAGraph graph;
+  torch::Tensor token, pos;     // inputs: i64[1, 1], i64[1]
+  std::vector<at::Tensor> out;  // outputs of the captured call: logits, next_token
+
+  DecodeGraph(AOTIModelPackageLoader& decode, int64_t warm_pos) {
+    const auto opts = torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA);
+    token = torch::zeros({1, 1}, opts);
+    pos = torch::full({1}, warm_pos, opts);
+    sync();
+    c10::cuda::CUDAStreamGuard guard(stream);
+    for (int k = 0; k < 3; ++k) decode.run({token, pos}, stream.stream());  // warm on this stream first
+    sync();
+    // Relaxed: the container's bookkeeping queries its own events during run(), which the global
+    // mode would refuse while this thread captures.
+    graph.capture_begin({0, 0}, cudaStreamCaptureModeRelaxed);
+    out = decode.run({token, pos}, stream.stream());
+    graph.capture_end();
+    sync();
+  }
+};
+
 // One prompt: TTFT (first call and median of `reps`), then `n` greedy decode steps timed as a whole.
 void run_prompt(AOTIModelPackageLoader& prefill, AOTIModelPackageLoader& decode, const torch::Tensor& positions,
-                int64_t len, int64_t vocab, int n, int reps, Json& j) {
+                int64_t len, int64_t vocab, int n, int reps, Json& j, DecodeGraph* graph) {
   const std::string k = "p" + std::to_string(len) + "_";
   const torch::Tensor tokens = prompt(len, vocab);
   std::vector<double> ttft, queued;
@@ -237,6 +269,28 @@ void run_prompt(AOTIModelPackageLoader& prefill, AOTIModelPackageLoader& decode,
   j.num(k + "prefill_queued_ms", pct(queued, 50));
   at::Tensor tok = out[1];
   std::vector<at::Tensor> generated{tok};
+  if (graph != nullptr) {  // replay: static inputs updated on the graph's stream, outputs copied out
+    c10::cuda::CUDAStreamGuard guard(graph->stream);
+    torch::Tensor ids = torch::empty({n + 1}, torch::TensorOptions().dtype(torch::kInt64).device(torch::kCUDA));
+    ids.narrow(0, 0, 1).copy_(tok.view({1}));
+    graph->token.copy_(tok);
+    sync();
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) {
+      graph->pos.fill_(len + i);
+      graph->graph.replay();
+      graph->token.copy_(graph->out[1]);  // step i's output is step i + 1's input, on the device
+      ids.narrow(0, i + 1, 1).copy_(graph->out[1].view({1}));
+    }
+    sync();
+    const double ms = ms_since(t0);
+    j.num(k + "decode_ms", ms).num(k + "decode_tok_s", n / (ms / 1000.0));
+    const torch::Tensor host = ids.cpu();
+    std::vector<double> first;
+    for (int64_t i = 0; i < std::min<int64_t>(n + 1, 32); ++i) first.push_back(host[i].item<int64_t>());
+    j.arr(k + "tokens", first);
+    return;
+  }
   // Each step's position as its own tensor, made before timing: a one-element slice of `positions`
   // is not 16-byte aligned, and the runner then copies it to an aligned tensor on every step
   // (warning "Input 1 was compiled as 16-bytes aligned ..."), which is not the runner's own cost.
@@ -278,9 +332,18 @@ int run_llm(const Args& a) {
     decode.run({o[1], positions.narrow(0, 16, 1).clone()});
     sync();
   }
+  const std::string graph_flag = a.get("decode-graph", "0");
+  if (graph_flag != "0" && graph_flag != "1") throw std::runtime_error("--decode-graph takes 0 or 1");
+  std::unique_ptr<DecodeGraph> graph;
+  if (graph_flag == "1") {
+    auto t_cap = Clock::now();
+    graph = std::make_unique<DecodeGraph>(decode, 17);  // the warm-up's next position: its cache rows are rewritten by each prompt's prefill
+    j.num("graph_capture_ms", ms_since(t_cap));
+  }
+  j.num("graphs", graph ? 1 : 0);
   for (int64_t len : parse_ints(a.get("prompt-lens", "128,512"))) {
     if (len + n > max_ctx) throw std::runtime_error("prompt + new tokens exceed max-ctx");
-    run_prompt(prefill, decode, positions, len, vocab, n, reps, j);
+    run_prompt(prefill, decode, positions, len, vocab, n, reps, j, graph.get());
   }
   j.num("gpu_mem_mib", used_mib() - mem0).num("new_tokens", n);
   emit(j, a.get("json", ""));
