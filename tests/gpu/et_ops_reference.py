@@ -508,11 +508,11 @@ def bench():
 
 live = LIB.aoti_cuda_shim_live_handles()
 print("device:", torch.cuda.get_device_name(), "torch", torch.__version__)
-test_plain_mm()
-test_sort()
-test_random()
-if "--bench" in sys.argv:
-    bench()
+for section in (test_plain_mm, test_sort, test_random) + ((bench,) if "--bench" in sys.argv else ()):
+    try:
+        section()
+    except Exception as e:  # one broken section must not hide the others' results
+        check(False, f"{section.__name__} raised {type(e).__name__}: {e}")
 torch.cuda.synchronize()
 check(LIB.aoti_cuda_shim_live_handles() == live, "no handle leaked")
 print(f"{CHECKS[0]} checks, {len(FAILURES)} failed")

@@ -196,42 +196,91 @@ constexpr uintptr_t kLowestHandleAddress = 65536;
 }  // namespace shim
 }  // namespace aoti_cuda
 
-extern "C" {
-
-// ExecuTorch 1.3 and 1.4 declare this one symbol with two signatures:
+// ExecuTorch 1.3 and 1.4 declare aoti_torch_cuda_int4_plain_mm with two signatures:
 //   1.3: (self, qdata, scale, zero, int64_t group_size, AtenTensorHandle* ret0)
 //   1.4: (self, qdata, scale, scale_step, zero, zero_point_step, int64_t group_size, ret0)
-// Defined with the 1.4 one. Both pass their first six arguments in registers on x86-64 and
-// aarch64, so a 1.3 caller's group_size arrives in `zero` and its ret0 in `zero_point_step`;
-// a group size is a small integer, never a handle's address, which tells the two apart. The 1.3
-// form never reads the last two parameters (which its caller did not pass).
-AOTITorchError aoti_torch_cuda_int4_plain_mm(AtenTensorHandle self, AtenTensorHandle qdata, AtenTensorHandle scale,
-                                             AtenTensorHandle scale_step, AtenTensorHandle zero,
-                                             AtenTensorHandle zero_point_step, int64_t group_size,
-                                             AtenTensorHandle* ret0) {
+// The fifth argument tells them apart: a group size (at most K) is below any handle's address.
+// On x86-64 the 1.4 form passes its last two arguments on the stack and a 1.3 caller reserves
+// no room for them, while a C function may write to its incoming stack arguments (GCC does, to
+// spill locals): so the entry point is four instructions of assembly that only look at the fifth
+// register and jump to the C implementation of the right form, which then owns exactly the
+// arguments its caller passed. aarch64 passes all eight in registers, so C can dispatch there. (endbr64: a landing pad for
+// indirect-branch tracking, a no-op elsewhere.)
+extern "C" {
+
+__attribute__((visibility("hidden"))) AOTITorchError aoti_cuda_plain_mm_int4_et13(AtenTensorHandle self,
+                                                                                  AtenTensorHandle qdata,
+                                                                                  AtenTensorHandle scale,
+                                                                                  AtenTensorHandle zero,
+                                                                                  int64_t group_size,
+                                                                                  AtenTensorHandle* ret0) {
   using namespace aoti_cuda::shim;
-  const bool legacy = reinterpret_cast<uintptr_t>(zero) < kLowestHandleAddress;
-  return shim_call(__func__, [&] {
+  return shim_call("aoti_torch_cuda_int4_plain_mm", [&] {
+    AtenTensorHandle& out = out_param(ret0, "ret0");
+    out = nullptr;
+    expect(group_size != 0, [] { return std::string("zero is null (or an ExecuTorch 1.3 call with group_size 0)"); });
     Operands o;
-    AtenTensorHandle* ret = ret0;
-    int64_t group = group_size;
     o.q = checked_defined(qdata, "qdata");
     o.scale = checked_defined(scale, "scale");
-    if (legacy) {
-      expect(zero != nullptr, [] { return std::string("zero is null (or an ExecuTorch 1.3 call with group_size 0)"); });
-      o.zero = checked_defined(scale_step, "zero");
-      group = static_cast<int64_t>(reinterpret_cast<uintptr_t>(zero));
-      ret = reinterpret_cast<AtenTensorHandle*>(zero_point_step);
-    } else {
-      o.scale_step = checked_defined(scale_step, "scale_step");
-      o.zero = checked_defined(zero, "zero");
-      o.zero_step = checked_defined(zero_point_step, "zero_point_step");
-    }
-    AtenTensorHandle& out = out_param(ret, "ret0");
-    out = nullptr;
-    out = plain_mm(legacy ? Kind::kInt4Legacy : Kind::kInt4, self, o, group);
+    o.zero = checked_defined(zero, "zero");
+    out = plain_mm(Kind::kInt4Legacy, self, o, group_size);
   });
 }
+
+__attribute__((visibility("hidden"))) AOTITorchError aoti_cuda_plain_mm_int4_et14(
+    AtenTensorHandle self, AtenTensorHandle qdata, AtenTensorHandle scale, AtenTensorHandle scale_step,
+    AtenTensorHandle zero, AtenTensorHandle zero_point_step, int64_t group_size, AtenTensorHandle* ret0) {
+  using namespace aoti_cuda::shim;
+  return shim_call("aoti_torch_cuda_int4_plain_mm", [&] {
+    AtenTensorHandle& out = out_param(ret0, "ret0");
+    out = nullptr;
+    Operands o;
+    o.q = checked_defined(qdata, "qdata");
+    o.scale = checked_defined(scale, "scale");
+    o.scale_step = checked_defined(scale_step, "scale_step");
+    o.zero = checked_defined(zero, "zero");
+    o.zero_step = checked_defined(zero_point_step, "zero_point_step");
+    out = plain_mm(Kind::kInt4, self, o, group_size);
+  });
+}
+
+}  // extern "C"
+
+static_assert(aoti_cuda::shim::kLowestHandleAddress == 65536, "the assembly below compares with 65535");
+#if defined(__x86_64__)
+asm(R"(
+  .pushsection .text
+  .globl aoti_torch_cuda_int4_plain_mm
+  .type aoti_torch_cuda_int4_plain_mm, @function
+  .p2align 4
+aoti_torch_cuda_int4_plain_mm:
+  .cfi_startproc
+  endbr64
+  cmpq $65535, %r8
+  ja 1f
+  jmp aoti_cuda_plain_mm_int4_et13
+1:
+  jmp aoti_cuda_plain_mm_int4_et14
+  .cfi_endproc
+  .size aoti_torch_cuda_int4_plain_mm, .-aoti_torch_cuda_int4_plain_mm
+  .popsection
+)");
+#elif defined(__aarch64__)
+extern "C" AOTITorchError aoti_torch_cuda_int4_plain_mm(AtenTensorHandle self, AtenTensorHandle qdata,
+                                                        AtenTensorHandle scale, AtenTensorHandle scale_step,
+                                                        AtenTensorHandle zero, AtenTensorHandle zero_point_step,
+                                                        int64_t group_size, AtenTensorHandle* ret0) {
+  if (reinterpret_cast<uintptr_t>(zero) < aoti_cuda::shim::kLowestHandleAddress) {
+    return aoti_cuda_plain_mm_int4_et13(self, qdata, scale, scale_step, static_cast<int64_t>(
+                                        reinterpret_cast<uintptr_t>(zero)), reinterpret_cast<AtenTensorHandle*>(zero_point_step));
+  }
+  return aoti_cuda_plain_mm_int4_et14(self, qdata, scale, scale_step, zero, zero_point_step, group_size, ret0);
+}
+#else
+#error "aoti_torch_cuda_int4_plain_mm: the dispatch between ExecuTorch 1.3 and 1.4 calls is written for x86-64 and aarch64"
+#endif
+
+extern "C" {
 
 AOTITorchError aoti_torch_cuda_int5_plain_mm(AtenTensorHandle self, AtenTensorHandle ql, AtenTensorHandle qh,
                                              AtenTensorHandle scale, AtenTensorHandle scale_step,
