@@ -210,7 +210,9 @@ def test_plain_mm():
     for m, n, k, group, x_dtype, code_dtype in [(1, 96, 512, 128, torch.bfloat16, torch.uint8),
                                                 (3, 40, 1024, 32, torch.bfloat16, torch.int8),
                                                 (4, 64, 256, 64, torch.float16, torch.uint8),
-                                                (17, 24, 768, 128, torch.float32, torch.uint8)]:
+                                                (17, 24, 768, 128, torch.float32, torch.uint8),
+                                                (2, 48, 512, 16, torch.bfloat16, torch.int8),
+                                                (5, 33, 2304, 256, torch.bfloat16, torch.uint8)]:
         x = torch.randn(m, k, generator=gen, device="cuda").to(x_dtype)
         sup = k // 256
         tag = f"M={m} N={n} K={k} g={group} {str(x_dtype)[6:]} {str(code_dtype)[6:]} codes"
@@ -222,11 +224,13 @@ def test_plain_mm():
         got = call(LIB.aoti_torch_cuda_int4_plain_mm, [x, q4, sc, s_step, ze, z_step, group])
         compare_mm(f"int4 {tag}", got, ref_int4(x, q4, sc, s_step, ze, z_step, group), x_dtype)
 
-        # The same at an odd address: the kernel's one-k-at-a-time path.
-        q4_odd = torch.empty(q4.numel() + 1, dtype=torch.uint8, device="cuda")[1:].view(n, k // 2)
-        q4_odd.copy_(q4)
-        got = call(LIB.aoti_torch_cuda_int4_plain_mm, [x, q4_odd, sc, s_step, ze, z_step, group])
-        compare_mm(f"int4 odd-address qdata {tag}", got, ref_int4(x, q4, sc, s_step, ze, z_step, group), x_dtype)
+        # The same 4 bytes past a 16-byte boundary (8 k per load) and at an odd address (1 k at a time).
+        for shift in (4, 1):
+            q4_at = torch.empty(q4.numel() + 16, dtype=torch.uint8, device="cuda")[shift:shift + q4.numel()]
+            q4_at = q4_at.view(n, k // 2)
+            q4_at.copy_(q4)
+            got = call(LIB.aoti_torch_cuda_int4_plain_mm, [x, q4_at, sc, s_step, ze, z_step, group])
+            compare_mm(f"int4 qdata at +{shift} {tag}", got, ref_int4(x, q4, sc, s_step, ze, z_step, group), x_dtype)
 
         qh5 = codes((n, k // 8), torch.uint8, gen)
         got = call(LIB.aoti_torch_cuda_int5_plain_mm, [x, q4, qh5, sc, s_step, ze, z_step, group])
@@ -241,10 +245,11 @@ def test_plain_mm():
         z8 = codes((n, k // group), torch.int8, gen)
         got = call(LIB.aoti_torch_cuda_int8_plain_mm, [x, q8, s8, z8, group])
         compare_mm(f"int8 {tag}", got, ref_int8(x, q8, s8, z8, group), x_dtype)
-        q8_odd = torch.empty(q8.numel() + 3, dtype=torch.int8, device="cuda")[3:].view(n, k)
-        q8_odd.copy_(q8)
-        got = call(LIB.aoti_torch_cuda_int8_plain_mm, [x, q8_odd, s8, z8, group])
-        compare_mm(f"int8 odd-address qdata {tag}", got, ref_int8(x, q8, s8, z8, group), x_dtype)
+        for shift in (4, 3):
+            q8_at = torch.empty(q8.numel() + 16, dtype=torch.int8, device="cuda")[shift:shift + q8.numel()].view(n, k)
+            q8_at.copy_(q8)
+            got = call(LIB.aoti_torch_cuda_int8_plain_mm, [x, q8_at, s8, z8, group])
+            compare_mm(f"int8 qdata at +{shift} {tag}", got, ref_int8(x, q8, s8, z8, group), x_dtype)
 
         # ExecuTorch 1.3: same symbol, six arguments, bf16 scale/zero [K/group, N].
         s13 = (torch.rand(k // group, n, generator=gen, device="cuda") * 0.02).to(torch.bfloat16)
@@ -261,7 +266,7 @@ def test_plain_mm():
     compare_mm("int8 group 4", call(LIB.aoti_torch_cuda_int8_plain_mm, [x, q8, s8, z8, 4]),
                ref_int8(x, q8, s8, z8, 4), torch.bfloat16)
     # A row stride larger than K (a view of a wider activation).
-    wide = torch.randn(2, 600, device="cuda").to(torch.bfloat16)
+    wide = torch.randn(2, 601, device="cuda").to(torch.bfloat16)
     x = wide[:, :512]
     q8 = codes((8, 512), torch.int8, gen)
     s8 = (torch.rand(8, 4, device="cuda") * 0.02).to(torch.bfloat16)
@@ -469,6 +474,36 @@ def bench():
         print(f"  M={m} N=K=4096 g=128: int4_plain_mm {t4:.1f} us ({n * k / 2 / t4 / 1e3:.0f} GB/s of packed weights), "
               f"int8_plain_mm {t8:.1f} us ({n * k / t8 / 1e3:.0f} GB/s), torch bf16 F.linear {td:.1f} us")
         LIB.aoti_torch_delete_tensor_object(hx)
+    # Kernel time alone (PyTorch's profiler, CUPTI), against the stream time above.
+    try:
+        from torch.profiler import profile, ProfilerActivity
+        for m in (1, 4):
+            xm = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+            hx = handle(xm)
+            run4 = raw_call(LIB.aoti_torch_cuda_int4_plain_mm, [hx, hs["q4"], hs["sc"], hs["st"], hs["ze"], hs["st"], i64(g)])
+            run4()
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(20):
+                    run4()
+                torch.cuda.synchronize()
+            kernels = {}
+            for e in prof.events():
+                if e.device_type == torch.autograd.DeviceType.CUDA:
+                    kernels.setdefault(e.name[:60], []).append(e.device_time if hasattr(e, "device_time") else e.cuda_time)
+            for name, times in kernels.items():
+                print(f"  M={m} profiler: {name}: {len(times)} x {sum(times) / len(times):.2f} us")
+            LIB.aoti_torch_delete_tensor_object(hx)
+    except Exception as e:  # informational only
+        print("  profiler unavailable:", e)
+    tiny_x = torch.randn(1, 256, device="cuda").to(torch.bfloat16)
+    tiny = [tiny_x, q4[:8, :128].contiguous(), sc[:8, :2].contiguous(), st[:8, :1].contiguous(),
+            ze[:8, :2].contiguous(), st[:8, :1].contiguous()]
+    th = [handle(t) for t in tiny]
+    t_tiny = gpu_time_us(raw_call(LIB.aoti_torch_cuda_int4_plain_mm, th + [i64(g)]))
+    print(f"  int4_plain_mm M=1 N=8 K=256 (fixed cost of a call): {t_tiny:.1f} us")
+    for h in th:
+        LIB.aoti_torch_delete_tensor_object(h)
     for h in hs.values():
         LIB.aoti_torch_delete_tensor_object(h)
     logits = torch.randn(1, 128256, device="cuda").to(torch.bfloat16)

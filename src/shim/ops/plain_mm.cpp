@@ -60,6 +60,14 @@ void expect_operand(const AtenTensorOpaque& t, const char* name, bool byte_codes
   });
 }
 
+// log2(v) when v is a power of two, else -1.
+int log2_exact(int64_t v) {
+  if (v <= 0 || (v & (v - 1)) != 0) return -1;
+  int shift = 0;
+  while ((int64_t{1} << shift) != v) ++shift;
+  return shift;
+}
+
 struct Operands {
   const AtenTensorOpaque* q = nullptr;
   const AtenTensorOpaque* qh = nullptr;
@@ -142,6 +150,10 @@ Problem validate(Kind kind, const AtenTensorOpaque& x, const Operands& o, int64_
       expect_operand(*o.zero, "zero", false, kInt8, p.n, groups);
       break;
   }
+  p.groups = groups;
+  p.groups_per_super = p.supers > 0 ? groups / p.supers : 1;
+  p.group_shift = log2_exact(p.group);
+  p.groups_per_super_shift = log2_exact(p.groups_per_super);
   p.scale_signed = o.scale->dtype == kInt8;
   p.zero_signed = o.zero != nullptr && o.zero->dtype == kInt8;
   return p;
@@ -172,7 +184,12 @@ AtenTensorHandle plain_mm(Kind kind, AtenTensorHandle self, const Operands& o, i
   p.scale_step = o.scale_step ? o.scale_step->data_ptr() : nullptr;
   p.zero = o.zero ? o.zero->data_ptr() : nullptr;
   p.zero_step = o.zero_step ? o.zero_step->data_ptr() : nullptr;
-  p.by8 = p.group % 8 == 0 && reinterpret_cast<uintptr_t>(p.q) % 4 == 0;
+  const auto aligned = [](const void* ptr, uintptr_t a) { return reinterpret_cast<uintptr_t>(ptr) % a == 0; };
+  p.by8 = p.group % 8 == 0 && aligned(p.q, 4);
+  p.by32 = p.group % 32 == 0 && aligned(p.q, 16) &&
+           (kind != Kind::kInt5 || aligned(p.qh, 4)) && (kind != Kind::kInt6 || aligned(p.qh, 8));
+  const int64_t x_item = static_cast<int64_t>(element_size(p.x_dtype));
+  p.x_vec = aligned(p.x, 16) && (p.ldx * x_item) % 16 == 0;
 
   const int64_t out_sizes[2] = {p.m, p.n};
   HandleGuard out;

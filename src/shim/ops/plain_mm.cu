@@ -1,10 +1,11 @@
 // Kernel of ExecuTorch's int{4,5,6,8}_plain_mm ops (formats: plain_mm.hpp).
 //
 // One warp per output column n: the lanes walk K together, dequantize W[n][k] once and multiply
-// it with up to kRows activation rows, then reduce across the warp. When groups are multiples of
-// 8 and the packed weights 4-byte aligned (every ExecuTorch export), each lane takes 8
-// consecutive k at a time: one aligned word of packed bits, one scale/zero decode; otherwise one
-// k at a time. The ops exist for decode (ExecuTorch routes M <= 4 to them), where the work is
+// it with up to kRows activation rows, then reduce across the warp. With groups of a multiple of
+// 32 and 16-byte aligned packed weights (ExecuTorch's exports), each lane takes 32 consecutive k
+// at a time: one 16-byte load of packed bits (two for int8), one scale/zero decode, 16-byte
+// activation loads when the rows are aligned. Groups of a multiple of 8: 8 k at a time from one
+// 4-byte word. Otherwise one k at a time. The ops exist for decode (ExecuTorch routes M <= 4 to them), where the work is
 // bound by reading the weights once; larger M re-reads them every kRows rows, which is correct
 // but not fast (the exporter sends prefill through its own dequantize + GEMM graph instead).
 #include <cuda_bf16.h>
@@ -46,11 +47,27 @@ __device__ __forceinline__ uint32_t nibble(const uint8_t* row, int64_t k) {
   return (row[k >> 1] >> ((k & 1) * 4)) & 0xFu;
 }
 
+// a / b for the kernel's non-negative 32-bit quantities: a shift when b is a power of two
+// (b_shift >= 0, every ExecuTorch group size), else 32-bit division (64-bit division costs
+// dozens of instructions, and it runs for every group of every row).
+__device__ __forceinline__ uint32_t divide(uint32_t a, uint32_t b, int b_shift) {
+  return b_shift >= 0 ? a >> b_shift : a / b;
+}
+__device__ __forceinline__ uint32_t group_of(const Problem& p, int64_t k) {
+  return divide(static_cast<uint32_t>(k), static_cast<uint32_t>(p.group), p.group_shift);
+}
+__device__ __forceinline__ int64_t super_of(const Problem& p, uint32_t g) {
+  return divide(g, static_cast<uint32_t>(p.groups_per_super), p.groups_per_super_shift);
+}
+// The float value of a small unsigned integer: two integer-pipe instructions instead of a
+// conversion (2^23 + v is exact in fp32 for v < 2^23).
+__device__ __forceinline__ float small_to_float(uint32_t v) { return __uint_as_float(0x4B000000u | v) - 8388608.0f; }
+
 // W[n][k] in fp32 for one format.
 template <Kind KIND>
 __device__ __forceinline__ float weight(const Problem& p, int64_t n, int64_t k) {
-  const int64_t groups = p.k / p.group;
-  const int64_t g = k / p.group;
+  const int64_t groups = p.groups;
+  const int64_t g = group_of(p, k);
   if constexpr (KIND == Kind::kInt4Legacy) {
     const float q = static_cast<float>(nibble(static_cast<const uint8_t*>(p.q) + n * (p.k / 2), k));
     const int64_t i = g * p.n + n;
@@ -61,7 +78,7 @@ __device__ __forceinline__ float weight(const Problem& p, int64_t n, int64_t k) 
     return (q - code(p.zero, i, true)) * bf16_at(p.scale, i);
   } else {
     const int64_t i = n * groups + g;
-    const int64_t s = n * p.supers + g / (groups / p.supers);
+    const int64_t s = n * p.supers + super_of(p, static_cast<uint32_t>(g));
     const uint32_t low = nibble(static_cast<const uint8_t*>(p.q) + n * (p.k / 2), k);
     const int64_t c = k >> 5;
     const int64_t w = (k >> 3) & 3;
@@ -83,57 +100,94 @@ __device__ __forceinline__ float weight(const Problem& p, int64_t n, int64_t k) 
   }
 }
 
-// W[n][k0 .. k0+7] for k0 a multiple of 8 inside one group (group % 8 == 0): the packed bits of
-// the eight come from one aligned word and the group's scale and zero are decoded once.
+// A group's scale and zero point (int6: 32, its values' offset; int8: zero + 128, see decode8).
+struct GroupParams {
+  float scale = 0.f;
+  float zero = 0.f;
+  float zero_scaled = 0.f;  ///< -zero * scale: W = q * scale + zero_scaled, one FMA
+};
+
 template <Kind KIND>
-__device__ __forceinline__ void weights8(const Problem& p, int64_t n, int64_t k0, float (&w)[8]) {
-  const int64_t groups = p.k / p.group;
-  const int64_t g = k0 / p.group;
-  if constexpr (KIND == Kind::kInt8) {
-    const int64_t i = n * groups + g;
-    const float zero = code(p.zero, i, true), scale = bf16_at(p.scale, i);
-    const uint32_t* q = reinterpret_cast<const uint32_t*>(static_cast<const int8_t*>(p.q) + n * p.k + k0);
-    const uint32_t lo = q[0], hi = q[1];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const uint32_t word = j < 4 ? lo : hi;
-      w[j] = (static_cast<float>(static_cast<int8_t>((word >> (8 * (j & 3))) & 0xFFu)) - zero) * scale;
-    }
-    return;
+__device__ __forceinline__ GroupParams group_params(const Problem& p, int64_t n, uint32_t g) {
+  GroupParams gp;
+  const int64_t groups = p.groups;
+  if constexpr (KIND == Kind::kInt4Legacy) {
+    gp.scale = bf16_at(p.scale, g * p.n + n);
+    gp.zero = bf16_at(p.zero, g * p.n + n);
+  } else if constexpr (KIND == Kind::kInt8) {
+    gp.scale = bf16_at(p.scale, n * groups + g);
+    gp.zero = code(p.zero, n * groups + g, true) + 128.f;  // decode8 reads q + 128
   } else {
-    const uint32_t low = *reinterpret_cast<const uint32_t*>(static_cast<const uint8_t*>(p.q) + n * (p.k / 2) + k0 / 2);
-    float scale, zero = 0.f;
-    if constexpr (KIND == Kind::kInt4Legacy) {
-      const int64_t i = g * p.n + n;
-      scale = bf16_at(p.scale, i);
-      zero = bf16_at(p.zero, i);
-    } else {
-      const int64_t i = n * groups + g;
-      const int64_t s = n * p.supers + g / (groups / p.supers);
-      scale = code(p.scale, i, p.scale_signed) * half_at(p.scale_step, s);
-      if constexpr (KIND != Kind::kInt6) zero = code(p.zero, i, p.zero_signed) * half_at(p.zero_step, s);
-    }
-    uint32_t even = 0, odd = 0;  // int5 / int6 high bits of this word of 8
-    if constexpr (KIND == Kind::kInt5) {
-      even = static_cast<const uint8_t*>(p.qh)[n * (p.k / 8) + k0 / 8];
-    } else if constexpr (KIND == Kind::kInt6) {
-      const int64_t c = k0 >> 5, word = (k0 >> 3) & 3;
-      const uint8_t* row = static_cast<const uint8_t*>(p.qh) + n * (p.k / 4) + 8 * c;
-      even = row[word];
-      odd = row[4 + word];
-    }
+    const int64_t i = n * groups + g;
+    const int64_t s = n * p.supers + super_of(p, g);
+    gp.scale = code(p.scale, i, p.scale_signed) * half_at(p.scale_step, s);
+    if constexpr (KIND != Kind::kInt6) gp.zero = code(p.zero, i, p.zero_signed) * half_at(p.zero_step, s);
+    if constexpr (KIND == Kind::kInt6) gp.zero = 32.f;  // q = u - 32
+  }
+  gp.zero_scaled = -gp.zero * gp.scale;
+  return gp;
+}
+
+// Eight consecutive weights (k0 a multiple of 8) from their packed bits: `low` holds the eight
+// low nibbles (int4/5/6: byte j/2, even j low) or, for int8, the first four bytes with `even`
+// the next four; `even` / `odd` the int5 byte or the int6 even/odd bytes of this word of 8.
+template <Kind KIND>
+__device__ __forceinline__ void decode8(uint32_t low, uint32_t even, uint32_t odd, GroupParams gp, float (&w)[8]) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < 8; ++j) {
+    if constexpr (KIND == Kind::kInt8) {
+      // The signed byte offset by 128 into 0..255, the offset folded into zero_scaled.
+      const uint32_t word = j < 4 ? low : even;
+      const uint32_t biased = ((word >> (8 * (j & 3))) & 0xFFu) ^ 0x80u;
+      w[j] = fmaf(small_to_float(biased), gp.scale, gp.zero_scaled);
+    } else {
       const uint32_t nib = (low >> (4 * j)) & 0xFu;
       if constexpr (KIND == Kind::kInt5) {
         const uint32_t bit = (even >> ((j & 1) * 4 + (j >> 1))) & 1u;
-        w[j] = scale * (static_cast<float>(nib | (bit << 4)) - zero);
+        w[j] = fmaf(small_to_float(nib | (bit << 4)), gp.scale, gp.zero_scaled);
       } else if constexpr (KIND == Kind::kInt6) {
         const uint32_t bits = (((j & 1) ? odd : even) >> (2 * (j >> 1))) & 3u;
-        w[j] = static_cast<float>(static_cast<int>(nib | (bits << 4)) - 32) * scale;
+        w[j] = fmaf(small_to_float(nib | (bits << 4)), gp.scale, gp.zero_scaled);  // zero_scaled: -32 * scale
       } else {
-        w[j] = (static_cast<float>(nib) - zero) * scale;
+        w[j] = fmaf(small_to_float(nib), gp.scale, gp.zero_scaled);
       }
+    }
+  }
+}
+
+// Eight activations x[k .. k+7] as floats: one 16-byte load per 8 (bf16 / fp16) or two
+// (fp32) when `vec` (16-byte aligned rows), else element by element.
+template <class T>
+__device__ __forceinline__ void load8(const T* x, bool vec, float (&v)[8]) {
+  if constexpr (sizeof(T) == 2) {
+    if (vec) {
+      const uint4 raw = *reinterpret_cast<const uint4*>(x);
+      const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) v[j] = load_act(e + j);
+      return;
+    }
+  } else {
+    if (vec) {
+      const float4 a = reinterpret_cast<const float4*>(x)[0], b = reinterpret_cast<const float4*>(x)[1];
+      v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w; v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+      return;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = load_act(x + j);
+}
+
+template <class T>
+__device__ __forceinline__ void accumulate8(const T* x, int64_t ldx, int rows, bool vec, const float (&w)[8],
+                                            float (&acc)[kRows]) {
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (r < rows) {
+      float v[8];
+      load8(x + r * ldx, vec, v);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[r] += w[j] * v[j];
     }
   }
 }
@@ -145,28 +199,72 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) plain_mm_kernel(Problem p
   if (n >= p.n) return;  // whole warps leave together: the shuffles below stay full-warp
   const T* x = static_cast<const T*>(p.x);
   T* out = static_cast<T*>(p.out);
+  const uint8_t* q = static_cast<const uint8_t*>(p.q) + n * (KIND == Kind::kInt8 ? p.k : p.k / 2);
+  const uint8_t* qh = nullptr;  // this row's high bits (int5, int6)
+  if constexpr (KIND == Kind::kInt5) qh = static_cast<const uint8_t*>(p.qh) + n * (p.k / 8);
+  if constexpr (KIND == Kind::kInt6) qh = static_cast<const uint8_t*>(p.qh) + n * (p.k / 4);
   for (int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows; m0 < p.m; m0 += static_cast<int64_t>(gridDim.y) * kRows) {
     const int rows = static_cast<int>(min(static_cast<int64_t>(kRows), p.m - m0));
+    const T* xm = x + m0 * p.ldx;
     float acc[kRows] = {0.f, 0.f, 0.f, 0.f};
-    if (p.by8) {  // lane l takes k = 8l .. 8l+7, then 8l + 256 ..
-      for (int64_t k0 = 8 * lane; k0 < p.k; k0 += 256) {
-        float w[8];
-        weights8<KIND>(p, n, k0, w);
+    if (p.by32) {  // lane l takes k = 32l .. 32l+31, then 32l + 1024 ..: one 16-byte load of packed bits
+      for (int64_t k0 = 32 * lane; k0 < p.k; k0 += 1024) {
+        const GroupParams gp = group_params<KIND>(p, n, group_of(p, k0));
+        uint32_t low[8], high[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if constexpr (KIND == Kind::kInt8) {
+          const uint4 a = reinterpret_cast<const uint4*>(q + k0)[0], b = reinterpret_cast<const uint4*>(q + k0)[1];
+          low[0] = a.x; high[0] = a.y; low[1] = a.z; high[1] = a.w;
+          low[2] = b.x; high[2] = b.y; low[3] = b.z; high[3] = b.w;
+        } else {
+          const uint4 a = *reinterpret_cast<const uint4*>(q + k0 / 2);
+          low[0] = a.x; low[1] = a.y; low[2] = a.z; low[3] = a.w;
+          if constexpr (KIND == Kind::kInt5) {
+            const uint32_t h = *reinterpret_cast<const uint32_t*>(qh + k0 / 8);
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          if (r < rows) {
-            const T* xr = x + (m0 + r) * p.ldx + k0;
+            for (int i = 0; i < 4; ++i) high[i] = (h >> (8 * i)) & 0xFFu;
+          } else if constexpr (KIND == Kind::kInt6) {
+            const uint2 h = *reinterpret_cast<const uint2*>(qh + k0 / 4);
 #pragma unroll
-            for (int j = 0; j < 8; ++j) acc[r] += w[j] * load_act(xr + j);
+            for (int i = 0; i < 4; ++i) {
+              high[i] = (h.x >> (8 * i)) & 0xFFu;      // even k of word i
+              high[4 + i] = (h.y >> (8 * i)) & 0xFFu;  // odd k of word i
+            }
           }
         }
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float w[8];
+          decode8<KIND>(low[i], high[i], high[4 + i], gp, w);
+          accumulate8(xm + k0 + 8 * i, p.ldx, rows, p.x_vec, w, acc);
+        }
+      }
+    } else if (p.by8) {  // lane l takes k = 8l .. 8l+7, then 8l + 256 ..
+      for (int64_t k0 = 8 * lane; k0 < p.k; k0 += 256) {
+        const GroupParams gp = group_params<KIND>(p, n, group_of(p, k0));
+        uint32_t low, even = 0, odd = 0;
+        if constexpr (KIND == Kind::kInt8) {
+          low = reinterpret_cast<const uint32_t*>(q + k0)[0];
+          even = reinterpret_cast<const uint32_t*>(q + k0)[1];
+        } else {
+          low = *reinterpret_cast<const uint32_t*>(q + k0 / 2);
+          if constexpr (KIND == Kind::kInt5) {
+            even = qh[k0 / 8];
+          } else if constexpr (KIND == Kind::kInt6) {
+            const int64_t word = (k0 >> 3) & 3;
+            even = qh[8 * (k0 >> 5) + word];
+            odd = qh[8 * (k0 >> 5) + 4 + word];
+          }
+        }
+        float w[8];
+        decode8<KIND>(low, even, odd, gp, w);
+        accumulate8(xm + k0, p.ldx, rows, false, w, acc);
       }
     } else {
       for (int64_t k = lane; k < p.k; k += 32) {
         const float w = weight<KIND>(p, n, k);
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
-          if (r < rows) acc[r] += w * load_act(x + (m0 + r) * p.ldx + k);
+          if (r < rows) acc[r] += w * load_act(xm + r * p.ldx + k);
         }
       }
     }

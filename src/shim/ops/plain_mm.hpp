@@ -57,8 +57,17 @@ struct Problem {
   int64_t k = 0;
   int64_t group = 0;
   int64_t supers = 0;            ///< S (kInt4, kInt5, kInt6)
-  /// group % 8 == 0 and q 4-byte aligned: the kernel reads 8 weights per packed word.
+  int64_t groups = 0;            ///< G = K / group
+  int64_t groups_per_super = 1;  ///< G / S
+  int group_shift = -1;          ///< log2(group) when a power of two, else -1
+  int groups_per_super_shift = -1;  ///< log2(G / S) when a power of two, else -1
+  /// group % 8 == 0 and q 4-byte aligned (qh 1-byte): the kernel reads 8 weights per packed word.
   bool by8 = false;
+  /// group % 32 == 0, q 16-byte aligned, int5 qh 4-byte, int6 qh 8-byte aligned: 32 weights per
+  /// 16-byte load.
+  bool by32 = false;
+  /// x 16-byte aligned with a row stride of a multiple of 16 bytes (vector activation loads).
+  bool x_vec = false;
 };
 
 /// Enqueues the multiply on `stream` (a cudaStream_t) of the current device. M == 0 or N == 0
