@@ -192,6 +192,49 @@ __device__ __forceinline__ void accumulate8(const T* x, int64_t ldx, int rows, b
   }
 }
 
+// The packed bits and group parameters of one column's 32-wide k chunk (by32 layout).
+struct Chunk {
+  uint4 a;            ///< int4/5/6: the 32 low nibbles; int8: the first 16 bytes
+  uint4 b;            ///< int8: the last 16 bytes
+  uint2 high;         ///< int5: .x, one byte per 8 k; int6: .x even, .y odd bytes
+  GroupParams gp;
+};
+
+template <Kind KIND>
+__device__ __forceinline__ Chunk load_chunk(const Problem& p, const uint8_t* q, const uint8_t* qh, int64_t n,
+                                            int64_t k0) {
+  Chunk ch;
+  if constexpr (KIND == Kind::kInt8) {
+    ch.a = reinterpret_cast<const uint4*>(q + k0)[0];
+    ch.b = reinterpret_cast<const uint4*>(q + k0)[1];
+  } else {
+    ch.a = *reinterpret_cast<const uint4*>(q + k0 / 2);
+  }
+  if constexpr (KIND == Kind::kInt5) ch.high.x = *reinterpret_cast<const uint32_t*>(qh + k0 / 8);
+  if constexpr (KIND == Kind::kInt6) ch.high = *reinterpret_cast<const uint2*>(qh + k0 / 4);
+  ch.gp = group_params<KIND>(p, n, group_of(p, k0));
+  return ch;
+}
+
+// Weights k0 + 8i .. k0 + 8i + 7 of a loaded chunk.
+template <Kind KIND>
+__device__ __forceinline__ void chunk_weights(const Chunk& ch, int i, float (&w)[8]) {
+  uint32_t low, even = 0, odd = 0;
+  if constexpr (KIND == Kind::kInt8) {
+    const uint4& v = i < 2 ? ch.a : ch.b;
+    low = (i & 1) ? v.z : v.x;
+    even = (i & 1) ? v.w : v.y;
+  } else {
+    low = i == 0 ? ch.a.x : i == 1 ? ch.a.y : i == 2 ? ch.a.z : ch.a.w;
+    if constexpr (KIND == Kind::kInt5) even = (ch.high.x >> (8 * i)) & 0xFFu;
+    if constexpr (KIND == Kind::kInt6) {
+      even = (ch.high.x >> (8 * i)) & 0xFFu;
+      odd = (ch.high.y >> (8 * i)) & 0xFFu;
+    }
+  }
+  decode8<KIND>(low, even, odd, ch.gp, w);
+}
+
 template <Kind KIND, class T>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32) plain_mm_kernel(Problem p) {
   const int lane = threadIdx.x & 31;
@@ -207,35 +250,26 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) plain_mm_kernel(Problem p
     const int rows = static_cast<int>(min(static_cast<int64_t>(kRows), p.m - m0));
     const T* xm = x + m0 * p.ldx;
     float acc[kRows] = {0.f, 0.f, 0.f, 0.f};
-    if (p.by32) {  // lane l takes k = 32l .. 32l+31, then 32l + 1024 ..: one 16-byte load of packed bits
-      for (int64_t k0 = 32 * lane; k0 < p.k; k0 += 1024) {
-        const GroupParams gp = group_params<KIND>(p, n, group_of(p, k0));
-        uint32_t low[8], high[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        if constexpr (KIND == Kind::kInt8) {
-          const uint4 a = reinterpret_cast<const uint4*>(q + k0)[0], b = reinterpret_cast<const uint4*>(q + k0)[1];
-          low[0] = a.x; high[0] = a.y; low[1] = a.z; high[1] = a.w;
-          low[2] = b.x; high[2] = b.y; low[3] = b.z; high[3] = b.w;
-        } else {
-          const uint4 a = *reinterpret_cast<const uint4*>(q + k0 / 2);
-          low[0] = a.x; low[1] = a.y; low[2] = a.z; low[3] = a.w;
-          if constexpr (KIND == Kind::kInt5) {
-            const uint32_t h = *reinterpret_cast<const uint32_t*>(qh + k0 / 8);
+    if (p.by32) {
+      // Lane l takes the 32-wide chunks l, l + 32, ...; kDepth of them are loaded before any is
+      // used, so that several loads are in flight (decode is bound by their latency).
+      constexpr int kDepth = 4;
+      for (int64_t base = 32 * lane; base < p.k; base += kDepth * 1024) {
+        Chunk ch[kDepth];
 #pragma unroll
-            for (int i = 0; i < 4; ++i) high[i] = (h >> (8 * i)) & 0xFFu;
-          } else if constexpr (KIND == Kind::kInt6) {
-            const uint2 h = *reinterpret_cast<const uint2*>(qh + k0 / 4);
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              high[i] = (h.x >> (8 * i)) & 0xFFu;      // even k of word i
-              high[4 + i] = (h.y >> (8 * i)) & 0xFFu;  // odd k of word i
-            }
-          }
+        for (int u = 0; u < kDepth; ++u) {
+          if (base + 1024 * u < p.k) ch[u] = load_chunk<KIND>(p, q, qh, n, base + 1024 * u);
         }
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float w[8];
-          decode8<KIND>(low[i], high[i], high[4 + i], gp, w);
-          accumulate8(xm + k0 + 8 * i, p.ldx, rows, p.x_vec, w, acc);
+        for (int u = 0; u < kDepth; ++u) {
+          if (base + 1024 * u < p.k) {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              float w[8];
+              chunk_weights<KIND>(ch[u], i, w);
+              accumulate8(xm + base + 1024 * u + 8 * i, p.ldx, rows, p.x_vec, w, acc);
+            }
+          }
         }
       }
     } else if (p.by8) {  // lane l takes k = 8l .. 8l+7, then 8l + 256 ..
@@ -278,17 +312,144 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) plain_mm_kernel(Problem p
   }
 }
 
+// The 32-bit word `i` (0..3) of a 16-byte load.
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// The by32 layout (plain_mm.hpp: Problem::by32): a block of kBy32Threads threads computes
+// kBy32Cols output columns. Thread t takes the 32-wide k chunks t, t + kBy32Threads, ... of
+// all kBy32Cols columns: one 16-byte load of packed bits per column and chunk (eight loads in
+// flight per thread), and its activations loaded once for the eight columns. The partial sums
+// are reduced across the warp, then across the block's warps through shared memory.
+constexpr int kBy32Threads = 128;
+constexpr int kBy32Cols = 8;
+
+template <Kind KIND, class T>
+__global__ void __launch_bounds__(kBy32Threads) plain_mm_by32_kernel(Problem p) {
+  __shared__ float partial[kBy32Threads / 32][kRows][kBy32Cols];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBy32Cols;
+  const int cols = static_cast<int>(min(static_cast<int64_t>(kBy32Cols), p.n - n0));
+  const T* x = static_cast<const T*>(p.x);
+  T* out = static_cast<T*>(p.out);
+  const int64_t q_row = KIND == Kind::kInt8 ? p.k : p.k / 2;
+  const int64_t qh_row = KIND == Kind::kInt5 ? p.k / 8 : p.k / 4;
+  const int64_t chunks = p.k / 32;
+  for (int64_t m0 = static_cast<int64_t>(blockIdx.y) * kRows; m0 < p.m; m0 += static_cast<int64_t>(gridDim.y) * kRows) {
+    const int rows = static_cast<int>(min(static_cast<int64_t>(kRows), p.m - m0));
+    const T* xm = x + m0 * p.ldx;
+    float acc[kRows][kBy32Cols];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int j = 0; j < kBy32Cols; ++j) acc[r][j] = 0.f;
+    }
+    for (int64_t c = t; c < chunks; c += kBy32Threads) {
+      const int64_t k0 = 32 * c;
+      const uint32_t g = group_of(p, k0);
+      uint4 packed[kBy32Cols], packed2[kBy32Cols];  // packed2: int8's second 16 bytes
+      uint2 high[kBy32Cols];                        // int5: .x; int6: .x even, .y odd bytes
+      GroupParams gp[kBy32Cols];
+#pragma unroll
+      for (int j = 0; j < kBy32Cols; ++j) {
+        if (j < cols) {
+          const int64_t n = n0 + j;
+          const uint8_t* q = static_cast<const uint8_t*>(p.q) + n * q_row;
+          if constexpr (KIND == Kind::kInt8) {
+            packed[j] = reinterpret_cast<const uint4*>(q + k0)[0];
+            packed2[j] = reinterpret_cast<const uint4*>(q + k0)[1];
+          } else {
+            packed[j] = *reinterpret_cast<const uint4*>(q + k0 / 2);
+          }
+          const uint8_t* qh = static_cast<const uint8_t*>(p.qh) + n * qh_row;
+          if constexpr (KIND == Kind::kInt5) high[j].x = *reinterpret_cast<const uint32_t*>(qh + k0 / 8);
+          if constexpr (KIND == Kind::kInt6) high[j] = *reinterpret_cast<const uint2*>(qh + k0 / 4);
+          gp[j] = group_params<KIND>(p, n, g);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {  // k0 + 8i .. k0 + 8i + 7
+        float xv[kRows][8];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          if (r < rows) load8(xm + r * p.ldx + k0 + 8 * i, p.x_vec, xv[r]);
+        }
+#pragma unroll
+        for (int j = 0; j < kBy32Cols; ++j) {
+          if (j < cols) {
+            uint32_t low, even = 0, odd = 0;
+            if constexpr (KIND == Kind::kInt8) {
+              const uint4& v = i < 2 ? packed[j] : packed2[j];
+              low = word_of(v, 2 * (i & 1));
+              even = word_of(v, 2 * (i & 1) + 1);
+            } else {
+              low = word_of(packed[j], i);
+              if constexpr (KIND == Kind::kInt5) even = (high[j].x >> (8 * i)) & 0xFFu;
+              if constexpr (KIND == Kind::kInt6) {
+                even = (high[j].x >> (8 * i)) & 0xFFu;
+                odd = (high[j].y >> (8 * i)) & 0xFFu;
+              }
+            }
+            float w[8];
+            decode8<KIND>(low, even, odd, gp[j], w);
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) {
+              if (r < rows) {
+#pragma unroll
+                for (int e = 0; e < 8; ++e) acc[r][j] = fmaf(w[e], xv[r][e], acc[r][j]);
+              }
+            }
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int j = 0; j < kBy32Cols; ++j) {
+        float v = acc[r][j];
+#pragma unroll
+        for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+        if (lane == 0) partial[warp][r][j] = v;
+      }
+    }
+    __syncthreads();
+    if (t < kRows * kBy32Cols) {
+      const int r = t / kBy32Cols, j = t % kBy32Cols;
+      if (r < rows && j < cols) {
+        float v = 0.f;
+#pragma unroll
+        for (int w = 0; w < kBy32Threads / 32; ++w) v += partial[w][r][j];
+        store_act(out + (m0 + r) * p.n + n0 + j, v);
+      }
+    }
+    __syncthreads();  // partial is rewritten by the next row tile
+  }
+}
+
+template <Kind KIND, class T>
+void launch_kind(const Problem& p, cudaStream_t stream) {
+  const unsigned row_tiles = static_cast<unsigned>(std::min<int64_t>((p.m + kRows - 1) / kRows, 65535));
+  // Decode (one or two rows): a warp per column keeps every SM full; more rows: a block per eight
+  // columns, which loads each activation once for all eight (measured on an H200: docs/shim-abi.md).
+  if (p.by32 && p.m > 2) {
+    const dim3 grid(static_cast<unsigned>((p.n + kBy32Cols - 1) / kBy32Cols), row_tiles);
+    plain_mm_by32_kernel<KIND, T><<<grid, kBy32Threads, 0, stream>>>(p);
+  } else {
+    const dim3 grid(static_cast<unsigned>((p.n + kWarpsPerBlock - 1) / kWarpsPerBlock), row_tiles);
+    plain_mm_kernel<KIND, T><<<grid, kWarpsPerBlock * 32, 0, stream>>>(p);
+  }
+}
+
 template <class T>
 int launch_typed(const Problem& p, cudaStream_t stream) {
-  const dim3 block(kWarpsPerBlock * 32);
-  const dim3 grid(static_cast<unsigned>((p.n + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                  static_cast<unsigned>(std::min<int64_t>((p.m + kRows - 1) / kRows, 65535)));
   switch (p.kind) {
-    case Kind::kInt4Legacy: plain_mm_kernel<Kind::kInt4Legacy, T><<<grid, block, 0, stream>>>(p); break;
-    case Kind::kInt4: plain_mm_kernel<Kind::kInt4, T><<<grid, block, 0, stream>>>(p); break;
-    case Kind::kInt5: plain_mm_kernel<Kind::kInt5, T><<<grid, block, 0, stream>>>(p); break;
-    case Kind::kInt6: plain_mm_kernel<Kind::kInt6, T><<<grid, block, 0, stream>>>(p); break;
-    case Kind::kInt8: plain_mm_kernel<Kind::kInt8, T><<<grid, block, 0, stream>>>(p); break;
+    case Kind::kInt4Legacy: launch_kind<Kind::kInt4Legacy, T>(p, stream); break;
+    case Kind::kInt4: launch_kind<Kind::kInt4, T>(p, stream); break;
+    case Kind::kInt5: launch_kind<Kind::kInt5, T>(p, stream); break;
+    case Kind::kInt6: launch_kind<Kind::kInt6, T>(p, stream); break;
+    case Kind::kInt8: launch_kind<Kind::kInt8, T>(p, stream); break;
     default: return static_cast<int>(cudaErrorInvalidValue);
   }
   return static_cast<int>(cudaGetLastError());
