@@ -236,7 +236,7 @@ __device__ __forceinline__ void chunk_weights(const Chunk& ch, int i, float (&w)
 }
 
 template <Kind KIND, class T>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32) plain_mm_kernel(Problem p) {
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, 4) plain_mm_kernel(Problem p) {
   const int lane = threadIdx.x & 31;
   const int64_t n = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5);
   if (n >= p.n) return;  // whole warps leave together: the shuffles below stay full-warp
@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32) plain_mm_kernel(Problem p
     if (p.by32) {
       // Lane l takes the 32-wide chunks l, l + 32, ...; kDepth of them are loaded before any is
       // used, so that several loads are in flight (decode is bound by their latency).
-      constexpr int kDepth = 4;
+      constexpr int kDepth = 2;
       for (int64_t base = 32 * lane; base < p.k; base += kDepth * 1024) {
         Chunk ch[kDepth];
 #pragma unroll
