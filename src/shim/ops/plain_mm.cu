@@ -1,13 +1,17 @@
-// Kernel of ExecuTorch's int{4,5,6,8}_plain_mm ops (formats: plain_mm.hpp).
+// Kernels of ExecuTorch's int{4,5,6,8}_plain_mm ops (formats: plain_mm.hpp).
 //
-// One warp per output column n: the lanes walk K together, dequantize W[n][k] once and multiply
-// it with up to kRows activation rows, then reduce across the warp. With groups of a multiple of
-// 32 and 16-byte aligned packed weights (ExecuTorch's exports), each lane takes 32 consecutive k
-// at a time: one 16-byte load of packed bits (two for int8), one scale/zero decode, 16-byte
-// activation loads when the rows are aligned. Groups of a multiple of 8: 8 k at a time from one
-// 4-byte word. Otherwise one k at a time. The ops exist for decode (ExecuTorch routes M <= 4 to them), where the work is
-// bound by reading the weights once; larger M re-reads them every kRows rows, which is correct
-// but not fast (the exporter sends prefill through its own dequantize + GEMM graph instead).
+// W is dequantized in fp32 and multiplied with up to kRows activation rows at a time. How the
+// weights are read depends on their layout (Problem::by32 / by8):
+//   - groups of a multiple of 32, 16-byte aligned packed bits (ExecuTorch's exports): 32
+//     consecutive k per 16-byte load (two for int8) and one scale/zero decode per 32. For one or
+//     two rows (decode) a warp per output column, lane l taking chunks l, l + 32, ...
+//     (plain_mm_kernel); for more rows a block per 8 columns, which loads each activation once
+//     for the 8 (plain_mm_by32_kernel).
+//   - groups of a multiple of 8: 8 k per 4-byte word, a warp per column;
+//   - anything else: one k at a time, a warp per column.
+// These kernels are bound by their instruction count (about five per weight), not by memory
+// (docs/shim-abi.md has the H200 figures). ExecuTorch sends prefill (M > 4) through its own
+// dequantize + GEMM graph, so larger M only has to be correct.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
