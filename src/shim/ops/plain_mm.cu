@@ -366,7 +366,8 @@ __global__ void __launch_bounds__(kBy32Threads) plain_mm_by32_kernel(Problem p) 
           } else {
             packed[j] = *reinterpret_cast<const uint4*>(q + k0 / 2);
           }
-          const uint8_t* qh = static_cast<const uint8_t*>(p.qh) + n * qh_row;
+          const uint8_t* qh = nullptr;  // int5 / int6 only (null otherwise)
+          if constexpr (KIND == Kind::kInt5 || KIND == Kind::kInt6) qh = static_cast<const uint8_t*>(p.qh) + n * qh_row;
           if constexpr (KIND == Kind::kInt5) high[j].x = *reinterpret_cast<const uint32_t*>(qh + k0 / 8);
           if constexpr (KIND == Kind::kInt6) high[j] = *reinterpret_cast<const uint2*>(qh + k0 / 4);
           gp[j] = group_params<KIND>(p, n, g);
