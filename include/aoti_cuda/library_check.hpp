@@ -94,6 +94,9 @@ struct LibraryCheckOptions {
 struct AOTI_CUDA_API LibraryReport {
   std::vector<LibraryCheck> checks;     ///< in the order listed in LibraryCheck::name
   std::vector<OpShimImport> op_shims;   ///< sorted by name
+  /// Imports (shims of any kind, CUDA runtime functions) that neither this build of
+  /// libaoti_cuda nor the process provides, sorted: what the "imports" check fails on.
+  std::vector<std::string> missing_imports;
   std::vector<VersionNeed> version_needs;
   /// True when no check failed (checks not made do not count against it).
   bool runnable() const noexcept;

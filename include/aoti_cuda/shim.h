@@ -86,6 +86,11 @@ AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float8_e4m3fnuz(void);
 AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_uint16(void);
 AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_uint32(void);
 AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_uint64(void);
+/* Added in PyTorch 2.12: the c10 codes 44 and 45. This build has no storage for these dtypes
+ * (creating such a tensor fails with kInvalidArgument); the getters exist so that a library
+ * importing them loads. */
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float8_e8m0fnu(void);
+AOTI_CUDA_SHIM_API int32_t aoti_torch_dtype_float4_e2m1fn_x2(void);
 
 AOTI_CUDA_SHIM_API int32_t aoti_torch_layout_strided(void);
 AOTI_CUDA_SHIM_API int32_t aoti_torch_layout_sparse_coo(void);
@@ -305,6 +310,64 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out
                                                             double alpha);
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                           AtenTensorHandle mat2);
+
+/* ExecuTorch's quantized decode linears (custom ops executorch_cuda::int{4,5,6,8}_plain_mm of
+ * ExecuTorch 1.3 and later, which AOTInductor calls through these names): *ret0 = a new
+ * [M, N] CUDA tensor self · W^T in self's dtype, self [M, K] bfloat16, float16 or float32 with
+ * a unit stride along K; fp32 dequantization and accumulation. Weights, contiguous, by format
+ * (G = K / group_size groups per row, S = K / 256 super-blocks, codes uint8 or int8 read by
+ * their dtype, steps float16; the bit layouts are in docs/shim-abi.md):
+ *   int4 (1.4+): qdata [N, K/2] two 4-bit q per byte (even k low nibble); scale, zero codes
+ *        [N, G]; scale_step, zero_point_step [N, S]; W = (q - zero*zstep) * scale*sstep.
+ *   int4 (1.3):  called (self, qdata, scale, zero, group_size, ret0) through the same symbol:
+ *        scale, zero bfloat16 [G, N]; W = (q - zero) * scale. The two forms are told apart
+ *        by the fifth argument (a group size in 1.3, a tensor handle in 1.4).
+ *   int5: ql [N, K/2] low 4 bits, qh [N, K/8] fifth bit; u in 0..31; W = scale * (u - zero).
+ *   int6: ql [N, K/2], qh [N, K/4] top 2 bits; q = u - 32; scale codes [N, G], steps [N, S']
+ *        with S' dividing G; W = q * scale * step.
+ *   int8: qdata int8 [N, K]; scale bfloat16 [N, G]; zero int8 [N, G]; W = (q - zero) * scale.
+ * Enqueued on the calling thread's current stream; wrong dtypes, shapes or devices fail with a
+ * message naming the operand. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_int4_plain_mm(AtenTensorHandle self, AtenTensorHandle qdata,
+                                                                AtenTensorHandle scale, AtenTensorHandle scale_step,
+                                                                AtenTensorHandle zero,
+                                                                AtenTensorHandle zero_point_step, int64_t group_size,
+                                                                AtenTensorHandle* ret0);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_int5_plain_mm(AtenTensorHandle self, AtenTensorHandle ql,
+                                                                AtenTensorHandle qh, AtenTensorHandle scale,
+                                                                AtenTensorHandle scale_step, AtenTensorHandle zero,
+                                                                AtenTensorHandle zero_point_step, int64_t group_size,
+                                                                AtenTensorHandle* ret0);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_int6_plain_mm(AtenTensorHandle self, AtenTensorHandle ql,
+                                                                AtenTensorHandle qh, AtenTensorHandle scale,
+                                                                AtenTensorHandle steps, int64_t group_size,
+                                                                AtenTensorHandle* ret0);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_int8_plain_mm(AtenTensorHandle self, AtenTensorHandle qdata,
+                                                                AtenTensorHandle scale, AtenTensorHandle zero,
+                                                                int64_t group_size, AtenTensorHandle* ret0);
+
+/* torch.sort(self, stable, dim, descending) on a CUDA tensor (bool, integers, float16,
+ * bfloat16, float32, float64; any strides; at most 2^31 - 1 elements): *ret0 = the sorted
+ * values, *ret1 = int64 positions along dim, both new contiguous tensors of self's sizes.
+ * PyTorch's order: NaN above every number, -0.0 equal to 0.0, and always stable (stable may be
+ * null or false: a stable order is valid then too). Enqueued on the current stream. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
+                                                              int32_t descending, AtenTensorHandle* ret0,
+                                                              AtenTensorHandle* ret1);
+
+/* Random tensors, enqueued on the current stream. rand: *ret0 = a new contiguous CUDA tensor
+ * of `size` (dtype null = float32; float16, bfloat16, float32 or float64) uniform in [0, 1);
+ * layout null or strided, device null or CUDA, device_index -1 = the current device,
+ * pin_memory ignored. randint_low_out: fills `out` (a non-overlapping dense CUDA tensor whose
+ * sizes equal `size`; integer or floating dtype that holds [low, high)) with integers uniform
+ * in [low, high), high > low. A counter-based generator whose state lives on the GPU, so CUDA
+ * graph replays draw new numbers; seeded with a fixed value, or AOTI_CUDA_RNG_SEED. The values
+ * differ from PyTorch's; their distribution is the same. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_rand(const int64_t* size, int64_t size_len_, int32_t* dtype,
+                                                       int32_t* layout, int32_t* device, int32_t device_index_,
+                                                       int32_t* pin_memory, AtenTensorHandle* ret0);
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_randint_low_out(AtenTensorHandle out, int64_t low, int64_t high,
+                                                                  const int64_t* size, int64_t size_len_);
 
 /* ---- Ops without a C shim ------------------------------------------------- */
 /* Always fails: there is no libtorch dispatcher to replay the op. */

@@ -156,6 +156,8 @@ void check_imports(const ElfInfo& elf, LibraryReport& r) {
   }
   if (own != nullptr) ::dlclose(own);
   (void)::dlerror();
+  std::sort(missing.begin(), missing.end());
+  r.missing_imports = missing;
   if (missing.empty()) {
     add(r, "imports", CheckStatus::kPass, "every shim and CUDA runtime import is provided");
   } else {

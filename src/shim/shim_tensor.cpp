@@ -108,6 +108,8 @@ int32_t aoti_torch_dtype_float8_e4m3fnuz(void) { return 26; }
 int32_t aoti_torch_dtype_uint16(void) { return 27; }
 int32_t aoti_torch_dtype_uint32(void) { return 28; }
 int32_t aoti_torch_dtype_uint64(void) { return 29; }
+int32_t aoti_torch_dtype_float8_e8m0fnu(void) { return 44; }
+int32_t aoti_torch_dtype_float4_e2m1fn_x2(void) { return 45; }
 
 int32_t aoti_torch_layout_strided(void) { return 0; }
 int32_t aoti_torch_layout_sparse_coo(void) { return 1; }

@@ -63,6 +63,16 @@ if(TARGET aoti_cuda_cli)
   add_test(NAME cli_inspect_damaged COMMAND sh -c
     "sh ${_cli_dir}/damage.sh ${_fx}/mlp/mlp.pte ${CMAKE_BINARY_DIR}/damaged_mlp.pte 655360 && sh ${_cli_dir}/expect.sh 3 'integrity +FAIL +damaged: .*zero bytes' '^runnable: no' -- ${_cli} inspect ${CMAKE_BINARY_DIR}/damaged_mlp.pte --data ${_fx}/mlp/aoti_cuda_blob.ptd")
 
+  # Which imports the file's libraries need that this build lacks (none for a fixture); an
+  # operator shim this build lacks is named (a copy of mlp_int4 whose int4 import is renamed
+  # to PyTorch's _weight_int8pack_mm, which aoti_cuda does not provide).
+  cli_case(inspect_no_missing_imports any "^imports this build lacks: none$" "_weight_int4pack_mm +provided .aten fallback op."
+    -- inspect ${_fx}/mlp_int4/mlp_int4.pte)
+  add_test(NAME cli_inspect_missing_shim COMMAND sh -c
+    "LC_ALL=C sed 's/aoti_torch_cuda__weight_int4pack_mm/aoti_torch_cuda__weight_int8pack_mm/g' ${_fx}/mlp_int4/mlp_int4.pte > ${CMAKE_BINARY_DIR}/mlp_int8pack.pte && sh ${_cli_dir}/expect.sh 3 '^imports this build lacks: aoti_torch_cuda__weight_int8pack_mm$' '_weight_int8pack_mm +NOT provided by this build .aten fallback op.' 'imports +FAIL +1 import.s. this build does not provide: aoti_torch_cuda__weight_int8pack_mm' '^runnable: no' -- ${_cli} inspect ${CMAKE_BINARY_DIR}/mlp_int8pack.pte --data ${_fx}/mlp_int4/aoti_cuda_blob.ptd")
+  add_test(NAME cli_inspect_missing_shim_json COMMAND sh -c
+    "LC_ALL=C sed 's/aoti_torch_cuda__weight_int4pack_mm/aoti_torch_cuda__weight_int8pack_mm/g' ${_fx}/mlp_int4/mlp_int4.pte > ${CMAKE_BINARY_DIR}/mlp_int8pack_json.pte && sh ${_cli_dir}/expect.sh 3 '^  .missing_imports.: .$' '^    .aoti_torch_cuda__weight_int8pack_mm.$' -- ${_cli} inspect ${CMAKE_BINARY_DIR}/mlp_int8pack_json.pte --data ${_fx}/mlp_int4/aoti_cuda_blob.ptd --json")
+
   # ---- dispatcher and devices
   cli_case(no_command 2 "A subcommand is required" --)
   cli_case(unknown_command 2 "unknown command 'bogus' \\(commands: inspect, run, bench, devices\\)" -- bogus)

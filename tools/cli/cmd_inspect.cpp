@@ -59,6 +59,15 @@ nlohmann::json value_json(const aoti_cuda::ValueSpec& v) {
   return j;
 }
 
+// Where an operator shim comes from: ExecuTorch's own custom ops (its CUDA backend, 1.3 and
+// later, exports quantized linears as executorch_cuda::int*_plain_mm) or an ATen fallback op.
+const char* op_origin(const std::string& name) {
+  for (const char* op : {"int4_plain_mm", "int5_plain_mm", "int6_plain_mm", "int8_plain_mm"}) {
+    if (name == std::string("aoti_torch_cuda_") + op) return "executorch_cuda custom op (ExecuTorch 1.3+)";
+  }
+  return "aten fallback op";
+}
+
 // Library facts (ELF, imports by kind) and the checks against this machine.
 nlohmann::json library_json(const aoti_cuda::DelegateSpec& d, const aoti_cuda::LibraryCheckOptions& base) {
   nlohmann::json je;
@@ -89,7 +98,10 @@ nlohmann::json library_json(const aoti_cuda::DelegateSpec& d, const aoti_cuda::L
     je["checks"].push_back({{"name", c.name}, {"status", aoti_cuda::to_string(c.status)}, {"detail", c.detail}});
   }
   je["op_shims"] = nlohmann::json::array();
-  for (const auto& s : r.op_shims) je["op_shims"].push_back({{"name", s.name}, {"provided", s.provided}});
+  for (const auto& s : r.op_shims) {
+    je["op_shims"].push_back({{"name", s.name}, {"provided", s.provided}, {"origin", op_origin(s.name)}});
+  }
+  je["missing_imports"] = r.missing_imports;
   je["version_needs"] = nlohmann::json::array();
   for (const auto& v : r.version_needs) je["version_needs"].push_back(v.file + " " + v.version);
   je["runnable_here"] = r.runnable();
@@ -203,6 +215,18 @@ int run_inspect(const InspectArgs& a) {
   // "runnable": every method passes every check that can be made without
   // executing the libraries; checks that could not be made are listed as such.
   doc["runnable"] = runnable;
+  // The imports no library of the file can get from this build, over every method.
+  std::vector<std::string> missing;
+  for (const auto& m : doc["methods"]) {
+    for (const auto& d : m["delegates"]) {
+      if (!d["so"].contains("elf")) continue;
+      for (const auto& s : d["so"]["elf"]["missing_imports"]) {
+        if (std::find(missing.begin(), missing.end(), s.get<std::string>()) == missing.end()) missing.push_back(s);
+      }
+    }
+  }
+  std::sort(missing.begin(), missing.end());
+  doc["missing_imports"] = missing;
   if (a.json) {
     std::printf("%s\n", doc.dump(2).c_str());
   } else {

@@ -37,8 +37,9 @@ void print_library(const nlohmann::json& e) {
   } else {
     std::printf("    operator shims (%zu):\n", e["op_shims"].size());
     for (const auto& s : e["op_shims"]) {
-      std::printf("      %-50s %s\n", s["name"].get<std::string>().c_str(),
-                  s["provided"].get<bool>() ? "provided" : "NOT provided by this build");
+      std::printf("      %-50s %s (%s)\n", s["name"].get<std::string>().c_str(),
+                  s["provided"].get<bool>() ? "provided" : "NOT provided by this build",
+                  s["origin"].get<std::string>().c_str());
     }
   }
   std::printf("    checks against this machine:\n");
@@ -125,6 +126,8 @@ std::string value_type(const aoti_cuda::ValueSpec& v) {
 void print_inspect_text(const nlohmann::json& doc) {
   std::printf("program: %s\n", doc["program"].get<std::string>().c_str());
   std::printf("exporter: %s\n", doc["exporter"].empty() ? "(no CUDA delegate)" : join(doc["exporter"], "; ").c_str());
+  std::printf("imports this build lacks: %s\n",
+              doc["missing_imports"].empty() ? "none" : join(doc["missing_imports"], " ").c_str());
   std::printf("data files: %s\n", doc["data_files"].empty() ? "(none)" : join(doc["data_files"], ", ").c_str());
   std::printf("GPU checked against: %s\n", doc["gpu"].get<std::string>().c_str());
   std::printf("named data (%zu):\n", doc["named_data"].size());
