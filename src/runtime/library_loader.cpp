@@ -294,7 +294,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   }
   // 3b. Does it multiply through cuBLAS? (The Module opens cuBLAS after the libraries are loaded.)
   for (const std::string& name : elf.undefined_symbols) {
-    lib->uses_cublas_ = lib->uses_cublas_ || shim::gemm::uses_cublas(name.substr(0, name.find('@')).c_str());
+    lib->cublas_use_ = std::max(lib->cublas_use_, shim::gemm::cublas_use(name.substr(0, name.find('@')).c_str()));
   }
   // The C/C++ runtime versions it was linked against (GLIBC_2.38, ...): dlopen
   // would name only the first missing one, and less plainly.

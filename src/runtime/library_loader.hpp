@@ -24,6 +24,7 @@
 #include "aoti_cuda/program.hpp"
 #include "aoti_cuda/shim.h"
 #include "runtime/cuda_hooks.hpp"
+#include "shim/ops/gemm.hpp"
 
 namespace aoti_cuda::runtime {
 
@@ -101,8 +102,8 @@ class ModelLibrary {
   /// True when the library carries its own libstdc++ (static link) whose
   /// exception-handling emergency pool the destructor frees before dlclose.
   bool frees_own_eh_pool() const noexcept { return freeres_ != nullptr; }
-  /// True when it imports a shim that may multiply through cuBLAS (shim/ops/gemm.hpp).
-  bool uses_cublas() const noexcept { return uses_cublas_; }
+  /// How much its imports need cuBLAS: the most of any import (shim/ops/gemm.hpp).
+  shim::gemm::CublasUse cublas_use() const noexcept { return cublas_use_; }
   /// Which of its imports are bound to the SDK's CUDA hooks, and what bypasses them.
   const HookBinding& hooks() const noexcept { return hooks_; }
 
@@ -114,7 +115,7 @@ class ModelLibrary {
   std::string label_;
   std::string sha256_;
   CudaKernelInfo kernels_;
-  bool uses_cublas_ = false;
+  shim::gemm::CublasUse cublas_use_ = shim::gemm::CublasUse::kNone;
   HookBinding hooks_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <optional>
 
 #include "aoti_cuda/log.hpp"
@@ -125,13 +126,44 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
   // that a first call made a little later finds it ready (one made at once waits for the open in
   // progress, no longer than opening it itself). Not during the load: its dlopen and handle
   // creation serialize with the model libraries' dlopen and the weights upload
-  // (docs/design-measurements.md).
-  const bool uses_cublas = std::any_of(methods.begin(), methods.end(), [](const std::unique_ptr<Method>& m) {
-    return std::any_of(m->delegates.begin(), m->delegates.end(),
-                       [](const std::unique_ptr<Delegate>& d) { return d->library->uses_cublas(); });
-  });
-  if (uses_cublas) shim::gemm::open_in_background(target_.device.is_cuda() ? target_.ordinal() : -1);
+  // (docs/design-measurements.md). Not at all when no call is expected to need it (see
+  // open_cublas_early).
+  shim::gemm::CublasUse use = shim::gemm::CublasUse::kNone;
+  std::vector<const MethodSpec*> specs;
+  for (const std::unique_ptr<Method>& m : methods) {
+    specs.push_back(m->spec);
+    for (const std::unique_ptr<Delegate>& d : m->delegates) use = std::max(use, d->library->cublas_use());
+  }
+  if (open_cublas_early(use, specs, options_.tuning.int4_dequant_min_m.value_or(0))) {
+    shim::gemm::open_in_background(target_.device.is_cuda() ? target_.ordinal() : -1);
+  }
   return methods;
+}
+
+int64_t max_input_rows(const MethodSpec& method) {
+  int64_t most = 0;
+  for (const ValueSpec& in : method.inputs) {
+    if (in.kind != ValueKind::kTensor) continue;
+    const TensorSpec& t = in.tensor;
+    const bool floating = t.dtype == DType::kFloat32 || t.dtype == DType::kFloat16 || t.dtype == DType::kBFloat16 ||
+                          t.dtype == DType::kFloat64;
+    const std::size_t dims = floating && !t.sizes.empty() ? t.sizes.size() - 1 : t.sizes.size();
+    int64_t rows = 1;
+    for (std::size_t i = 0; i < dims; ++i) {
+      const int64_t s = std::max<int64_t>(t.sizes[i], 0);
+      rows = s != 0 && rows > std::numeric_limits<int64_t>::max() / s ? std::numeric_limits<int64_t>::max() : rows * s;
+    }
+    most = std::max(most, rows);
+  }
+  return most;
+}
+
+bool open_cublas_early(shim::gemm::CublasUse use, const std::vector<const MethodSpec*>& methods,
+                       int64_t int4_dequant_min_m) {
+  if (use == shim::gemm::CublasUse::kAlways) return true;
+  if (use != shim::gemm::CublasUse::kManyRows || int4_dequant_min_m <= 0) return false;
+  return std::any_of(methods.begin(), methods.end(),
+                     [&](const MethodSpec* m) { return max_input_rows(*m) >= int4_dequant_min_m; });
 }
 
 std::unique_ptr<Method> MethodLoader::load_method(const MethodSpec& ms, std::size_t& done, std::size_t total) {

@@ -39,6 +39,21 @@ std::vector<const MethodSpec*> select_methods(const Program& program, const std:
 /// one-time cost is reported as LoadTimings::device_init_ms. CPU: nothing.
 TargetDevice open_device(Device device, const std::string& label, LoadTimings& timings);
 
+/// The most rows a matrix multiply inside `method` can take, as far as its tensor inputs tell
+/// (upper bounds for dynamic ones): a floating-point input [..., K] contributes the product of
+/// all but its last dimension, an integer input (token ids, positions) all its elements. A
+/// guess: a model may make more rows inside. 0 for a method without tensor inputs.
+int64_t max_input_rows(const MethodSpec& method);
+
+/// Whether the loader opens cuBLAS while the Module is still loading (in the background), given
+/// the most any library needs it (`use`), the methods loaded and TuningOptions::int4_dequant_min_m.
+/// Opening it maps libcublas + libcublasLt (about 150 MiB of host memory) and makes a handle, so
+/// it is done early only when a call will need it: always for the extern GEMMs, and for the int4
+/// matmul only when some method's inputs can reach `int4_dequant_min_m` rows (a prompt). A call
+/// that needs it later opens it then.
+bool open_cublas_early(shim::gemm::CublasUse use, const std::vector<const MethodSpec*>& methods,
+                       int64_t int4_dequant_min_m);
+
 class MethodLoader {
  public:
   using Progress = std::function<void(const char* phase, const std::string& method, std::size_t done, std::size_t total)>;

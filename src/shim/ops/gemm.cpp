@@ -362,9 +362,13 @@ std::size_t workspace_count() noexcept {
   return w.by_stream.size();
 }
 
-bool uses_cublas(const char* symbol) noexcept {
-  return common::is_extern_gemm_shim(symbol) || symbol == common::kInt4MatmulShim;
+CublasUse cublas_use(const char* symbol) noexcept {
+  if (common::is_extern_gemm_shim(symbol)) return CublasUse::kAlways;
+  if (symbol == common::kInt4MatmulShim) return CublasUse::kManyRows;
+  return CublasUse::kNone;
 }
+
+bool uses_cublas(const char* symbol) noexcept { return cublas_use(symbol) != CublasUse::kNone; }
 
 const char* loaded_library() {
   const Api* opened = g_opened.load(std::memory_order_acquire);

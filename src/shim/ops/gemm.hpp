@@ -84,7 +84,12 @@ void release_stream(int device, void* stream) noexcept;
 /// (device, stream, size) entries that currently exist (for tests).
 std::size_t workspace_count() noexcept;
 
-/// True for the shim symbols that may multiply through cuBLAS (the extern GEMMs, the int4 matmul).
+/// How a shim symbol needs cuBLAS: never, only for many rows (the int4 matmul's dequantize +
+/// GEMM path, from TuningOptions::int4_dequant_min_m rows on), or on every call (the extern GEMMs).
+enum class CublasUse { kNone = 0, kManyRows = 1, kAlways = 2 };
+CublasUse cublas_use(const char* symbol) noexcept;
+
+/// True for the shim symbols that may multiply through cuBLAS (cublas_use() != kNone).
 bool uses_cublas(const char* symbol) noexcept;
 
 /// Where cuBLAS was loaded from, or "" when nothing has needed it yet (for logs and tests).
