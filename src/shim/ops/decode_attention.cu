@@ -1,8 +1,9 @@
 // The decode attention kernels; see decode_attention.hpp for what they compute and how.
 //
 // Pass 1, one block of kWarps warps per (chunk, kv head [x head sub-group], batch):
+//   0. every thread requests its K and V vectors of the chunk (16 bytes per row, below) into registers at once;
 //   1. the block's kHeads query rows, times scale * log2(e), into shared memory as float;
-//   2. scores: a row of K is read by kLanes = head_dim / 8 lanes, 16 bytes each (so a warp reads
+//   2. scores: a row of K is held by kLanes = head_dim / 8 lanes, 16 bytes each (so a warp reads
 //      32 / kLanes rows per step, coalesced); each lane takes its 8-element slice of the dot
 //      product for every query head, and the lanes of the row add them up with shuffles;
 //   3. per query head, the chunk's maximum and the sum of 2^(s - max), one warp per head;
@@ -47,11 +48,13 @@ __device__ __forceinline__ float to_float(const void* base, int64_t i) {
   else return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
 }
 
-// 8 elements (one 16-byte vector) as floats.
+// One 16-byte vector (8 elements) of a K or V row; global loads, issued for the whole chunk up front.
+__device__ __forceinline__ uint4 load16(const char* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+
+// The 8 elements of a 16-byte vector as floats.
 template <bool kHalf>
-__device__ __forceinline__ void load8(const void* row, float (&x)[8]) {
-  const uint4 raw = *static_cast<const uint4*>(row);
-  uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+__device__ __forceinline__ void unpack8(const uint4& raw, float (&x)[8]) {
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     float2 f;
@@ -98,13 +101,33 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   const int rows = static_cast<int>(n - start < kChunk ? n - start : kChunk);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int group = lane / kLanes, slice = lane % kLanes;  // this lane's row within the warp step; its 8 columns
+  const char* k_base = static_cast<const char*>(p.k) +
+                       2 * (b * p.k_stride[0] + kv_head * p.k_stride[1] + start * p.k_stride[2] + slice * 8);
+  const char* v_base = static_cast<const char*>(p.v) +
+                       2 * (b * p.v_stride[0] + kv_head * p.v_stride[1] + start * p.v_stride[2] + slice * 8);
+
+  // This thread's K and V vectors (kSteps rows each) are all requested before anything else, so that a block has
+  // its whole chunk in flight at once (while it stages q); rows past n are not read (zeros).
+  constexpr int kSteps = kChunkRows / kRowsPerStep;
+  uint4 k_raw[kSteps], v_raw[kSteps];
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
+    k_raw[step] = row < rows ? load16(k_base + 2 * row * p.k_stride[2]) : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
+    v_raw[step] = row < rows ? load16(v_base + 2 * row * p.v_stride[2]) : make_uint4(0, 0, 0, 0);
+  }
+
+  // 1. q, scaled into the log2 domain.
   for (int i = tid; i < kHeads * kDim; i += kWarps * 32) {
     const int h = i / kDim, d = i % kDim;
     q_s[h][d] = to_float<kHalf>(p.q, b * p.q_stride[0] + (head0 + h) * p.q_stride[1] + d) * p.scale * kLog2e;
   }
   __syncthreads();
-
-  const int group = lane / kLanes, slice = lane % kLanes;  // this lane's row within the warp step; its 8 columns
   float qr[kHeads][8];
 #pragma unroll
   for (int h = 0; h < kHeads; ++h) {
@@ -112,17 +135,12 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
     for (int e = 0; e < 8; ++e) qr[h][e] = q_s[h][slice * 8 + e];
   }
 
-  const char* k_base = static_cast<const char*>(p.k) +
-                       2 * (b * p.k_stride[0] + kv_head * p.k_stride[1] + start * p.k_stride[2] + slice * 8);
-  const char* v_base = static_cast<const char*>(p.v) +
-                       2 * (b * p.v_stride[0] + kv_head * p.v_stride[1] + start * p.v_stride[2] + slice * 8);
-
-  // 2. scores of the chunk's rows. Every lane runs every shuffle (rows past n compute on zeros).
+  // 2. scores of the chunk's rows (every lane runs every shuffle).
 #pragma unroll
-  for (int step = 0; step < kChunkRows / kRowsPerStep; ++step) {
+  for (int step = 0; step < kSteps; ++step) {
     const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
-    float kx[8] = {};
-    if (row < rows) load8<kHalf>(k_base + 2 * row * p.k_stride[2], kx);
+    float kx[8];
+    unpack8<kHalf>(k_raw[step], kx);
 #pragma unroll
     for (int h = 0; h < kHeads; ++h) {
       float dot = 0.f;
@@ -164,17 +182,15 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
     for (int e = 0; e < 8; ++e) acc[h][e] = 0.f;
   }
 #pragma unroll
-  for (int step = 0; step < kChunkRows / kRowsPerStep; ++step) {
+  for (int step = 0; step < kSteps; ++step) {
     const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
-    if (row < rows) {
-      float vx[8];
-      load8<kHalf>(v_base + 2 * row * p.v_stride[2], vx);
+    float vx[8];
+    unpack8<kHalf>(v_raw[step], vx);  // zeros past n, where the probabilities are 0 too
 #pragma unroll
-      for (int h = 0; h < kHeads; ++h) {
-        const float pr = s_s[h][row];
+    for (int h = 0; h < kHeads; ++h) {
+      const float pr = s_s[h][row];
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc[h][e] = fmaf(pr, vx[e], acc[h][e]);
-      }
+      for (int e = 0; e < 8; ++e) acc[h][e] = fmaf(pr, vx[e], acc[h][e]);
     }
   }
   // The row groups of a warp: lanes kLanes, 2 kLanes, ... apart hold the same columns.
