@@ -5,6 +5,17 @@
 //
 // Prints one line per (shape, block size): microseconds per call and the attention TFLOP/s
 // (4 * L * S * D * H multiply-adds as flops, halved for the causal mask).
+//
+//   aoti_cuda_attention_bench --decode [--cache 4096] [--positions 128,1024,4000] [--heads 16] [--kv-heads 4]
+//                             [--dim 128]
+//
+// The decode attention kernel (src/shim/ops/decode_attention.cu, aoti_cuda's
+// aoti_torch_cuda_aoti_cuda_decode_attention) for one query row per head over a cache of --cache
+// positions, at each position: microseconds per call and the K/V bytes it must read
+// (2 * (pos + 1) * Hkv * D * 2) per second. Beside it, what attending over the whole cache costs,
+// as a masked decode does whatever the position: the same kernel at the last position, and the
+// flash attention kernel with the decode's query heads folded into rows (q [1, Hkv, g, D], no
+// mask) over all positions.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -17,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "shim/ops/decode_attention.hpp"
 #include "shim/ops/flash_attention.hpp"
 
 namespace {
@@ -37,6 +49,110 @@ std::vector<int64_t> parse_list(const char* s) {
     if (*p == ',') ++p;
   }
   return out;
+}
+
+// Median time of one call of `launch` (returns a cudaError_t), in microseconds.
+template <class Launch>
+double time_launch(Launch&& launch, cudaStream_t stream) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> samples;
+  for (int round = 0; round < 10; ++round) {
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    for (int i = 0; i < 50; ++i) check(static_cast<cudaError_t>(launch()), "launch");
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (round > 0) samples.push_back(ms * 1000.0 / 50);  // round 0 warms up
+  }
+  std::sort(samples.begin(), samples.end());
+  check(cudaEventDestroy(start), "cudaEventDestroy");
+  check(cudaEventDestroy(stop), "cudaEventDestroy");
+  return samples[samples.size() / 2];
+}
+
+void* device_random(size_t elems, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<uint16_t> host(elems);
+  for (uint16_t& x : host) {
+    const float f = dist(rng);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    x = static_cast<uint16_t>(u >> 16);  // bf16 (truncated: any values do for timing)
+  }
+  void* d = nullptr;
+  check(cudaMalloc(&d, elems * 2), "cudaMalloc");
+  check(cudaMemcpy(d, host.data(), elems * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
+  return d;
+}
+
+int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t heads, int64_t kvh, int64_t dim) {
+  namespace da = aoti_cuda::shim::decode_attention;
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  std::mt19937 rng(9);
+  const size_t kv_elems = static_cast<size_t>(cache * kvh * dim);
+  void* q = device_random(static_cast<size_t>(heads * dim), rng);
+  void* k = device_random(kv_elems, rng);
+  void* v = device_random(kv_elems, rng);
+  void *out = nullptr, *pos = nullptr, *scratch = nullptr;
+  check(cudaMalloc(&out, static_cast<size_t>(heads * dim) * 2), "cudaMalloc");
+  check(cudaMalloc(&pos, 8), "cudaMalloc");
+  da::Problem p;
+  p.q = q;
+  p.k = k;
+  p.v = v;
+  p.out = out;
+  p.pos = static_cast<const int64_t*>(pos);
+  p.batch = 1;
+  p.heads = heads;
+  p.kv_heads = kvh;
+  p.cache_len = cache;
+  p.head_dim = static_cast<int>(dim);
+  p.q_stride[0] = heads * dim;
+  p.q_stride[1] = dim;
+  const int64_t kvs[3] = {kvh * cache * dim, cache * dim, dim};
+  for (int d = 0; d < 3; ++d) p.k_stride[d] = p.v_stride[d] = kvs[d];
+  p.scale = 1.0f / std::sqrt(static_cast<float>(dim));
+  check(cudaMalloc(&scratch, da::scratch_bytes(p)), "cudaMalloc");
+  std::vector<int64_t> all = positions;
+  all.push_back(cache - 1);
+  for (int64_t position : all) {
+    check(cudaMemcpy(pos, &position, 8, cudaMemcpyHostToDevice), "cudaMemcpy");
+    const double us = time_launch([&] { return da::launch(p, scratch, stream); }, stream);
+    const double bytes = 2.0 * static_cast<double>(std::min(position + 1, cache)) * kvh * dim * 2;
+    std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  decode kernel          %8.2f us  %7.1f GB/s%s\n",
+                static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
+                static_cast<long long>(dim), static_cast<long long>(position), us, bytes / (us * 1e-6) / 1e9,
+                position == cache - 1 ? "  (the whole cache)" : "");
+  }
+  // Every position, the way a masked decode attends: the flash kernel with the g query heads of a KV head as rows.
+  Problem f;
+  f.q = q;
+  f.k = k;
+  f.v = v;
+  f.out = out;
+  f.batch = 1;
+  f.heads = kvh;
+  f.kv_heads = kvh;
+  f.q_len = heads / kvh;
+  f.kv_len = cache;
+  f.head_dim = static_cast<int>(dim);
+  const int64_t fq[3] = {heads * dim, f.q_len * dim, dim};
+  for (int d = 0; d < 3; ++d) {
+    f.q_stride[d] = f.out_stride[d] = fq[d];
+    f.k_stride[d] = f.v_stride[d] = kvs[d];
+  }
+  f.scale = p.scale;
+  const double us = time_launch([&] { return aoti_cuda::shim::attention::launch(f, stream); }, stream);
+  std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  all positions: flash kernel, folded q %8.2f us  %7.1f GB/s\n",
+              static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
+              static_cast<long long>(dim), us, 2.0 * cache * kvh * dim * 2 / (us * 1e-6) / 1e9);
+  for (void* ptr : {q, k, v, out, pos, scratch}) cudaFree(ptr);
+  cudaStreamDestroy(stream);
+  return 0;
 }
 
 // Median time of one call, in microseconds.
@@ -68,13 +184,30 @@ double time_call(const Problem& p, int rows, int stages, cudaStream_t stream) {
 
 int main(int argc, char** argv) {
   std::vector<int64_t> lens{128, 512, 1024}, kv_heads{16, 4};
-  int64_t heads = 16, dim = 128;
+  int64_t heads = 16, dim = 128, cache = 4096;
+  std::vector<int64_t> positions{128, 1024, 4000};
+  bool decode = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--decode") decode = true;
+  }
+  if (decode) kv_heads = {4};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
+    if (a == "--decode") {
+      --i;  // a flag without a value
+      continue;
+    }
     if (a == "--lens") lens = parse_list(argv[i + 1]);
+    else if (a == "--cache") cache = std::atoll(argv[i + 1]);
+    else if (a == "--positions") positions = parse_list(argv[i + 1]);
     else if (a == "--heads") heads = std::atoll(argv[i + 1]);
     else if (a == "--kv-heads") kv_heads = parse_list(argv[i + 1]);
     else if (a == "--dim") dim = std::atoll(argv[i + 1]);
+  }
+  if (decode) {
+    int rc = 0;
+    for (int64_t kvh : kv_heads) rc |= decode_bench(cache, positions, heads, kvh, dim);
+    return rc;
   }
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");

@@ -44,6 +44,8 @@ LLM_ROWS = [  # (key in runs, label)
     ("aoti_cuda_bf16mix_nocache", "aoti_cuda (bf16, cuBLAS GEMMs, decode's SDPA decomposed; no block cache)"),
     ("aoti_cuda_bf16mixfuse", "aoti_cuda (bf16, cuBLAS GEMMs, decode's SDPA decomposed, Inductor's fusion defaults)"),
     ("aoti_cuda_bf16flash", "aoti_cuda (bf16, cuBLAS GEMMs, flash attention prefill, decode's SDPA decomposed, Inductor's fusion defaults)"),
+    ("aoti_cuda_bf16dop", "aoti_cuda (bf16, cuBLAS GEMMs, decode through aoti_cuda's own decode attention shim: "
+                          "runs on aoti_cuda only)"),
     ("aoti_cuda_bf16_nographs", "aoti_cuda (bf16; graphs off)"),
     ("aoti_cuda_int4", "aoti_cuda (int4)"),
     ("aoti_cuda_int4_nographs", "aoti_cuda (int4; graphs off)"),
@@ -60,7 +62,7 @@ LLM_ROWS = [  # (key in runs, label)
 BF16_PEERS = ["libtorch_aoti", "eager", "eager_graph", "torch_compile"]
 # aoti_cuda's bf16 programs (the backend's Triton GEMMs; cuBLAS GEMMs): the decode and TTFT targets take the best.
 AOTI_BF16 = ["aoti_cuda_bf16", "aoti_cuda_bf16cublas", "aoti_cuda_bf16fast", "aoti_cuda_bf16fast_gemv8", "aoti_cuda_bf16mix",
-             "aoti_cuda_bf16mixfuse", "aoti_cuda_bf16flash"]
+             "aoti_cuda_bf16mixfuse", "aoti_cuda_bf16flash", "aoti_cuda_bf16dop"]
 
 
 def num(v):
@@ -191,6 +193,7 @@ def kernel_sections(res):
                        ("aoti_cuda_bf16mix", "bf16, cuBLAS GEMMs, decode's SDPA decomposed"),
                        ("aoti_cuda_bf16mixfuse", "bf16, cuBLAS GEMMs, decode's SDPA decomposed, Inductor's fusion"),
                        ("aoti_cuda_bf16flash", "bf16, cuBLAS GEMMs, flash attention prefill, Inductor's fusion"),
+                       ("aoti_cuda_bf16dop", "bf16, cuBLAS GEMMs, aoti_cuda's decode attention shim (aoti_cuda only)"),
                        ("aoti_cuda_int4", "int4"),
                        ("aoti_cuda_int4fast", "int4, cuBLAS GEMMs, decomposed SDPA")):
         run = (res.get("runs") or {}).get(key) or {}

@@ -131,7 +131,7 @@ echo "== exporter --gemm cublas and --fusion patches (tools/export/test_gemm_bac
 if python3 "$ROOT/tools/export/test_gemm_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo
-echo "== exporter --sdpa flash patch (tools/export/test_sdpa_backend.py; no torch needed)"
+echo "== exporter --sdpa flash and decode-op patches (tools/export/test_sdpa_backend.py; no torch needed)"
 if python3 "$ROOT/tools/export/test_sdpa_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo
@@ -151,6 +151,14 @@ if python3 -c 'import torch' >/dev/null 2>&1; then
   if python3 "$ROOT/tools/export/llm/test_model.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 else
   python3 "$ROOT/tools/export/llm/test_model.py"
+fi
+
+echo
+echo "== aoti_cuda's decode attention operator through AOTInductor (tools/export/llm/test_decode_op_codegen.py; needs torch)"
+if python3 -c 'import torch' >/dev/null 2>&1; then
+  if python3 "$ROOT/tools/export/llm/test_decode_op_codegen.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+else
+  python3 "$ROOT/tools/export/llm/test_decode_op_codegen.py"
 fi
 
 echo

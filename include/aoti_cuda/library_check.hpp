@@ -67,11 +67,17 @@ struct LibraryCheck {
   std::string detail;  ///< what was found; for kNotChecked, why not
 };
 
-/// An operator shim the library imports (a fallback ATen op).
+/// An operator shim the library imports (a fallback ATen op, or a custom op's C shim).
 struct OpShimImport {
   std::string name;       ///< e.g. "aoti_torch_cuda__weight_int4pack_mm"
   bool provided = false;  ///< exported by this build of libaoti_cuda
+  /// One of aoti_cuda's own shims (aoti_torch_cuda_aoti_cuda_*, the C shims of the custom operators
+  /// aoti_cuda::aoti_cuda_* that its exporter defines): no other runtime, ExecuTorch's included, has it.
+  bool aoti_cuda_only = false;
 };
+
+/// Whether `name` is one of aoti_cuda's own operator shims (see OpShimImport::aoti_cuda_only).
+AOTI_CUDA_API bool is_aoti_cuda_own_shim(const std::string& name);
 
 struct LibraryCheckOptions {
   /// The weights blob the library will be given (DelegateSpec::weights) and

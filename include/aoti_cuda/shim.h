@@ -292,6 +292,24 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_atte
     AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7,
     AtenTensorHandle* ret8);
 
+/* aoti_cuda's own decode attention: the C shim of the custom operator
+ * aoti_cuda::aoti_cuda_decode_attention(Tensor q, Tensor k_cache, Tensor v_cache, Tensor input_pos,
+ * float scale) -> Tensor that tools/export/llm defines (--sdpa decode-op; AOTInductor emits this
+ * call for it through aot_inductor.custom_ops_to_c_shims). No other runtime provides it.
+ * q [B, H, 1, D], k_cache and v_cache [B, Hkv, L, D], bfloat16 or float16, one CUDA device, unit
+ * stride along D (K/V 16-byte aligned, strides multiples of 8 elements); H a multiple of Hkv; D 64
+ * or 128. input_pos int64 on the same device, [1] or [B]: the query attends over cache positions
+ * 0..pos inclusive (clamped to L - 1; none, so zeros, for pos < 0), read by the kernel, so a
+ * CUDA graph replays for any position. *ret0 = a new contiguous [B, H, 1, D] output. Float32
+ * scores and sums; the work grows with pos, not L (split over positions, then a merge). Enqueued
+ * on the calling thread's current stream with stream-ordered scratch; no host synchronization.
+ * Wrong shapes, dtypes, strides or devices fail with a message naming the operand. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention(AtenTensorHandle q,
+                                                                            AtenTensorHandle k_cache,
+                                                                            AtenTensorHandle v_cache,
+                                                                            AtenTensorHandle input_pos, double scale,
+                                                                            AtenTensorHandle* ret0);
+
 /* Extern GEMMs (a program exported with Inductor's ATEN GEMM backend calls these instead of
  * Triton GEMM kernels), PyTorch's mm.out / addmm.out / bmm.out:
  *   mm:    out[M,N] = self[M,K] · mat2[K,N]

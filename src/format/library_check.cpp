@@ -148,7 +148,7 @@ void check_imports(const ElfInfo& elf, LibraryReport& r) {
   for (const std::string& s : elf.undefined_symbols) {
     if (is_op_shim(s)) {
       const bool provided = own != nullptr && ::dlsym(own, s.c_str()) != nullptr;
-      r.op_shims.push_back({s, provided});
+      r.op_shims.push_back({s, provided, is_aoti_cuda_own_shim(s)});
       if (!provided) missing.push_back(s);
     } else if (starts_with(s, "aoti_torch_") || starts_with(s, "aoti_cuda_") || starts_with(s, "cuda")) {
       if (::dlsym(RTLD_DEFAULT, s.c_str()) == nullptr) missing.push_back(s);
@@ -237,6 +237,10 @@ void check_weights(ByteView so, const LibraryCheckOptions& o, LibraryReport& r) 
 }
 
 }  // namespace
+
+// Inductor names a custom operator's C shim aoti_torch_<device>_<operator name>; aoti_cuda's operators
+// are all named aoti_cuda_* (tools/export/llm/decode_attention_op.py), so their shims share this prefix.
+bool is_aoti_cuda_own_shim(const std::string& name) { return starts_with(name, "aoti_torch_cuda_aoti_cuda_"); }
 
 const char* to_string(CheckStatus s) noexcept {
   switch (s) {

@@ -72,6 +72,12 @@ if(TARGET aoti_cuda_cli)
     "LC_ALL=C sed 's/aoti_torch_cuda__weight_int4pack_mm/aoti_torch_cuda__weight_int8pack_mm/g' ${_fx}/mlp_int4/mlp_int4.pte > ${CMAKE_BINARY_DIR}/mlp_int8pack.pte && sh ${_cli_dir}/expect.sh 3 '^imports this build lacks: aoti_torch_cuda__weight_int8pack_mm$' '_weight_int8pack_mm +NOT provided by this build .aten fallback op.' 'imports +FAIL +1 import.s. this build does not provide: aoti_torch_cuda__weight_int8pack_mm' '^runnable: no' -- ${_cli} inspect ${CMAKE_BINARY_DIR}/mlp_int8pack.pte --data ${_fx}/mlp_int4/aoti_cuda_blob.ptd")
   add_test(NAME cli_inspect_missing_shim_json COMMAND sh -c
     "LC_ALL=C sed 's/aoti_torch_cuda__weight_int4pack_mm/aoti_torch_cuda__weight_int8pack_mm/g' ${_fx}/mlp_int4/mlp_int4.pte > ${CMAKE_BINARY_DIR}/mlp_int8pack_json.pte && sh ${_cli_dir}/expect.sh 3 '^  .missing_imports.: .$' '^    .aoti_torch_cuda__weight_int8pack_mm.$' -- ${_cli} inspect ${CMAKE_BINARY_DIR}/mlp_int8pack_json.pte --data ${_fx}/mlp_int4/aoti_cuda_blob.ptd --json")
+  # A library calling one of aoti_cuda's own shims (aoti_torch_cuda_aoti_cuda_*, here a made-up name of the same
+  # length as the import it replaces, so the file stays well-formed): labelled as runnable on aoti_cuda only.
+  add_test(NAME cli_inspect_own_shim COMMAND sh -c
+    "LC_ALL=C sed 's/aoti_torch_cuda__weight_int4pack_mm/aoti_torch_cuda_aoti_cuda_int4tests/g' ${_fx}/mlp_int4/mlp_int4.pte > ${CMAKE_BINARY_DIR}/mlp_own_shim.pte && sh ${_cli_dir}/expect.sh 3 '^aoti_cuda only: calls aoti_cuda.s own shims aoti_torch_cuda_aoti_cuda_int4tests ' 'aoti_torch_cuda_aoti_cuda_int4tests +NOT provided by this build .aoti_cuda custom op: only aoti_cuda runs it.' '^    needs aoti_cuda.s own shims: aoti_torch_cuda_aoti_cuda_int4tests ' -- ${_cli} inspect ${CMAKE_BINARY_DIR}/mlp_own_shim.pte --data ${_fx}/mlp_int4/aoti_cuda_blob.ptd")
+  add_test(NAME cli_inspect_own_shim_json COMMAND sh -c
+    "LC_ALL=C sed 's/aoti_torch_cuda__weight_int4pack_mm/aoti_torch_cuda_aoti_cuda_int4tests/g' ${_fx}/mlp_int4/mlp_int4.pte > ${CMAKE_BINARY_DIR}/mlp_own_shim_json.pte && sh ${_cli_dir}/expect.sh 3 '^  .needs_aoti_cuda_shims.: .$' '.aoti_cuda_only.: true' -- ${_cli} inspect ${CMAKE_BINARY_DIR}/mlp_own_shim_json.pte --data ${_fx}/mlp_int4/aoti_cuda_blob.ptd --json")
 
   # ---- dispatcher and devices
   cli_case(no_command 2 "A subcommand is required" --)

@@ -152,6 +152,32 @@ TEST_CASE("check_library lists operator shims and whether this build provides th
   CHECK(check_named(r, "imports").detail.find("aoti_torch_cpu_") != std::string::npos);
 }
 
+TEST_CASE("check_library marks aoti_cuda's own operator shims (a program that needs them runs on aoti_cuda only)") {
+  CHECK(aoti_cuda::is_aoti_cuda_own_shim("aoti_torch_cuda_aoti_cuda_decode_attention"));
+  CHECK_FALSE(aoti_cuda::is_aoti_cuda_own_shim("aoti_torch_cuda_int4_plain_mm"));  // ExecuTorch's custom op
+  CHECK_FALSE(aoti_cuda::is_aoti_cuda_own_shim("aoti_torch_cuda__scaled_dot_product_flash_attention"));  // PyTorch's
+  CHECK_FALSE(aoti_cuda::is_aoti_cuda_own_shim("aoti_torch_cpu_aoti_cuda_decode_attention"));  // not a CUDA shim
+  std::vector<std::uint8_t> so = so_bytes("mlp");
+  // Rename the longest aoti_torch_* import (in .dynstr) to a same-length name with the prefix of aoti_cuda's shims.
+  std::string from;
+  for (const std::string& s : aoti_cuda::inspect_elf(view(so)).undefined_symbols) {
+    if (s.rfind("aoti_torch_", 0) == 0 && s.size() > from.size()) from = s;
+  }
+  const std::string prefix = "aoti_torch_cuda_aoti_cuda_";
+  REQUIRE(from.size() > prefix.size());
+  const std::string to = prefix + std::string(from.size() - prefix.size(), 'x');
+  auto it = std::search(so.begin(), so.end(), from.c_str(), from.c_str() + from.size() + 1);  // with the NUL
+  REQUIRE(it != so.end());
+  std::copy(to.begin(), to.end(), it);
+  const aoti_cuda::LibraryReport r = aoti_cuda::check_library(view(so));
+  const auto own = std::find_if(r.op_shims.begin(), r.op_shims.end(),
+                                [&](const aoti_cuda::OpShimImport& s) { return s.name == to; });
+  REQUIRE(own != r.op_shims.end());
+  CHECK(own->aoti_cuda_only);
+  CHECK_FALSE(own->provided);  // no build has this made-up name
+  for (const aoti_cuda::OpShimImport& s : r.op_shims) CHECK(s.aoti_cuda_only == (s.name == to));
+}
+
 TEST_CASE("check_library: a library whose GEMMs run on cuBLAS is checked for cuBLAS") {
   // Sets AOTI_CUDA_CUBLAS for the cases, then restores what was there.
   const char* before = std::getenv("AOTI_CUDA_CUBLAS");

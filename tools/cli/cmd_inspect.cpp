@@ -62,6 +62,7 @@ nlohmann::json value_json(const aoti_cuda::ValueSpec& v) {
 // Where an operator shim comes from: ExecuTorch's own custom ops (its CUDA backend, 1.3 and
 // later, exports quantized linears as executorch_cuda::int*_plain_mm) or an ATen fallback op.
 const char* op_origin(const std::string& name) {
+  if (aoti_cuda::is_aoti_cuda_own_shim(name)) return "aoti_cuda custom op: only aoti_cuda runs it";
   for (const char* op : {"int4_plain_mm", "int5_plain_mm", "int6_plain_mm", "int8_plain_mm"}) {
     if (name == std::string("aoti_torch_cuda_") + op) return "executorch_cuda custom op (ExecuTorch 1.3+)";
   }
@@ -98,9 +99,14 @@ nlohmann::json library_json(const aoti_cuda::DelegateSpec& d, const aoti_cuda::L
     je["checks"].push_back({{"name", c.name}, {"status", aoti_cuda::to_string(c.status)}, {"detail", c.detail}});
   }
   je["op_shims"] = nlohmann::json::array();
+  std::vector<std::string> own;
   for (const auto& s : r.op_shims) {
-    je["op_shims"].push_back({{"name", s.name}, {"provided", s.provided}, {"origin", op_origin(s.name)}});
+    je["op_shims"].push_back({{"name", s.name}, {"provided", s.provided}, {"origin", op_origin(s.name)},
+                              {"aoti_cuda_only", s.aoti_cuda_only}});
+    if (s.aoti_cuda_only) own.push_back(s.name);
   }
+  // A library that calls one of aoti_cuda's own shims cannot run on another runtime (issue 32: labelled as such).
+  je["needs_aoti_cuda_shims"] = own;
   je["missing_imports"] = r.missing_imports;
   je["version_needs"] = nlohmann::json::array();
   for (const auto& v : r.version_needs) je["version_needs"].push_back(v.file + " " + v.version);
@@ -216,17 +222,22 @@ int run_inspect(const InspectArgs& a) {
   // executing the libraries; checks that could not be made are listed as such.
   doc["runnable"] = runnable;
   // The imports no library of the file can get from this build, over every method.
-  std::vector<std::string> missing;
+  // And aoti_cuda's own operator shims any library calls: such a program runs on aoti_cuda only.
+  std::vector<std::string> missing, own;
+  auto add_once = [](std::vector<std::string>& v, const std::string& x) {
+    if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+  };
   for (const auto& m : doc["methods"]) {
     for (const auto& d : m["delegates"]) {
       if (!d["so"].contains("elf")) continue;
-      for (const auto& s : d["so"]["elf"]["missing_imports"]) {
-        if (std::find(missing.begin(), missing.end(), s.get<std::string>()) == missing.end()) missing.push_back(s);
-      }
+      for (const auto& s : d["so"]["elf"]["missing_imports"]) add_once(missing, s.get<std::string>());
+      for (const auto& s : d["so"]["elf"]["needs_aoti_cuda_shims"]) add_once(own, s.get<std::string>());
     }
   }
   std::sort(missing.begin(), missing.end());
+  std::sort(own.begin(), own.end());
   doc["missing_imports"] = missing;
+  doc["needs_aoti_cuda_shims"] = own;
   if (a.json) {
     std::printf("%s\n", doc.dump(2).c_str());
   } else {

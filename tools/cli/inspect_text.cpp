@@ -42,6 +42,10 @@ void print_library(const nlohmann::json& e) {
                   s["origin"].get<std::string>().c_str());
     }
   }
+  if (!e["needs_aoti_cuda_shims"].empty()) {
+    std::printf("    needs aoti_cuda's own shims: %s (no other runtime, ExecuTorch's included, can run this library)\n",
+                join(e["needs_aoti_cuda_shims"], " ").c_str());
+  }
   std::printf("    checks against this machine:\n");
   for (const auto& c : e["checks"]) {
     std::printf("      %-17s %-11s %s\n", c["name"].get<std::string>().c_str(), c["status"].get<std::string>().c_str(),
@@ -128,6 +132,10 @@ void print_inspect_text(const nlohmann::json& doc) {
   std::printf("exporter: %s\n", doc["exporter"].empty() ? "(no CUDA delegate)" : join(doc["exporter"], "; ").c_str());
   std::printf("imports this build lacks: %s\n",
               doc["missing_imports"].empty() ? "none" : join(doc["missing_imports"], " ").c_str());
+  if (!doc["needs_aoti_cuda_shims"].empty()) {
+    std::printf("aoti_cuda only: calls aoti_cuda's own shims %s (exported with aoti_cuda's custom operators)\n",
+                join(doc["needs_aoti_cuda_shims"], " ").c_str());
+  }
   std::printf("data files: %s\n", doc["data_files"].empty() ? "(none)" : join(doc["data_files"], ", ").c_str());
   std::printf("GPU checked against: %s\n", doc["gpu"].get<std::string>().c_str());
   std::printf("named data (%zu):\n", doc["named_data"].size());

@@ -13,14 +13,25 @@ list of allowed fallback kernels accepts that kernel (FLASH_KERNEL_NAMES). Other
 list of methods whose lowering emitted the flash kernel (filled during the lowering), so the caller can say when a
 method fell back to MATH (flash attention not applicable to its SDPA, e.g. an explicit mask).
 
-Stdlib only (the backend class and the context factory are passed in), so test_sdpa_backend.py runs without torch.
+decode_op(backend_cls, methods, make_shims, names) (--sdpa decode-op) patches the backend so that the named methods
+(decode), whose model calls aoti_cuda's custom operator aoti_cuda::aoti_cuda_decode_attention
+(llm/decode_attention_op.py) instead of a masked SDPA, are compiled with that operator mapped to its C shim:
+`aot_inductor.custom_ops_to_c_shims` in their AOTInductor options gets make_shims()'s {OpOverload: [C declaration]}
+(merged with any entries the backend sets itself, e.g. ExecuTorch 1.3+'s int4_plain_mm), so AOTInductor writes the
+declaration into the generated wrapper and calls aoti_torch_cuda_aoti_cuda_decode_attention directly; and the
+backend's list of allowed fallback kernels accepts the operator under `names` (its check sees the operator's schema
+name, aoti_cuda::aoti_cuda_decode_attention, on the C-shim code path; the shim's name is listed too, as ExecuTorch
+lists both forms for its own custom ops). Yields the methods whose lowering asked for it.
+
+Stdlib only (the backend class, the context factory and the shim map are passed in), so test_sdpa_backend.py runs
+without torch.
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
-from typing import Callable, Iterable, List
+from typing import Callable, Dict, Iterable, List
 
 from gemm_backend import restore_classmethods
 
@@ -85,3 +96,51 @@ def flash_attention(backend_cls, methods: Iterable[str], make_context: Callable[
         yield emitted
     finally:
         restore_classmethods(backend_cls, _PATCHED, saved)
+
+
+CUSTOM_SHIMS_OPTION = "aot_inductor.custom_ops_to_c_shims"
+_DECODE_OP_PATCHED = ("preprocess", "get_aoti_compile_options", "get_supported_fallback_kernels")
+
+
+@contextlib.contextmanager
+def decode_op(backend_cls, methods: Iterable[str], make_shims: Callable[[], Dict[object, List[str]]],
+              names: Iterable[str]):
+    """Within the block, backend_cls lowers `methods` with a custom operator mapped to its C shim (see the module
+    docstring): make_shims() (called per lowering) is merged into their `aot_inductor.custom_ops_to_c_shims`, and
+    their fallback check also accepts `names`. Other methods are lowered unchanged. The three classmethods are restored
+    on exit, also after an exception."""
+    op_methods = set(methods)
+    saved = {name: backend_cls.__dict__[name] for name in _DECODE_OP_PATCHED if name in backend_cls.__dict__}
+    raw = {name: inspect.getattr_static(backend_cls, name) for name in _DECODE_OP_PATCHED}
+    emitted: List[str] = []
+    current = {"method": None}
+
+    def preprocess(cls, edge_program, compile_specs):
+        current["method"] = cls.method_name_from_compile_specs(compile_specs)
+        try:
+            return raw["preprocess"].__get__(None, cls)(edge_program, compile_specs)
+        finally:
+            current["method"] = None
+
+    def get_aoti_compile_options(cls, compile_specs):
+        options = dict(raw["get_aoti_compile_options"].__get__(None, cls)(compile_specs))
+        if cls.method_name_from_compile_specs(compile_specs) in op_methods:
+            shims = dict(options.get(CUSTOM_SHIMS_OPTION) or {})
+            for op, declarations in make_shims().items():
+                shims[op] = list(shims.get(op, [])) + [d for d in declarations if d not in shims.get(op, [])]
+            options[CUSTOM_SHIMS_OPTION] = shims
+        return options
+
+    def get_supported_fallback_kernels(cls):
+        base = raw["get_supported_fallback_kernels"].__get__(None, cls)()
+        if current["method"] not in op_methods:
+            return base
+        return AlsoAccepts(base, names, current["method"], emitted)
+
+    backend_cls.preprocess = classmethod(preprocess)
+    backend_cls.get_aoti_compile_options = classmethod(get_aoti_compile_options)
+    backend_cls.get_supported_fallback_kernels = classmethod(get_supported_fallback_kernels)
+    try:
+        yield emitted
+    finally:
+        restore_classmethods(backend_cls, _DECODE_OP_PATCHED, saved)

@@ -2,7 +2,8 @@
 """Export the benchmark LLM (model.py) with ExecuTorch 1.2's CUDA backend: prefill + decode.
 
     python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
-        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash] [--fusion executorch|inductor] [--layers N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
+        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash|decode-op] [--fusion executorch|inductor] [--layers N]
+        [--max-ctx N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
 
 Writes DIR/llm.pte, DIR/aoti_cuda_blob.ptd and DIR/manifest.json (config, methods, timings by
 phase, sizes, and `reference`: the greedy tokens eager PyTorch generates on the same weights for the
@@ -36,7 +37,13 @@ Attention (--sdpa, in the manifest as "sdpa"; "flash_methods" lists the methods 
 `triton` keeps the backend's Triton SDPA kernel; `decomposed` lowers SDPA as matmuls + softmax; `mixed` does that
 for decode only; `flash` decomposes decode's SDPA as `mixed` and keeps prefill's as PyTorch's flash attention
 (../sdpa_backend.py), called through aoti_torch_cuda__scaled_dot_product_flash_attention, which aoti_cuda runs
-with its own kernel (a runtime without that shim cannot run such a program).
+with its own kernel (a runtime without that shim cannot run such a program). `decode-op`: decode's attention calls
+aoti_cuda's custom operator aoti_cuda::aoti_cuda_decode_attention (decode_attention_op.py; eager: the same masked
+SDPA), mapped to its C shim aoti_torch_cuda_aoti_cuda_decode_attention through AOTInductor's
+aot_inductor.custom_ops_to_c_shims (../sdpa_backend.py, decode_op), a kernel whose cost grows with the position, not
+the cache size; prefill as `mixed` (the backend's Triton SDPA). Only aoti_cuda runs such a program ("decode_op_methods"
+in the manifest; `aoti_cuda inspect` says so). --max-ctx sets the cache length (e.g. 4096 for the position sweep of
+issue 32).
 """
 
 from __future__ import annotations
@@ -105,7 +112,7 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
-SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash")
+SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op")
 
 
 def sdpa_decomposed(method: str, sdpa: str) -> bool:
@@ -124,6 +131,21 @@ def sdpa_flash(method: str, sdpa: str) -> bool:
     if sdpa not in SDPA_CHOICES:
         raise ValueError(f"--sdpa {sdpa!r}: expected one of {', '.join(SDPA_CHOICES)}")
     return sdpa == "flash" and method != "decode"
+
+
+def sdpa_decode_op(method: str, sdpa: str) -> bool:
+    """Whether `method` attends through aoti_cuda's decode attention operator (--sdpa decode-op: decode only; its
+    SDPA is gone from the graph, so prefill is lowered as in "mixed")."""
+    if sdpa not in SDPA_CHOICES:
+        raise ValueError(f"--sdpa {sdpa!r}: expected one of {', '.join(SDPA_CHOICES)}")
+    return sdpa == "decode-op" and method == "decode"
+
+
+def decode_op_shims():
+    """{OpOverload: [C declaration]} of aoti_cuda's decode attention operator (imported with torch)."""
+    import decode_attention_op
+
+    return decode_attention_op.custom_ops_to_c_shims()
 
 
 @contextlib.contextmanager
@@ -158,8 +180,8 @@ def bf16_math_sdpa(enabled: bool, backends=None):
 
 def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
     """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py). Returns the program, {extern kernel
-    name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton), and the methods that kept PyTorch's
-    flash attention (--sdpa flash).
+    name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton), the methods that kept PyTorch's
+    flash attention (--sdpa flash) and those that call aoti_cuda's decode attention shim (--sdpa decode-op).
 
     sdpa "triton" keeps the backend's default (its own Triton SDPA kernel replaces aten SDPA);
     "decomposed" sets the backend's compile spec triton_kernel_mode=OFF, so SDPA is decomposed into
@@ -174,25 +196,36 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
 
     def specs(name):
         out = [CudaBackend.generate_method_name_compile_spec(name)]
-        if sdpa_decomposed(name, sdpa) or sdpa_flash(name, sdpa):
+        if sdpa_decomposed(name, sdpa) or sdpa_flash(name, sdpa) or sdpa_decode_op(name, sdpa):
+            # decode-op: no SDPA is left in decode; OFF keeps the backend's SDPA replacement pass out of it.
             out.append(CompileSpec("triton_kernel_mode", b"OFF"))
         return out
 
     partitioners = {name: [CudaPartitioner(specs(name))] for name in programs}
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
     flash_methods = [n for n in programs if sdpa_flash(n, sdpa)]
-    # Entered after gemm_context: the flash patch wraps the GEMM patch's list of allowed kernels.
+    op_methods = [n for n in programs if sdpa_decode_op(n, sdpa)]
+    import decode_attention_op  # the operator must be registered before the lowering meets it
+
+    # Entered after gemm_context: the flash and decode-op patches wrap the GEMM patch's options and allowed kernels.
     with gemm_backend.fusion_context(fusion, CudaBackend), gemm_backend.gemm_context(gemm, CudaBackend) as accepted, \
             sdpa_backend.flash_attention(CudaBackend, flash_methods, flash_sdpa_context) as emitted, \
+            sdpa_backend.decode_op(CudaBackend, op_methods, decode_op_shims,
+                                   (decode_attention_op.QUALIFIED, decode_attention_op.SHIM)) as op_emitted, \
             bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
+    for name in op_methods:
+        if name in op_emitted:
+            print(f"sdpa=decode-op: {name} calls {decode_attention_op.SHIM}", flush=True)
+        else:
+            print(f"sdpa=decode-op: warning: {name}'s lowering never asked for the operator", flush=True)
     for name in flash_methods:
         if name in emitted:
             print(f"sdpa=flash: {name} calls {sdpa_backend.FLASH_KERNEL}", flush=True)
         else:
             print(f"sdpa=flash: warning: {name} did not keep flash attention (its SDPA was decomposed)", flush=True)
-    return et_program, dict(accepted), list(emitted)
+    return et_program, dict(accepted), list(emitted), list(op_emitted)
 
 
 def flash_sdpa_context():
@@ -214,12 +247,15 @@ def parse_args(argv):
                     help="triton: the backend's own Triton SDPA kernel (its default); decomposed: the backend's "
                          "triton_kernel_mode=OFF, SDPA as matmuls + softmax (with --gemm cublas: cuBLAS bmm); "
                          "mixed: decomposed in decode only, prefill keeps the Triton SDPA kernel; flash: decode "
-                         "decomposed, prefill calls PyTorch's flash attention (aoti_cuda's kernel; see ../sdpa_backend.py)")
+                         "decomposed, prefill calls PyTorch's flash attention (aoti_cuda's kernel; see ../sdpa_backend.py); "
+                         "decode-op: decode calls aoti_cuda's own decode attention shim (cost grows with the position), "
+                         "prefill as mixed; only aoti_cuda runs it")
     ap.add_argument("--fusion", choices=gemm_backend.FUSION_CHOICES, default="executorch",
                     help="executorch: the backend's Inductor settings; inductor: AOTInductor's defaults for "
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
     ap.add_argument("--layers", type=int, help="override n_layers")
     ap.add_argument("--max-prefill", type=int, help="override max_prefill (dynamic bound of T)")
+    ap.add_argument("--max-ctx", type=int, help="override max_ctx (the KV cache length, e.g. 4096)")
     ap.add_argument("--prefill-hint", type=int, default=128, help="example T: Inductor tunes prefill GEMMs for it")
     ap.add_argument("--reference-prompt", type=int, default=128, help="prompt length of the recorded reference")
     ap.add_argument("--reference-tokens", type=int, default=32, help="greedy tokens recorded from eager (0: none)")
@@ -254,7 +290,7 @@ def prepare_model(args, cfg, device, times):
     return model, reference
 
 
-def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods):
+def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods, op_methods):
     import pte_inspect  # the .so files' aoti_torch_* / CUDA imports: what a runtime must provide
     import torch
 
@@ -276,6 +312,7 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         "gemm_kernels": gemm_kernels,
         "sdpa": args.sdpa,
         "flash_methods": flash_methods,
+        "decode_op_methods": op_methods,  # these call aoti_cuda's own shim: only aoti_cuda runs the program
         "fusion": args.fusion,
         "methods": {k: v for k, v in signatures.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
@@ -287,6 +324,15 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         "stub_backend": bool(args.stub_backend),
         "torch": torch.__version__,
     }
+    if args.sdpa == "decode-op":
+        import decode_attention_op
+
+        text = json.dumps(imports)
+        if decode_attention_op.SHIM not in text:
+            print(f"sdpa=decode-op: warning: the libraries do not import {decode_attention_op.SHIM}", flush=True)
+        if "proxy_executor" in text:  # Inductor's runtime-dispatch path, which needs libtorch: not runnable here
+            print("sdpa=decode-op: warning: the libraries call the operator through AOTInductor's proxy executor",
+                  flush=True)
     if flash_methods and sdpa_backend.FLASH_KERNEL not in json.dumps(imports):
         print(f"sdpa=flash: warning: the libraries do not import {sdpa_backend.FLASH_KERNEL}", flush=True)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:  # written last: marks a complete export
@@ -303,7 +349,7 @@ def main(argv=None) -> int:
 
     from model import get_config
 
-    cfg = get_config(args.config, n_layers=args.layers, max_prefill=args.max_prefill)
+    cfg = get_config(args.config, n_layers=args.layers, max_prefill=args.max_prefill, max_ctx=args.max_ctx)
     if args.stub_backend:
         export_models._install_stub_backend(args.stub_backend)
     elif not torch.cuda.is_available():
@@ -317,11 +363,15 @@ def main(argv=None) -> int:
           flush=True)
     model, reference = prepare_model(args, cfg, device, times)
 
+    if args.sdpa == "decode-op":
+        from model import use_decode_attention_op
+
+        use_decode_attention_op(model)  # before torch.export; after the eager reference, which stays plain PyTorch
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
-    et_program, gemm_kernels, flash_methods = timed(times, "lower_s", lower, programs, args.gemm, args.sdpa,
-                                                    args.fusion)
+    et_program, gemm_kernels, flash_methods, op_methods = timed(times, "lower_s", lower, programs, args.gemm,
+                                                                args.sdpa, args.fusion)
     print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
     if args.gemm == "cublas":
         print(f"gemm=cublas: extern GEMM kernels accepted: {json.dumps(gemm_kernels)}", flush=True)
@@ -333,7 +383,7 @@ def main(argv=None) -> int:
     times["write_s"] = time.time() - t0
     times["total_s"] = time.time() - t_all
     print("EXPORT_TIME " + " ".join(f"{k}={v:.1f}" for k, v in times.items()), flush=True)
-    write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods)
+    write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods, op_methods)
     return 0
 
 

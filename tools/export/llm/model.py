@@ -31,6 +31,9 @@ bf16, equal head counts for q/k/v (no enable_gqa) and a boolean mask [B, 1, L_q,
   - decode folds the n_rep query heads of each KV head into the query-length axis
     (q [1, H, 1, D] -> [1, H_kv, n_rep, D]) and attends straight over the cache with the mask
     `position <= pos`: no copy of the cache per step.
+use_decode_attention_op(model) makes decode call aoti_cuda's custom operator
+aoti_cuda::aoti_cuda_decode_attention instead (decode_attention_op.py: the same masked attention in eager; in a
+program exported with --sdpa decode-op, a kernel whose cost grows with pos, not max_ctx).
 
 Weights: random, from a fixed seed, generated per tensor (seed derived from the config seed and the
 parameter name), independent of construction order. They depend on the device's generator: every
@@ -142,6 +145,7 @@ class Attention(nn.Module):
         cache = (1, cfg.n_kv_heads, cfg.max_ctx, hd)
         self.register_buffer("k_cache", torch.zeros(cache, dtype=dtype))
         self.register_buffer("v_cache", torch.zeros(cache, dtype=dtype))
+        self.decode_op = False  # decode through aoti_cuda's operator (use_decode_attention_op)
 
     def forward(self, x, cos, sin, pos, mask):
         """x: [1, T, dim]; pos: i64[T] cache positions; mask: None for prefill (causal over the
@@ -166,6 +170,10 @@ class Attention(nn.Module):
             vr = v.contiguous()[:, :, :, None].expand(1, t, hkv, cfg.n_rep, hd).reshape(1, t, h, hd).transpose(1, 2)
             y = F.scaled_dot_product_attention(q, kr, vr, is_causal=True)  # [1, h, T, hd]
             y = y.transpose(1, 2).reshape(1, t, h * hd)
+        elif self.decode_op:
+            # One row per query head over the cache, positions 0..pos; the operator serves each group's heads.
+            y = torch.ops.aoti_cuda.aoti_cuda_decode_attention(q, self.k_cache, self.v_cache, pos, 1.0 / math.sqrt(hd))
+            y = y.reshape(1, 1, h * hd)
         else:
             qg = q.reshape(1, hkv, cfg.n_rep, hd)  # T == 1: query heads of a group as rows
             y = F.scaled_dot_product_attention(qg, self.k_cache, self.v_cache, attn_mask=mask)
@@ -239,6 +247,15 @@ class Llama(nn.Module):
         for layer in self.layers:
             layer.attention.k_cache.zero_()
             layer.attention.v_cache.zero_()
+
+
+def use_decode_attention_op(model: Llama, enabled: bool = True) -> None:
+    """Decode's attention through aoti_cuda::aoti_cuda_decode_attention (registered on first use) instead of a
+    masked SDPA over the whole cache; prefill is unchanged."""
+    if enabled:
+        import decode_attention_op  # noqa: F401  (defines the operator)
+    for layer in model.layers:
+        layer.attention.decode_op = enabled
 
 
 class PrefillMethod(nn.Module):

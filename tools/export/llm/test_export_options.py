@@ -7,7 +7,8 @@ bf16_math_sdpa (what --sdpa decomposed wraps the lowering in): turns PyTorch's
 allow_fp16_bf16_reduction_math_sdp on inside the block only, restores the value it found (also after an
 exception), changes nothing when disabled, and says so when the torch it runs with has no such switch.
 sdpa_decomposed / sdpa_flash: which methods --sdpa decomposes (mixed and flash: decode only) and which keep flash
-attention (flash: prefill only); an unknown choice is refused.
+attention (flash: prefill only); sdpa_decode_op: decode-op sends decode (only) through aoti_cuda's operator and
+decomposes nothing; an unknown choice is refused; --max-ctx reaches the config.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from export_llm import bf16_math_sdpa, parse_args, sdpa_decomposed, sdpa_flash  # noqa: E402
+from export_llm import bf16_math_sdpa, parse_args, sdpa_decode_op, sdpa_decomposed, sdpa_flash  # noqa: E402
 
 
 class FakeBackends:
@@ -62,7 +63,16 @@ def main() -> int:
           sdpa_flash("prefill", "flash") and not sdpa_flash("decode", "flash"))
     check("sdpa other than flash: no method keeps flash attention",
           not any(sdpa_flash(m, c) for m in ("prefill", "decode") for c in ("triton", "decomposed", "mixed")))
-    for fn in (sdpa_decomposed, sdpa_flash):
+    check("sdpa decode-op: decode through the operator, prefill not, nothing decomposed or flash",
+          sdpa_decode_op("decode", "decode-op") and not sdpa_decode_op("prefill", "decode-op")
+          and not any(sdpa_decomposed(m, "decode-op") or sdpa_flash(m, "decode-op") for m in ("prefill", "decode")))
+    check("sdpa other than decode-op: no method through the operator",
+          not any(sdpa_decode_op(m, c) for m in ("prefill", "decode") for c in ("triton", "decomposed", "mixed", "flash")))
+    check("--sdpa decode-op and --max-ctx on the command line",
+          parse_args(["--out", "x", "--sdpa", "decode-op", "--max-ctx", "4096"]).sdpa == "decode-op"
+          and parse_args(["--out", "x", "--max-ctx", "4096"]).max_ctx == 4096
+          and parse_args(["--out", "x"]).max_ctx is None)
+    for fn in (sdpa_decomposed, sdpa_flash, sdpa_decode_op):
         try:
             fn("decode", "cudnn")
             check(f"{fn.__name__}: an unknown choice is refused", False)

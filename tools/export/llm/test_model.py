@@ -8,7 +8,10 @@
 - decode step by step from a 2-token prefill reaches the same logits as one prefill;
 - the cache matters (decode on an empty cache differs), and prefill resets earlier state;
 - weights are the same for the same seed and differ for another; num_params() counts them;
-- torch.export of both methods succeeds with T dynamic (what export_llm.py runs before lowering).
+- torch.export of both methods succeeds with T dynamic (what export_llm.py runs before lowering);
+- aoti_cuda's decode attention operator (decode_attention_op.py, --sdpa decode-op): against a float64 softmax
+  reference with grouped-query heads and one position per sequence, decode through it gives the masked model's
+  logits, and torch.export keeps it as one opaque node (no masked SDPA left in decode).
 """
 
 from __future__ import annotations
@@ -17,6 +20,60 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def check_decode_op(check, cfg) -> None:
+    import torch
+
+    import decode_attention_op  # noqa: F401
+    from export_llm import export_methods
+    from model import build_model, prompt_tokens, use_decode_attention_op
+
+    op = torch.ops.aoti_cuda.aoti_cuda_decode_attention
+    g = torch.Generator().manual_seed(3)
+    b, hkv, group, length, d = 2, 2, 4, 40, 16
+    q = torch.randn(b, hkv * group, 1, d, generator=g, dtype=torch.float64)
+    k = torch.randn(b, hkv, length, d, generator=g, dtype=torch.float64)
+    v = torch.randn(b, hkv, length, d, generator=g, dtype=torch.float64)
+    worst = 0.0
+    for pos in ([0], [17], [39], [5, 33]):
+        out = op(q, k, v, torch.tensor(pos), 0.3)
+        for bi in range(b):
+            n = pos[0 if len(pos) == 1 else bi] + 1
+            for h in range(hkv * group):
+                kv = h // group
+                p = torch.softmax(0.3 * (k[bi, kv, :n] @ q[bi, h, 0]), dim=0)
+                worst = max(worst, float((p @ v[bi, kv, :n] - out[bi, h, 0]).abs().max()))
+    check(f"decode op == float64 softmax over positions 0..pos (GQA, per-sequence pos; max err {worst:.1e})",
+          worst < 1e-12)
+    check("decode op output is contiguous [B, H, 1, D]",
+          out.shape == (b, hkv * group, 1, d) and out.is_contiguous())
+    try:
+        op(q.reshape(b, hkv * group // 2, 2, d), k, v, torch.tensor([3]), 0.3)
+        check("decode op refuses more than one query row", False)
+    except Exception as e:  # noqa: BLE001  (the custom-op wrapper may re-raise it as another type)
+        check("decode op refuses more than one query row", "must be [B, H, 1, D]" in str(e))
+
+    m = build_model(cfg, device="cpu", dtype=torch.float32)
+    toks = prompt_tokens(12, cfg.vocab)
+    with torch.no_grad():
+        m.prefill(toks[:, :11])
+        masked, _ = m.decode(toks[:, 11:12], torch.tensor([11]))
+        use_decode_attention_op(m)
+        m.prefill(toks[:, :11])
+        through_op, _ = m.decode(toks[:, 11:12], torch.tensor([11]))
+        use_decode_attention_op(m, False)
+    check("decode through the op == masked decode", torch.allclose(masked, through_op, atol=1e-5, rtol=1e-5))
+
+    bf = build_model(cfg, device="cpu")
+    use_decode_attention_op(bf)
+    progs = export_methods(bf, cfg, 16, "cpu")
+    dec = [str(n.target) for n in progs["decode"].graph.nodes if n.op == "call_function"]
+    pre = [str(n.target) for n in progs["prefill"].graph.nodes if n.op == "call_function"]
+    check("export with the op: one call per layer in decode, no SDPA left there",
+          dec.count("aoti_cuda.aoti_cuda_decode_attention.default") == cfg.n_layers
+          and "aten.scaled_dot_product_attention.default" not in dec)
+    check("export with the op: prefill keeps its SDPA", "aten.scaled_dot_product_attention.default" in pre)
 
 
 def main() -> int:
@@ -72,6 +129,8 @@ def main() -> int:
     check("export: prefill and decode", set(progs) == {"prefill", "decode"})
     check("export: attention stays one SDPA op (for the backend's Triton kernel)",
           "aten.scaled_dot_product_attention.default" in ops)
+    check_decode_op(check, cfg)
+
     failed = results.count(False)
     print(f"llm model: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

@@ -1,0 +1,156 @@
+// Shim operator: aoti_torch_cuda_aoti_cuda_decode_attention, aoti_cuda's own shim for the custom
+// operator aoti_cuda::aoti_cuda_decode_attention (tools/export/llm/decode_attention_op.py). An
+// exporter that lists that operator in AOTInductor's aot_inductor.custom_ops_to_c_shims gets this
+// call in the generated code instead of a decomposed, masked attention over the whole cache.
+// Inductor names a custom op's shim aoti_torch_<device>_<operator name>, dropping the namespace:
+// the operator's name repeats "aoti_cuda" so that the C name cannot collide with another
+// project's decode_attention. Validation and the output here; the kernels are in
+// decode_attention.cu.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "aoti_cuda/dtype.hpp"
+#include "aoti_cuda/shim.h"
+#include "common/kernel_timer.hpp"
+#include "shim/allocator.hpp"
+#include "shim/error_state.hpp"
+#include "shim/ops/decode_attention.hpp"
+#include "shim/tensor_object.hpp"
+
+namespace aoti_cuda {
+namespace shim {
+namespace {
+
+constexpr int32_t kBFloat16 = static_cast<int32_t>(DType::kBFloat16);
+constexpr int32_t kFloat16 = static_cast<int32_t>(DType::kFloat16);
+constexpr int32_t kInt64 = static_cast<int32_t>(DType::kInt64);
+constexpr int64_t kMaxGrid = 65535;  // grid y (kv heads x sub-groups, and query heads) and z (batch)
+
+const AtenTensorOpaque& operand(AtenTensorHandle h, const char* name, const char* layout) {
+  const AtenTensorOpaque& t = *checked_defined(h, name);
+  expect(t.dim() == 4, [&] { return std::string(name) + " must be 4-d " + layout + ", got " + t.describe(); });
+  expect(t.dtype == kBFloat16 || t.dtype == kFloat16,
+         [&] { return std::string(name) + " must be bfloat16 or float16, got " + t.describe(); });
+  expect(t.strides[3] == 1 || t.sizes[3] == 1, [&] {
+    return std::string(name) + " must have a unit-stride last dimension, got " + t.describe();
+  });
+  return t;
+}
+
+// Checked after the metadata, so that CPU tensors get the same diagnostics (unit tests run without a GPU).
+void expect_cuda(const AtenTensorOpaque& t, const char* name, int device) {
+  expect(t.storage->is_cuda(), [&] { return std::string(name) + " must be a CUDA tensor, got " + t.describe(); });
+  expect(t.storage->device_index == device, [&] {
+    return std::string(name) + " must be on the query's device (cuda:" + std::to_string(device) + "), got " +
+           t.describe();
+  });
+}
+
+decode_attention::Problem validate(const AtenTensorOpaque& q, const AtenTensorOpaque& k, const AtenTensorOpaque& v,
+                                   const AtenTensorOpaque& pos, double scale) {
+  expect(k.dtype == q.dtype && v.dtype == q.dtype, [&] {
+    return "q, k_cache and v_cache must have one dtype, got " + q.describe() + ", " + k.describe() + ", " +
+           v.describe();
+  });
+  const int64_t batch = q.sizes[0], heads = q.sizes[1], dim = q.sizes[3];
+  const int64_t kv_heads = k.sizes[1], cache_len = k.sizes[2];
+  expect(q.sizes[2] == 1, [&] {
+    return "q must hold one query row per head ([batch, heads, 1, head_dim]: decode), got " + q.describe();
+  });
+  expect(k.sizes[0] == batch && k.sizes[3] == dim && v.sizes == k.sizes, [&] {
+    return "k_cache and v_cache must both be [batch, kv_heads, cache_len, head_dim] with q's batch and head_dim, "
+           "got q " + format_dims(q.sizes) + ", k_cache " + format_dims(k.sizes) + ", v_cache " + format_dims(v.sizes);
+  });
+  expect(kv_heads > 0 && heads % kv_heads == 0, [&] {
+    return "query heads (" + std::to_string(heads) + ") must be a multiple of key/value heads (" +
+           std::to_string(kv_heads) + ")";
+  });
+  expect(decode_attention::supports_head_dim(dim), [&] {
+    return "head_dim " + std::to_string(dim) + " is not supported by aoti_cuda's decode attention kernel (64 or 128)";
+  });
+  expect(pos.dtype == kInt64, [&] { return "input_pos must be int64, got " + pos.describe(); });
+  expect(pos.dim() <= 1 && (pos.numel() == 1 || (pos.dim() == 1 && pos.sizes[0] == batch)), [&] {
+    return "input_pos must hold one position ([1], or [batch] for one per sequence), got " + pos.describe() +
+           " for batch " + std::to_string(batch);
+  });
+  expect(std::isfinite(scale), [&] { return "scale must be finite, got " + std::to_string(scale); });
+  expect(batch <= kMaxGrid && heads <= kMaxGrid, [&] {
+    return "too large for the kernel's grid: batch " + std::to_string(batch) + ", heads " + std::to_string(heads);
+  });
+
+  decode_attention::Problem p;
+  p.batch = batch;
+  p.heads = heads;
+  p.kv_heads = kv_heads;
+  p.cache_len = cache_len;
+  p.head_dim = static_cast<int>(dim);
+  p.q_stride[0] = q.strides[0];
+  p.q_stride[1] = q.strides[1];
+  for (int d = 0; d < 3; ++d) {
+    p.k_stride[d] = k.strides[d];
+    p.v_stride[d] = v.strides[d];
+  }
+  p.pos_stride = pos.numel() == 1 ? 0 : pos.strides[0];
+  p.scale = static_cast<float>(scale);
+  p.fp16 = q.dtype == kFloat16;
+  p.k = k.data_ptr();
+  p.v = v.data_ptr();
+  // 16-byte vector reads of K and V rows; a KV cache buffer (contiguous, from the allocator) always qualifies.
+  expect(decode_attention::aligned(p), [&] {
+    return "k_cache and v_cache must be 16-byte aligned with strides that are multiples of 8 elements, got " +
+           k.describe() + ", " + v.describe();
+  });
+  return p;
+}
+
+}  // namespace
+}  // namespace shim
+}  // namespace aoti_cuda
+
+extern "C" {
+
+AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention(AtenTensorHandle q, AtenTensorHandle k_cache,
+                                                          AtenTensorHandle v_cache, AtenTensorHandle input_pos,
+                                                          double scale, AtenTensorHandle* ret0) {
+  using namespace aoti_cuda::shim;
+  return shim_call(__func__, [&] {
+    AtenTensorHandle& out_handle = out_param(ret0, "ret0 (the attention output)");
+    out_handle = nullptr;
+    const AtenTensorOpaque& qt = operand(q, "q", "[batch, heads, 1, head_dim]");
+    const AtenTensorOpaque& kt = operand(k_cache, "k_cache", "[batch, kv_heads, cache_len, head_dim]");
+    const AtenTensorOpaque& vt = operand(v_cache, "v_cache", "[batch, kv_heads, cache_len, head_dim]");
+    const AtenTensorOpaque& pt = *checked_defined(input_pos, "input_pos");
+    decode_attention::Problem p = validate(qt, kt, vt, pt, scale);
+    expect(qt.storage->is_cuda(), [&] { return "q must be a CUDA tensor, got " + qt.describe(); });
+    const int device = qt.storage->device_index;
+    expect_cuda(kt, "k_cache", device);
+    expect_cuda(vt, "v_cache", device);
+    // The position stays on the device: the kernels read it, so a CUDA graph replays for any position.
+    expect_cuda(pt, "input_pos", device);
+    p.q = qt.data_ptr();
+    p.pos = reinterpret_cast<const int64_t*>(pt.data_ptr());
+
+    // The output is contiguous, as the operator's fake implementation declares it to Inductor.
+    HandleGuard out;
+    out.handle = new_empty_strided("decode attention output", 4, qt.sizes.data(), nullptr, qt.dtype,
+                                   static_cast<int32_t>(aoti_cuda::DeviceType::kCUDA), device, false);
+    p.out = out.handle->data_ptr();
+
+    DeviceSwitch on_device(device);
+    void* stream = current_stream(device);
+    // Stream-ordered scratch (inside a CUDA-graph capture: the capture's arena), freed after the kernels.
+    const std::size_t bytes = decode_attention::scratch_bytes(p);
+    StreamScratch scratch(bytes, device, stream);
+    aoti_cuda::common::KernelTimer::Launch timed(aoti_cuda::common::KernelTimer::current(), nullptr,
+                                                 "aoti_cuda decode attention", stream);
+    const int err = decode_attention::launch(p, scratch.get(), stream);
+    timed.done(err == 0);
+    if (err != 0) throw_cuda_error(err, "decode attention kernel launch");
+    out_handle = out.release();
+  });
+}
+
+}  // extern "C"

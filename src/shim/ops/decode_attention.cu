@@ -1,0 +1,316 @@
+// The decode attention kernels; see decode_attention.hpp for what they compute and how.
+//
+// Pass 1, one block of kWarps warps per (chunk, kv head [x head sub-group], batch):
+//   0. every thread requests its K and V vectors of the chunk (16 bytes per row, below) into registers at once;
+//   1. the block's kHeads query rows, times scale * log2(e), into shared memory as float;
+//   2. scores: a row of K is held by kLanes = head_dim / 8 lanes, 16 bytes each (so a warp reads
+//      32 / kLanes rows per step, coalesced); each lane takes its 8-element slice of the dot
+//      product for every query head, and the lanes of the row add them up with shuffles;
+//   3. per query head, the chunk's maximum and the sum of 2^(s - max), one warp per head;
+//   4. p.V: the same row-per-lane-group split over V, every thread accumulating its 8 output
+//      columns for every query head over its rows; the row groups of a warp are added with
+//      shuffles, the warps through shared memory;
+//   5. per query head: the chunk's output divided by its sum, and max + log2(sum), to scratch.
+// Pass 2, one block of head_dim threads per (query head, batch): the chunks below n, weighted
+// by 2^(lse_c - max lse) and normalized; thread d writes column d.
+// Scores live in the log2 domain (exp2f), which saves a multiply per exponential.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "shim/ops/decode_attention.hpp"
+
+namespace aoti_cuda {
+namespace shim {
+namespace decode_attention {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr int kChunkRows = static_cast<int>(kChunk);
+
+// Visible positions of batch b: pos + 1, clamped to [0, L] (a position past the cache sees all of
+// it, as the mask `position <= pos` would; a negative one sees nothing).
+__device__ __forceinline__ int64_t chunk_count(int64_t cache_len) { return (cache_len + kChunk - 1) / kChunk; }
+
+__device__ __forceinline__ int64_t visible(const Problem& p, int64_t b) {
+  const int64_t pos = p.pos[b * p.pos_stride];
+  return pos < 0 ? 0 : (pos >= p.cache_len ? p.cache_len : pos + 1);
+}
+
+template <bool kHalf>
+__device__ __forceinline__ float to_float(const void* base, int64_t i) {
+  if constexpr (kHalf) return __half2float(static_cast<const __half*>(base)[i]);
+  else return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
+}
+
+// One 16-byte vector (8 elements) of a K or V row; global loads, issued for the whole chunk up front.
+__device__ __forceinline__ uint4 load16(const char* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+
+// The 8 elements of a 16-byte vector as floats.
+template <bool kHalf>
+__device__ __forceinline__ void unpack8(const uint4& raw, float (&x)[8]) {
+  const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 f;
+    if constexpr (kHalf) {
+      __half2 h;
+      memcpy(&h, &words[i], sizeof(h));
+      f = __half22float2(h);
+    } else {
+      __nv_bfloat162 h;
+      memcpy(&h, &words[i], sizeof(h));
+      f = __bfloat1622float2(h);
+    }
+    x[2 * i] = f.x;
+    x[2 * i + 1] = f.y;
+  }
+}
+
+template <bool kHalf>
+__device__ __forceinline__ void store(void* base, int64_t i, float x) {
+  if constexpr (kHalf) static_cast<__half*>(base)[i] = __float2half_rn(x);
+  else static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(x);
+}
+
+template <bool kHalf, int kDim, int kHeads>
+__global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* part_out, float* part_lse) {
+  constexpr int kLanes = kDim / 8;              // lanes per K/V row
+  constexpr int kRowsPerWarp = 32 / kLanes;     // rows a warp reads per step
+  constexpr int kRowsPerStep = kRowsPerWarp * kWarps;
+  static_assert(kChunkRows % kRowsPerStep == 0, "a chunk is a whole number of block steps");
+
+  __shared__ float q_s[kHeads][kDim];
+  __shared__ float s_s[kHeads][kChunkRows];
+  __shared__ float red_s[kWarps][kHeads][kDim];
+  __shared__ float max_s[kHeads], sum_s[kHeads];
+
+  const int64_t chunk = blockIdx.x;
+  const int64_t sub_groups = p.heads / p.kv_heads / kHeads;
+  const int64_t kv_head = blockIdx.y / sub_groups;
+  const int64_t head0 = kv_head * (p.heads / p.kv_heads) + (blockIdx.y % sub_groups) * kHeads;
+  const int64_t b = blockIdx.z;
+  const int64_t n = visible(p, b);
+  const int64_t start = chunk * kChunk;
+  if (start >= n) return;  // the whole block: no thread has reached a barrier
+  const int rows = static_cast<int>(n - start < kChunk ? n - start : kChunk);
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int group = lane / kLanes, slice = lane % kLanes;  // this lane's row within the warp step; its 8 columns
+  const char* k_base = static_cast<const char*>(p.k) +
+                       2 * (b * p.k_stride[0] + kv_head * p.k_stride[1] + start * p.k_stride[2] + slice * 8);
+  const char* v_base = static_cast<const char*>(p.v) +
+                       2 * (b * p.v_stride[0] + kv_head * p.v_stride[1] + start * p.v_stride[2] + slice * 8);
+
+  // This thread's K and V vectors (kSteps rows each) are all requested before anything else, so that a block has
+  // its whole chunk in flight at once (while it stages q); rows past n are not read (zeros).
+  constexpr int kSteps = kChunkRows / kRowsPerStep;
+  uint4 k_raw[kSteps], v_raw[kSteps];
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
+    k_raw[step] = row < rows ? load16(k_base + 2 * row * p.k_stride[2]) : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
+    v_raw[step] = row < rows ? load16(v_base + 2 * row * p.v_stride[2]) : make_uint4(0, 0, 0, 0);
+  }
+
+  // 1. q, scaled into the log2 domain.
+  for (int i = tid; i < kHeads * kDim; i += kWarps * 32) {
+    const int h = i / kDim, d = i % kDim;
+    q_s[h][d] = to_float<kHalf>(p.q, b * p.q_stride[0] + (head0 + h) * p.q_stride[1] + d) * p.scale * kLog2e;
+  }
+  __syncthreads();
+  float qr[kHeads][8];
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) qr[h][e] = q_s[h][slice * 8 + e];
+  }
+
+  // 2. scores of the chunk's rows (every lane runs every shuffle).
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
+    float kx[8];
+    unpack8<kHalf>(k_raw[step], kx);
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h) {
+      float dot = 0.f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) dot = fmaf(qr[h][e], kx[e], dot);
+#pragma unroll
+      for (int off = kLanes / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+      if (slice == 0) s_s[h][row] = row < rows ? dot : -INFINITY;
+    }
+  }
+  __syncthreads();
+
+  // 3. per head: max and sum of 2^(s - max); s_s becomes the unnormalized probabilities.
+  for (int h = warp; h < kHeads; h += kWarps) {
+    float m = -INFINITY;
+    for (int j = lane; j < kChunkRows; j += 32) m = fmaxf(m, s_s[h][j]);
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+    float sum = 0.f;
+    for (int j = lane; j < kChunkRows; j += 32) {
+      const float e = j < rows ? exp2f(s_s[h][j] - m) : 0.f;  // row 0 is always visible: m is finite
+      s_s[h][j] = e;
+      sum += e;
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) {
+      max_s[h] = m;
+      sum_s[h] = sum;
+    }
+  }
+  __syncthreads();
+
+  // 4. p.V over this thread's rows, for its 8 columns and every head.
+  float acc[kHeads][8];
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[h][e] = 0.f;
+  }
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
+    float vx[8];
+    unpack8<kHalf>(v_raw[step], vx);  // zeros past n, where the probabilities are 0 too
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h) {
+      const float pr = s_s[h][row];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[h][e] = fmaf(pr, vx[e], acc[h][e]);
+    }
+  }
+  // The row groups of a warp: lanes kLanes, 2 kLanes, ... apart hold the same columns.
+#pragma unroll
+  for (int h = 0; h < kHeads; ++h) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+#pragma unroll
+      for (int off = 16; off >= kLanes; off /= 2) acc[h][e] += __shfl_xor_sync(0xffffffffu, acc[h][e], off);
+    }
+  }
+  if (group == 0) {
+#pragma unroll
+    for (int h = 0; h < kHeads; ++h) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) red_s[warp][h][slice * 8 + e] = acc[h][e];
+    }
+  }
+  __syncthreads();
+
+  // 5. the chunk's normalized output and log2-sum-exp per head.
+  const int64_t chunks_total = chunk_count(p.cache_len);
+  for (int i = tid; i < kHeads * kDim; i += kWarps * 32) {
+    const int h = i / kDim, d = i % kDim;
+    float o = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) o += red_s[w][h][d];
+    const int64_t slot = (b * p.heads + head0 + h) * chunks_total + chunk;
+    part_out[slot * kDim + d] = o / sum_s[h];
+    if (d == 0) part_lse[slot] = max_s[h] + log2f(sum_s[h]);
+  }
+}
+
+template <bool kHalf, int kDim>
+__global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
+  const int64_t h = blockIdx.x, b = blockIdx.y;
+  const int d = threadIdx.x;
+  const int64_t n = visible(p, b);
+  const int64_t used = chunk_count(n);  // chunks pass 1 wrote
+  const int64_t chunks_total = chunk_count(p.cache_len);
+  const int64_t first = (b * p.heads + h) * chunks_total;
+  float m = -INFINITY;
+  for (int64_t c = 0; c < used; ++c) m = fmaxf(m, part_lse[first + c]);
+  float sum = 0.f, o = 0.f;
+  for (int64_t c = 0; c < used; ++c) {
+    const float w = exp2f(part_lse[first + c] - m);
+    sum += w;
+    o = fmaf(w, part_out[(first + c) * kDim + d], o);
+  }
+  store<kHalf>(p.out, (b * p.heads + h) * kDim + d, used == 0 ? 0.f : o / sum);
+}
+
+template <bool kHalf, int kDim, int kHeads>
+int launch_heads(const Problem& p, float* part_out, float* part_lse, cudaStream_t stream) {
+  if (p.cache_len > 0) {
+    const int64_t sub_groups = p.heads / p.kv_heads / kHeads;
+    const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.kv_heads * sub_groups),
+                    static_cast<unsigned>(p.batch));
+    chunk_kernel<kHalf, kDim, kHeads><<<grid, kWarps * 32, 0, stream>>>(p, part_out, part_lse);
+    if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return static_cast<int>(err);
+  }
+  const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
+  combine_kernel<kHalf, kDim><<<grid, kDim, 0, stream>>>(p, part_out, part_lse);
+  return static_cast<int>(cudaGetLastError());
+}
+
+template <bool kHalf, int kDim>
+int launch_dim(const Problem& p, float* part_out, float* part_lse, cudaStream_t stream) {
+  switch (heads_per_block(p.heads / p.kv_heads)) {
+    case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, stream);
+    case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, stream);
+    case 2: return launch_heads<kHalf, kDim, 2>(p, part_out, part_lse, stream);
+    default: return launch_heads<kHalf, kDim, 1>(p, part_out, part_lse, stream);
+  }
+}
+
+}  // namespace
+
+bool supports_head_dim(int64_t head_dim) { return head_dim == 64 || head_dim == 128; }
+
+int heads_per_block(int64_t group) {
+  for (int h : {8, 4, 2}) {
+    if (group % h == 0) return h;
+  }
+  return 1;
+}
+
+bool aligned(const Problem& p) {
+  auto ok = [](const void* ptr, const int64_t (&stride)[3]) {
+    return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
+           stride[2] % 8 == 0;
+  };
+  return ok(p.k, p.k_stride) && ok(p.v, p.v_stride);
+}
+
+std::size_t scratch_bytes(const Problem& p) {
+  const std::size_t slots = static_cast<std::size_t>(p.batch) * static_cast<std::size_t>(p.heads) *
+                            static_cast<std::size_t>(chunks(p.cache_len));
+  return slots * (static_cast<std::size_t>(p.head_dim) + 1) * sizeof(float);
+}
+
+int launch(const Problem& p, void* scratch, void* stream) {
+  if (p.batch == 0 || p.heads == 0) return 0;
+  if (!supports_head_dim(p.head_dim) || p.kv_heads <= 0 || p.heads % p.kv_heads != 0 || !aligned(p)) {
+    return cudaErrorInvalidValue;
+  }
+  // Outputs first, then the log-sum-exps: the float4-friendly part at the (pool-aligned) start.
+  const std::size_t slots = static_cast<std::size_t>(p.batch) * static_cast<std::size_t>(p.heads) *
+                            static_cast<std::size_t>(chunks(p.cache_len));
+  float* part_out = static_cast<float*>(scratch);
+  float* part_lse = part_out + slots * static_cast<std::size_t>(p.head_dim);
+  auto s = static_cast<cudaStream_t>(stream);
+  if (p.fp16) {
+    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, s)
+                            : launch_dim<true, 128>(p, part_out, part_lse, s);
+  }
+  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, s)
+                          : launch_dim<false, 128>(p, part_out, part_lse, s);
+}
+
+}  // namespace decode_attention
+}  // namespace shim
+}  // namespace aoti_cuda

@@ -1,0 +1,71 @@
+// Private: the one-row (decode) attention kernel behind aoti_torch_cuda_aoti_cuda_decode_attention
+// (decode_attention.cpp validates the operands, allocates the output and the scratch, and calls
+// launch()). That shim is aoti_cuda's own: a program reaches it through the custom operator
+// aoti_cuda::aoti_cuda_decode_attention that tools/export/llm defines (--sdpa decode-op).
+//
+// What it computes, per batch b and query head h (one query row), with n = min(pos[b] + 1, L)
+// visible cache positions (pos read from device memory at run time; pos < 0 leaves none):
+//   s_j = scale * <q[b,h,0,:], k[b,h/g,j,:]>     for j < n
+//   out = sum_j softmax(s)_j * v[b,h/g,j,:]       (zeros when n == 0)
+// g = query heads / key-value heads. bf16 or fp16 in and out, float32 scores, softmax and sums.
+//
+// How (split over positions, "flash-decoding"): the L cache positions are cut into chunks of
+// kChunk. Pass 1 runs one block per (chunk, kv head, batch) -- the grid depends on L, not on
+// pos, so a CUDA graph replays it for any position -- and a block whose chunk starts at or past
+// n returns at once; the others read their chunk's K and V rows once for all the group's query
+// heads and leave, per query head, the chunk's normalized output and its log-sum-exp in float32
+// scratch. Pass 2 (one block per query head and batch) merges the chunks below n. So the work
+// and the bytes read grow with pos; only the (cheap) empty blocks grow with L.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace aoti_cuda {
+namespace shim {
+namespace decode_attention {
+
+/// Cache positions per pass-1 block. 64 keeps a 1,024-position cache at 16 chunks per KV head and
+/// a block's K and V reads at 16 KiB (head_dim 128), enough to hide the load latency.
+constexpr int64_t kChunk = 64;
+
+/// One call. Strides in elements (batch, head, sequence); the head dimension is unit-stride.
+struct Problem {
+  const void* q = nullptr;        ///< [batch, heads, 1, head_dim]
+  const void* k = nullptr;        ///< [batch, kv_heads, cache_len, head_dim], 16-byte rows (see aligned())
+  const void* v = nullptr;        ///< same shape as k
+  const int64_t* pos = nullptr;   ///< device int64: pos[b * pos_stride] is the last visible position of batch b
+  int64_t pos_stride = 0;         ///< 0: one position for every batch
+  void* out = nullptr;            ///< [batch, heads, 1, head_dim] contiguous, the dtype of q
+  int64_t batch = 0, heads = 0, kv_heads = 0, cache_len = 0;
+  int head_dim = 0;
+  int64_t q_stride[2] = {}, k_stride[3] = {}, v_stride[3] = {};  ///< q: batch, head
+  float scale = 0;
+  bool fp16 = false;              ///< fp16 operands; bf16 otherwise
+};
+
+/// Whether the kernels are built for this head dimension (64 and 128).
+bool supports_head_dim(int64_t head_dim);
+
+/// Pass-1 chunks of a cache of `cache_len` positions.
+inline int64_t chunks(int64_t cache_len) { return (cache_len + kChunk - 1) / kChunk; }
+
+/// Query heads one pass-1 block serves from one read of K and V: the largest of 8, 4, 2, 1 that
+/// divides the group size g (so g = 16 reads each KV head twice, g = 3 three times).
+int heads_per_block(int64_t group);
+
+/// K and V can be read as 16-byte vectors: aligned bases, strides multiples of 8 elements.
+bool aligned(const Problem& p);
+
+/// Float32 scratch launch() needs: per (batch, head, chunk) a head_dim output and a log-sum-exp.
+std::size_t scratch_bytes(const Problem& p);
+
+/// Enqueues both passes on `stream` (a cudaStream_t of the current device), with `scratch` of at
+/// least scratch_bytes(p) device bytes. Requires supports_head_dim, aligned, heads % kv_heads == 0.
+/// batch, heads or cache_len 0 with nothing to write enqueues nothing. Returns the launch's
+/// cudaError_t (0 = success).
+int launch(const Problem& p, void* scratch, void* stream);
+
+}  // namespace decode_attention
+}  // namespace shim
+}  // namespace aoti_cuda

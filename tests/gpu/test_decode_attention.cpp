@@ -1,0 +1,257 @@
+// aoti_torch_cuda_aoti_cuda_decode_attention on the GPU, against a float64 host reference of
+// softmax(scale * q.k[0..pos]^T) . v[0..pos] over the same 16-bit inputs: both dtypes, head_dim 64
+// and 128, grouped-query groups 1, 4 and 8 (one read of K/V for the group) and 3 and 16 (groups
+// served in parts), positions 0, 1, 127, 128 (chunk edges), 1000 and L - 1 of a 1,024 cache, a
+// cache length that is not a multiple of the chunk, positions past the cache (clamped) and
+// negative (zeros), one position per sequence, a query with strided heads, and a CUDA-graph
+// capture replayed with the position changed in device memory. Without a GPU every case skips.
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/shim.h"
+#include "shim/allocator.hpp"
+#include "support/gpu.hpp"
+#include "support/shim_testing.hpp"
+
+using aoti_cuda_test::empty;
+using aoti_cuda_test::last_error_contains;
+using aoti_cuda_test::OwnedTensor;
+
+namespace {
+
+constexpr int32_t kBF16 = 15;
+constexpr int32_t kF16 = 5;
+constexpr int32_t kI64 = 4;
+constexpr int32_t kCUDA = 1;
+
+float from16(uint16_t bits, bool fp16) {
+  if (fp16) return __half2float(__ushort_as_half(bits));
+  uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+uint16_t to16(float f, bool fp16) {  // round to nearest even (finite inputs)
+  if (fp16) return __half_as_ushort(__float2half_rn(f));
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  u += 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+// A [B, H, L, D] tensor of random 16-bit values with the given strides, on the GPU and its host copy.
+struct Operand {
+  std::vector<uint16_t> host;
+  std::vector<int64_t> sizes, strides;
+  OwnedTensor device;
+  double at(int64_t b, int64_t h, int64_t i, int64_t d, bool fp16) const {
+    return from16(host[b * strides[0] + h * strides[1] + i * strides[2] + d * strides[3]], fp16);
+  }
+};
+
+Operand make(std::mt19937& rng, std::vector<int64_t> sizes, std::vector<int64_t> strides, bool fp16) {
+  Operand o;
+  o.sizes = sizes;
+  o.strides = strides;
+  int64_t extent = 1;
+  for (int d = 0; d < 4; ++d) extent += (sizes[d] - 1) * strides[d];
+  std::normal_distribution<float> dist(0.f, 1.f);
+  o.host.resize(static_cast<std::size_t>(extent));
+  for (uint16_t& x : o.host) x = to16(dist(rng), fp16);
+  o.device = empty(sizes, strides, fp16 ? kF16 : kBF16, kCUDA, 0);
+  REQUIRE(cudaMemcpy(o.device.data(), o.host.data(), o.host.size() * 2, cudaMemcpyHostToDevice) == cudaSuccess);
+  return o;
+}
+
+std::vector<int64_t> dense(const std::vector<int64_t>& s) {
+  return {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
+}
+
+struct Setup {
+  bool fp16;
+  int64_t batch, heads, kv_heads, cache_len, dim;
+  bool q_strided_heads = false;  // q viewed from a [B, 1, H, D] projection padded to 2 H heads
+};
+
+struct Operands {
+  Operand q, k, v;
+};
+
+Operands operands(const Setup& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Operands o;
+  const std::vector<int64_t> qs = {s.batch, s.heads, 1, s.dim};
+  o.q = make(rng, qs, s.q_strided_heads ? std::vector<int64_t>{2 * s.heads * s.dim, s.dim, s.dim, 1} : dense(qs), s.fp16);
+  const std::vector<int64_t> ks = {s.batch, s.kv_heads, s.cache_len, s.dim};
+  o.k = make(rng, ks, dense(ks), s.fp16);
+  o.v = make(rng, ks, dense(ks), s.fp16);
+  return o;
+}
+
+// The output's rounding to 16 bits (bf16: 2^-9 of the value, fp16: 2^-11) with room for the float32 sums,
+// plus an absolute term for values near zero.
+double allowed(double ref, bool fp16) { return fp16 ? 2e-3 + std::ldexp(std::fabs(ref), -10) : 1e-2 + std::ldexp(std::fabs(ref), -8); }
+
+// Max over the output of |got - reference| / allowed(reference): passing means < 1. positions[b] is the last
+// visible position of batch b (one entry: all batches).
+double max_error(const Setup& s, const Operands& o, const std::vector<int64_t>& positions, double scale,
+                 const std::vector<uint16_t>& got) {
+  const int64_t group = s.heads / s.kv_heads;
+  double worst = 0;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t pos = positions[positions.size() == 1 ? 0 : b];
+    const int64_t n = pos < 0 ? 0 : std::min(pos + 1, s.cache_len);
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t kvh = h / group;
+      std::vector<double> p(static_cast<std::size_t>(n));
+      double m = -INFINITY, sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < s.dim; ++d) dot += o.q.at(b, h, 0, d, s.fp16) * o.k.at(b, kvh, j, d, s.fp16);
+        p[j] = dot * scale;
+        m = std::max(m, p[j]);
+      }
+      for (int64_t j = 0; j < n; ++j) sum += (p[j] = std::exp(p[j] - m));
+      for (int64_t d = 0; d < s.dim; ++d) {
+        double ref = 0;
+        for (int64_t j = 0; j < n; ++j) ref += p[j] * o.v.at(b, kvh, j, d, s.fp16);
+        if (n > 0) ref /= sum;
+        const double g = from16(got[(b * s.heads + h) * s.dim + d], s.fp16);
+        worst = std::max(worst, std::isfinite(g) ? std::fabs(g - ref) / allowed(ref, s.fp16) : INFINITY);
+      }
+    }
+  }
+  return worst;
+}
+
+
+OwnedTensor positions_tensor(const std::vector<int64_t>& positions) {
+  OwnedTensor t = empty({static_cast<int64_t>(positions.size())}, {}, kI64, kCUDA, 0);
+  REQUIRE(cudaMemcpy(t.data(), positions.data(), positions.size() * 8, cudaMemcpyHostToDevice) == cudaSuccess);
+  return t;
+}
+
+std::vector<uint16_t> read(const OwnedTensor& out, std::size_t n) {
+  std::vector<uint16_t> got(n);
+  REQUIRE(cudaMemcpy(got.data(), out.data(), n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+  return got;
+}
+
+void check_positions(const Setup& s, const std::vector<std::vector<int64_t>>& position_sets, const char* what) {
+  const Operands o = operands(s, 1234);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.dim));
+  for (const std::vector<int64_t>& positions : position_sets) {
+    OwnedTensor pos = positions_tensor(positions);
+    OwnedTensor out;
+    const AOTITorchError rc = aoti_torch_cuda_aoti_cuda_decode_attention(o.q.device.get(), o.k.device.get(),
+                                                                         o.v.device.get(), pos.get(), scale, out.out());
+    REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    int64_t* strides = nullptr;
+    REQUIRE(aoti_torch_get_strides(out.get(), &strides) == AOTI_TORCH_SUCCESS);
+    CHECK(std::vector<int64_t>(strides, strides + 4) == dense({s.batch, s.heads, 1, s.dim}));
+    const double err =
+        max_error(s, o, positions, scale, read(out, static_cast<std::size_t>(s.batch * s.heads * s.dim)));
+    std::string label = std::string(what) + (s.fp16 ? " fp16" : " bf16") + " D=" + std::to_string(s.dim) +
+                        " g=" + std::to_string(s.heads / s.kv_heads) + " L=" + std::to_string(s.cache_len) + " pos";
+    for (int64_t p : positions) label += " " + std::to_string(p);
+    CAPTURE(label);
+    CHECK(err < 1.0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpu: decode attention matches a float64 reference (dtypes, head_dim, GQA groups, positions)" *
+          AOTI_CUDA_GPU_CASE) {
+  const int64_t cache = 1024;
+  std::vector<std::vector<int64_t>> positions;
+  for (int64_t p : {int64_t{0}, int64_t{1}, int64_t{127}, int64_t{128}, int64_t{1000}, cache - 1}) positions.push_back({p});
+  for (bool fp16 : {false, true}) {
+    for (int64_t dim : {64, 128}) {
+      for (int64_t group : {1, 4, 8}) check_positions({fp16, 1, 2 * group, 2, cache, dim}, positions, "grid");
+    }
+  }
+}
+
+TEST_CASE("gpu: decode attention: groups served in parts, odd cache lengths, clamped and per-sequence positions" *
+          AOTI_CUDA_GPU_CASE) {
+  // g = 3 (one head per block: K/V read three times), g = 16 (two blocks of 8 heads).
+  check_positions({false, 1, 6, 2, 300, 128}, {{0}, {63}, {64}, {299}}, "g3");
+  check_positions({false, 1, 32, 2, 300, 64}, {{5}, {200}}, "g16");
+  // A cache of 1,000 positions: the last chunk holds 40. Past the end sees all of it; negative, none.
+  check_positions({true, 1, 8, 2, 1000, 128}, {{959}, {960}, {999}, {1000}, {5000}, {-1}}, "edges");
+  // Two sequences, each at its own position, and both at one shared position.
+  check_positions({false, 2, 8, 2, 512, 128}, {{3, 400}, {511, 0}, {77}}, "batch");
+  // The query's heads taken from a wider projection (head stride 2 D, batch stride 2 H D).
+  Setup strided{false, 2, 8, 4, 256, 64};
+  strided.q_strided_heads = true;
+  check_positions(strided, {{100, 7}}, "strided q");
+}
+
+TEST_CASE("gpu: decode attention with operands on the host or another dtype fails naming them" * AOTI_CUDA_GPU_CASE) {
+  const Setup s{false, 1, 8, 2, 128, 64};
+  const Operands o = operands(s, 5);
+  OwnedTensor host_pos = empty({1}, {}, kI64);
+  OwnedTensor out;
+  aoti_cuda_shim_clear_error();
+  CHECK(aoti_torch_cuda_aoti_cuda_decode_attention(o.q.device.get(), o.k.device.get(), o.v.device.get(),
+                                                   host_pos.get(), 0.125, out.out()) == AOTI_TORCH_FAILURE);
+  CHECK(last_error_contains("input_pos must be a CUDA tensor"));
+  CHECK(out.get() == nullptr);
+  OwnedTensor pos = positions_tensor({3});
+  OwnedTensor host_v = empty({1, 2, 128, 64}, {}, kBF16);
+  CHECK(aoti_torch_cuda_aoti_cuda_decode_attention(o.q.device.get(), o.k.device.get(), host_v.get(), pos.get(), 0.125,
+                                                   out.out()) == AOTI_TORCH_FAILURE);
+  CHECK(last_error_contains("v_cache must be a CUDA tensor"));
+}
+
+TEST_CASE("gpu: decode attention in a CUDA graph replays for the position in device memory" * AOTI_CUDA_GPU_CASE) {
+  const Setup s{false, 1, 16, 4, 4096, 128};  // the 4,096-context 1b model's layer shape
+  const Operands o = operands(s, 77);
+  const double scale = 1.0 / std::sqrt(128.0);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  void* previous = nullptr;
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous) == 0);
+  {
+    aoti_cuda::shim::CaptureArena arena(0);  // what a Module installs while it captures a graph
+    OwnedTensor pos = positions_tensor({100});
+    OwnedTensor out;
+    cudaGraph_t graph = nullptr;
+    AOTITorchError rc;
+    {
+      aoti_cuda::shim::CaptureArenaScope scope(&arena);
+      REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+      rc = aoti_torch_cuda_aoti_cuda_decode_attention(o.q.device.get(), o.k.device.get(), o.v.device.get(), pos.get(),
+                                                      scale, out.out());
+      REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+    }
+    REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+    cudaGraphExec_t exec = nullptr;
+    REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    for (int64_t p : {int64_t{5}, int64_t{4000}, int64_t{128}, int64_t{4095}}) {
+      REQUIRE(cudaMemcpyAsync(pos.data(), &p, 8, cudaMemcpyHostToDevice, stream) == cudaSuccess);
+      REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+      REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+      CAPTURE(p);
+      CHECK(max_error(s, o, {p}, scale, read(out, static_cast<std::size_t>(s.heads * s.dim))) < 1.0);
+    }
+    REQUIRE(cudaGraphExecDestroy(exec) == cudaSuccess);
+    REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
+    out.reset();  // the output's block came from the arena: released before the arena is
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  }
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}

@@ -1,0 +1,139 @@
+// aoti_torch_cuda_aoti_cuda_decode_attention argument validation, on CPU tensors (no GPU needed):
+// every malformed call fails with AOTI_TORCH_FAILURE and a message naming the problem, leaves no
+// handle behind and resets *ret0; well-formed CPU operands are refused for not being on CUDA.
+// The kernel's results are checked on the GPU (tests/gpu/test_decode_attention.cpp).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "aoti_cuda/shim.h"
+#include "support/shim_testing.hpp"
+
+using aoti_cuda_test::empty;
+using aoti_cuda_test::last_error_contains;
+using aoti_cuda_test::OwnedTensor;
+
+namespace {
+
+constexpr int32_t kBF16 = 15;
+constexpr int32_t kF16 = 5;
+constexpr int32_t kF32 = 6;
+constexpr int32_t kI32 = 3;
+constexpr int32_t kI64 = 4;
+
+void expect_failure(AtenTensorHandle q, AtenTensorHandle k, AtenTensorHandle v, AtenTensorHandle pos,
+                    const std::string& needle, double scale = 0.125) {
+  aoti_cuda_shim_clear_error();
+  const int64_t live = aoti_cuda_shim_live_handles();
+  AtenTensorHandle out = reinterpret_cast<AtenTensorHandle>(0x1);
+  CHECK(aoti_torch_cuda_aoti_cuda_decode_attention(q, k, v, pos, scale, &out) == AOTI_TORCH_FAILURE);
+  CHECK(out == nullptr);
+  CHECK(aoti_cuda_shim_live_handles() == live);
+  INFO("message: " << aoti_cuda_shim_last_error());
+  CHECK(last_error_contains("aoti_torch_cuda_aoti_cuda_decode_attention: "));
+  CHECK(last_error_contains(needle));
+}
+
+// One query row for each of 8 heads over a [1, 2, 128, 64] cache (grouped-query attention, g = 4).
+struct Operands {
+  OwnedTensor q = empty({1, 8, 1, 64}, {}, kBF16);
+  OwnedTensor k = empty({1, 2, 128, 64}, {}, kBF16);
+  OwnedTensor v = empty({1, 2, 128, 64}, {}, kBF16);
+  OwnedTensor pos = empty({1}, {}, kI64);
+};
+
+}  // namespace
+
+TEST_CASE("decode attention: well-formed CPU operands are refused for not being on a CUDA device") {
+  Operands o;
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), o.pos.get(), "q must be a CUDA tensor");
+  // A query taken from a [B, 1, H, D] projection (strided heads), a 0-d position, one position per
+  // batch: all well-formed.
+  OwnedTensor q_t = empty({1, 8, 1, 64}, {512, 64, 512, 1}, kBF16);
+  expect_failure(q_t.get(), o.k.get(), o.v.get(), o.pos.get(), "q must be a CUDA tensor");
+  OwnedTensor pos0 = empty({}, {}, kI64);
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), pos0.get(), "q must be a CUDA tensor");
+  OwnedTensor q2 = empty({2, 8, 1, 64}, {}, kBF16);
+  OwnedTensor k2 = empty({2, 2, 128, 64}, {}, kBF16);
+  OwnedTensor v2 = empty({2, 2, 128, 64}, {}, kBF16);
+  OwnedTensor pos2 = empty({2}, {}, kI64);
+  expect_failure(q2.get(), k2.get(), v2.get(), pos2.get(), "q must be a CUDA tensor");
+  expect_failure(q2.get(), k2.get(), v2.get(), o.pos.get(), "q must be a CUDA tensor");  // [1]: shared
+}
+
+TEST_CASE("decode attention: null and undefined handles, null ret0") {
+  Operands o;
+  expect_failure(nullptr, o.k.get(), o.v.get(), o.pos.get(), "q");
+  expect_failure(o.q.get(), nullptr, o.v.get(), o.pos.get(), "k_cache");
+  expect_failure(o.q.get(), o.k.get(), nullptr, o.pos.get(), "v_cache");
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), nullptr, "input_pos");
+  OwnedTensor undefined;
+  REQUIRE(aoti_torch_new_uninitialized_tensor(undefined.out()) == AOTI_TORCH_SUCCESS);
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), undefined.get(), "input_pos");
+  aoti_cuda_shim_clear_error();
+  CHECK(aoti_torch_cuda_aoti_cuda_decode_attention(o.q.get(), o.k.get(), o.v.get(), o.pos.get(), 0.125, nullptr) ==
+        AOTI_TORCH_FAILURE);
+  CHECK(last_error_contains("ret0 (the attention output) is null"));
+}
+
+TEST_CASE("decode attention: dtypes, ranks, strides and shapes of q and the caches") {
+  Operands o;
+  OwnedTensor q_f32 = empty({1, 8, 1, 64}, {}, kF32);
+  expect_failure(q_f32.get(), o.k.get(), o.v.get(), o.pos.get(), "q must be bfloat16 or float16");
+  OwnedTensor k_f16 = empty({1, 2, 128, 64}, {}, kF16);
+  expect_failure(o.q.get(), k_f16.get(), o.v.get(), o.pos.get(), "q, k_cache and v_cache must have one dtype");
+  OwnedTensor q_3d = empty({8, 1, 64}, {}, kBF16);
+  expect_failure(q_3d.get(), o.k.get(), o.v.get(), o.pos.get(), "q must be 4-d [batch, heads, 1, head_dim]");
+  OwnedTensor q_rows = empty({1, 8, 2, 64}, {}, kBF16);
+  expect_failure(q_rows.get(), o.k.get(), o.v.get(), o.pos.get(), "q must hold one query row per head");
+  OwnedTensor v_strided = empty({1, 2, 128, 64}, {16384, 1, 128, 2}, kBF16);
+  expect_failure(o.q.get(), o.k.get(), v_strided.get(), o.pos.get(),
+                 "v_cache must have a unit-stride last dimension");
+  OwnedTensor v_short = empty({1, 2, 127, 64}, {}, kBF16);
+  expect_failure(o.q.get(), o.k.get(), v_short.get(), o.pos.get(),
+                 "k_cache and v_cache must both be [batch, kv_heads, cache_len, head_dim]");
+  OwnedTensor k_batch2 = empty({2, 2, 128, 64}, {}, kBF16);
+  OwnedTensor v_batch2 = empty({2, 2, 128, 64}, {}, kBF16);
+  expect_failure(o.q.get(), k_batch2.get(), v_batch2.get(), o.pos.get(), "with q's batch and head_dim");
+  OwnedTensor k3 = empty({1, 3, 128, 64}, {}, kBF16);
+  OwnedTensor v3 = empty({1, 3, 128, 64}, {}, kBF16);
+  expect_failure(o.q.get(), k3.get(), v3.get(), o.pos.get(), "query heads (8) must be a multiple of key/value heads (3)");
+  OwnedTensor q96 = empty({1, 8, 1, 96}, {}, kBF16);
+  OwnedTensor k96 = empty({1, 2, 128, 96}, {}, kBF16);
+  OwnedTensor v96 = empty({1, 2, 128, 96}, {}, kBF16);
+  expect_failure(q96.get(), k96.get(), v96.get(), o.pos.get(), "head_dim 96 is not supported");
+}
+
+TEST_CASE("decode attention: caches that cannot be read as 16-byte rows are refused") {
+  Operands o;
+  // Rows 68 elements apart (a padded cache): not a multiple of 8 elements.
+  OwnedTensor k_pad = empty({1, 2, 128, 64}, {2 * 128 * 68, 128 * 68, 68, 1}, kBF16);
+  expect_failure(o.q.get(), k_pad.get(), o.v.get(), o.pos.get(), "must be 16-byte aligned with strides");
+  // A view one element into its storage: a misaligned base.
+  OwnedTensor big = empty({1, 2, 129, 64}, {}, kBF16);
+  OwnedTensor shifted;
+  const int64_t sizes[4] = {1, 2, 128, 64}, strides[4] = {2 * 129 * 64, 129 * 64, 64, 1};
+  REQUIRE(aoti_torch__reinterpret_tensor(big.get(), 4, sizes, strides, 1, shifted.out()) == AOTI_TORCH_SUCCESS);
+  expect_failure(o.q.get(), o.k.get(), shifted.get(), o.pos.get(), "must be 16-byte aligned with strides");
+}
+
+TEST_CASE("decode attention: the position tensor and the scale") {
+  Operands o;
+  OwnedTensor pos_i32 = empty({1}, {}, kI32);
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), pos_i32.get(), "input_pos must be int64");
+  OwnedTensor pos_f32 = empty({1}, {}, kF32);
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), pos_f32.get(), "input_pos must be int64");
+  OwnedTensor pos3 = empty({3}, {}, kI64);
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), pos3.get(), "input_pos must hold one position ([1], or [batch]");
+  OwnedTensor pos_2d = empty({1, 1}, {}, kI64);
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), pos_2d.get(), "input_pos must hold one position");
+  OwnedTensor pos_empty = empty({0}, {}, kI64);
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), pos_empty.get(), "input_pos must hold one position");
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), o.pos.get(), "scale must be finite",
+                 std::numeric_limits<double>::quiet_NaN());
+  expect_failure(o.q.get(), o.k.get(), o.v.get(), o.pos.get(), "scale must be finite", INFINITY);
+}

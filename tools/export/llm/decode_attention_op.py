@@ -1,0 +1,66 @@
+"""aoti_cuda's decode attention operator: torch.ops.aoti_cuda.aoti_cuda_decode_attention.
+
+    aoti_cuda::aoti_cuda_decode_attention(Tensor q, Tensor k_cache, Tensor v_cache, Tensor input_pos, float scale)
+        -> Tensor
+
+q [B, H, 1, D] (one query row per head), k_cache / v_cache [B, Hkv, L, D] with H a multiple of Hkv (grouped-query
+attention: query head h reads KV head h // (H / Hkv)), input_pos int64 [1] (or [B]) on q's device. The row attends
+over cache positions 0..pos inclusive (all of them for pos >= L - 1). Returns a new contiguous [B, H, 1, D] tensor.
+
+Eager (any device): the masked attention the model computes without the operator, so a program or a test that runs
+the model in PyTorch gets the same arithmetic. Exported (tools/export/llm --sdpa decode-op): the node stays opaque
+(a custom operator is neither decomposed by torch.export nor by ExecuTorch's partitioner), and AOTInductor, given
+the operator in `aot_inductor.custom_ops_to_c_shims` (SHIM_DECLARATION), emits a direct call
+
+    aoti_torch_cuda_aoti_cuda_decode_attention(q, k_cache, v_cache, input_pos, scale, &out)
+
+which aoti_cuda implements with a kernel whose work grows with pos rather than L (src/shim/ops/decode_attention.cu).
+Inductor names a custom op's shim aoti_torch_<device>_<operator name> without the namespace, hence the name's
+repeated "aoti_cuda": a decode_attention of another project cannot take the same C symbol. Only aoti_cuda provides
+that shim; `aoti_cuda inspect` labels programs that import it.
+
+Difference from eager, on purpose: for pos < 0 the eager mask hides every position (softmax of nothing: NaN), the
+shim returns zeros.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+NAMESPACE = "aoti_cuda"
+NAME = "aoti_cuda_decode_attention"
+QUALIFIED = f"{NAMESPACE}::{NAME}"
+SHIM = "aoti_torch_cuda_" + NAME
+# The declaration Inductor writes into the generated wrapper (extern "C"): arguments in schema order (Tensor ->
+# AtenTensorHandle, float -> double), then one AtenTensorHandle* per returned tensor.
+SHIM_DECLARATION = (f"AOTITorchError {SHIM}(AtenTensorHandle q, AtenTensorHandle k_cache, AtenTensorHandle v_cache, "
+                    "AtenTensorHandle input_pos, double scale, AtenTensorHandle* ret0)")
+
+
+@torch.library.custom_op(QUALIFIED, mutates_args=())
+def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, input_pos: torch.Tensor,
+                     scale: float) -> torch.Tensor:
+    b, h, rows, d = q.shape
+    hkv, length = k_cache.shape[1], k_cache.shape[2]
+    if rows != 1 or h % hkv:
+        raise ValueError(f"{QUALIFIED}: q {tuple(q.shape)} must be [B, H, 1, D] with H a multiple of "
+                         f"k_cache's {hkv} heads")
+    g = h // hkv
+    # The model's folding: the g query heads of a KV head become g rows attending to that head's cache.
+    qg = q.reshape(b, hkv, g, d)
+    visible = torch.arange(length, device=q.device)[None, :] <= input_pos.reshape(-1, 1).to(q.device)  # [1 or B, L]
+    mask = visible[:, None, None, :]  # [1 or B, 1, 1, L]
+    y = F.scaled_dot_product_attention(qg, k_cache, v_cache, attn_mask=mask, scale=scale)
+    return y.reshape(b, h, 1, d).contiguous()
+
+
+@decode_attention.register_fake
+def _(q, k_cache, v_cache, input_pos, scale):
+    # Contiguous, as the shim allocates it (Inductor trusts these strides for the buffer the shim returns).
+    return torch.empty(q.shape, dtype=q.dtype, device=q.device)
+
+
+def custom_ops_to_c_shims():
+    """The aot_inductor.custom_ops_to_c_shims entry for this operator: {OpOverload: [C declaration]}."""
+    return {torch.ops.aoti_cuda.aoti_cuda_decode_attention.default: [SHIM_DECLARATION]}

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""What AOTInductor generates for aoti_cuda's decode attention operator; needs torch (skips without it), no GPU.
+
+    python3 tools/export/llm/test_decode_op_codegen.py   # prints "decode op codegen: N passed, M failed" (~1-2 min)
+
+A small program calling torch.ops.aoti_cuda.aoti_cuda_decode_attention is compiled by AOTInductor for the CPU with
+the operator in aot_inductor.custom_ops_to_c_shims (package_cpp_only: the C++ is generated, not built). The CPU is the
+only device here; Inductor names the shim aoti_torch_<device>_<operator name>, so a CUDA program calls
+aoti_torch_cuda_aoti_cuda_decode_attention with the same arguments. Checks, in the generated wrapper:
+- the declaration given in the option is written as an extern "C" declaration;
+- the operator is one direct call: (q, k_cache, v_cache, input_pos, scale as a double literal, &output handle),
+  not AOTInductor's proxy executor (which needs libtorch);
+- the output's strides it asserts are contiguous (what the shim allocates).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import sys
+import tempfile
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+def main() -> int:
+    try:
+        import torch
+    except ImportError:
+        print("decode op codegen tests SKIPPED: torch is not installed")
+        return 0
+    import decode_attention_op as dao
+
+    results = []
+
+    def check(name, ok):
+        results.append(bool(ok))
+        print(f"  {'ok  ' if ok else 'FAIL'} {name}")
+
+    class Step(torch.nn.Module):
+        def forward(self, q, k, v, pos):
+            return torch.ops.aoti_cuda.aoti_cuda_decode_attention(q * 2, k, v, pos, 0.125) + 1
+
+    args = (torch.randn(1, 8, 1, 64), torch.randn(1, 2, 32, 64), torch.randn(1, 2, 32, 64), torch.tensor([5]))
+    ep = torch.export.export(Step(), args)
+    cpu_shim = dao.SHIM.replace("aoti_torch_cuda_", "aoti_torch_cpu_")
+    declaration = dao.SHIM_DECLARATION.replace(dao.SHIM, cpu_shim)
+    options = {"aot_inductor.custom_ops_to_c_shims": {torch.ops.aoti_cuda.aoti_cuda_decode_attention.default: [declaration]},
+               "aot_inductor.package_cpp_only": True}
+    with tempfile.TemporaryDirectory() as tmp:
+        package = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, "step.pt2"),
+                                                           inductor_configs=options)
+        with zipfile.ZipFile(package) as z:
+            z.extractall(tmp)
+        wrappers = glob.glob(os.path.join(tmp, "**", "*.wrapper.cpp"), recursive=True)
+        check("one generated wrapper", len(wrappers) == 1)
+        code = open(wrappers[0]).read() if wrappers else ""
+    check("the declaration is written as given", f"extern {declaration};" in code)
+    call = re.search(rf"{cpu_shim}\((\w+), (\w+), (\w+), (\w+), ([0-9.e+-]+), &(\w+)\)", code)
+    check("one direct call (q, k_cache, v_cache, input_pos, scale, &out)", call is not None
+          and code.count(f"{cpu_shim}(") == 2)  # the declaration and the call
+    check("scale passed as a double literal", call is not None and float(call.group(5)) == 0.125)
+    check("no proxy executor", "proxy_executor_call_function" not in code)
+    check("the output is asserted contiguous [1, 8, 1, 64]",
+          re.search(r"assert_size_stride\(\w+, \{1L, 8L, 1L, 64L\}, \{512L, 64L, 64L, 1L\}, "
+                    r"\"torch\.ops\.aoti_cuda\.aoti_cuda_decode_attention", code) is not None)
+    failed = results.count(False)
+    print(f"decode op codegen: {len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
