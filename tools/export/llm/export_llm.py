@@ -2,7 +2,7 @@
 """Export the benchmark LLM (model.py) with ExecuTorch 1.2's CUDA backend: prefill + decode.
 
     python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
-        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash] [--fusion executorch|inductor] [--layers N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
+        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash] [--fusion executorch|inductor] [--layers N] [--max-ctx N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
 
 Writes DIR/llm.pte, DIR/aoti_cuda_blob.ptd and DIR/manifest.json (config, methods, timings by
 phase, sizes, and `reference`: the greedy tokens eager PyTorch generates on the same weights for the
@@ -220,6 +220,8 @@ def parse_args(argv):
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
     ap.add_argument("--layers", type=int, help="override n_layers")
     ap.add_argument("--max-prefill", type=int, help="override max_prefill (dynamic bound of T)")
+    ap.add_argument("--max-ctx", type=int, help="override max_ctx, the KV cache's length (e.g. 4096 for the long-context "
+                                                "decode measurement; the weights do not depend on it)")
     ap.add_argument("--prefill-hint", type=int, default=128, help="example T: Inductor tunes prefill GEMMs for it")
     ap.add_argument("--reference-prompt", type=int, default=128, help="prompt length of the recorded reference")
     ap.add_argument("--reference-tokens", type=int, default=32, help="greedy tokens recorded from eager (0: none)")
@@ -303,7 +305,7 @@ def main(argv=None) -> int:
 
     from model import get_config
 
-    cfg = get_config(args.config, n_layers=args.layers, max_prefill=args.max_prefill)
+    cfg = get_config(args.config, n_layers=args.layers, max_prefill=args.max_prefill, max_ctx=args.max_ctx)
     if args.stub_backend:
         export_models._install_stub_backend(args.stub_backend)
     elif not torch.cuda.is_available():
