@@ -211,7 +211,7 @@ stage_A1() {
   start_stage A1; setup_python
   # bench_llm's prepare phase runs the exports, the runner build, its packages and the weights concurrently;
   # int4 beside bf16 took 432 s on 2026-12-03 (bf16 344 s), hence the export timeout.
-  step llm_prepare $((BUDGET - 25)) env LLM_BENCH_EXTRA="--stage prepare --export-timeout $((BUDGET - 70))" \
+  step llm_prepare $((BUDGET - 25)) env LLM_BENCH_WORK="$WORK" LLM_BENCH_EXTRA="--stage prepare --export-timeout $((BUDGET - 70))" \
     bash bench/llm/run_on_device.sh "$RES/llm_prepare" "$BUILD" 1b llm,int4 $((BUDGET - 40))
   [[ $DRY == 1 ]] || cp "$RES/llm_prepare/llm_results.json" "$OUT/A1_llm_prepare.json" 2>/dev/null
   finish_stage
@@ -225,7 +225,7 @@ stage_A2() {
     finish_stage; return 4
   fi
   setup_python
-  step llm_measure 240 env LLM_BENCH_EXTRA="--stage measure --graph-ab" \
+  step llm_measure 240 env LLM_BENCH_WORK="$WORK" LLM_BENCH_EXTRA="--stage measure --graph-ab" \
     bash bench/llm/run_on_device.sh "$RES/llm" "$BUILD" 1b llm,int4 225
   [[ $DRY == 1 ]] || cp "$RES/llm/llm_results.json" "$OUT/A2_llm_results.json" 2>/dev/null
   # Issue 30: the bf16 LLM's upload, C++ process (libcudart first, SDK RTLD_LOCAL) then PyTorch process, twice.
