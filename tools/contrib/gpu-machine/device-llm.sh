@@ -99,6 +99,8 @@ ET13=${ET13:-$PARENT/et13}
 WHL=${WHL:-$PARENT/whl}
 [[ -x "$ET13/et_runner" ]] || ET13=""   # the 1.3 peer is optional
 BUDGET=${BUDGET:-560}
+MIN_STEP_S=${MIN_STEP_S:-10}      # a step with less time than this left is skipped, not started
+STEP_MARGIN_S=${STEP_MARGIN_S:-15}  # kept after the last step: results, the logs' archive
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$BUILD:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
@@ -128,7 +130,7 @@ check_cmd() {
 }
 step() {  # step NAME TIMEOUT_S CMD...
   local name=$1 t=$2; shift 2
-  local left=$((DEADLINE - SECONDS - 15))
+  local left=$((DEADLINE - SECONDS - STEP_MARGIN_S))
   (( t > left )) && t=$left
   if [[ $DRY == 1 ]]; then
     check_cmd "$@"
@@ -136,7 +138,7 @@ step() {  # step NAME TIMEOUT_S CMD...
     printf '%s\tdry-run\t0\n' "$name" >> "$RES/steps.tsv"
     return 0
   fi
-  if (( t < 10 )); then
+  if (( t < MIN_STEP_S )); then
     printf '%s\tskipped (stage budget spent)\t0\n' "$name" >> "$RES/steps.tsv"; write_results; return 1
   fi
   echo "[$(date -u +%T)] start $name (timeout ${t}s)"
@@ -288,6 +290,18 @@ stage_B() {
   finish_stage
 }
 
+# The step machinery itself, on the CPU with the real step(): a step that passes, one that outlives its timeout,
+# one that fails, one cut to the time left, one skipped (test_device_llm.sh runs it with an 8 s budget).
+stage_selftest() {
+  start_stage selftest
+  step passes 5 true
+  step outlives_timeout 2 sleep 30
+  step fails 5 false
+  step cut_to_budget 30 sleep 30
+  step skipped 30 true
+  finish_stage
+}
+
 # ---- the dry run's static checks (beyond what every step checks) -------------------------------------------------
 dry_checks() {
   local f
@@ -355,6 +369,7 @@ case "$STAGE" in
   A1) stage_A1 ;;
   A2) stage_A2 ;;
   B) stage_B ;;
+  selftest) stage_selftest ;;
   all) [[ $DRY == 1 ]] || { echo "STAGE all is for the dry run"; exit 2; }
        stage_A1; stage_A2; stage_B ;;
   *) echo "unknown STAGE $STAGE (A1, A2, B)"; exit 2 ;;

@@ -3,8 +3,10 @@
 #   1. llm_job.py's helpers (test_llm_job.py);
 #   2. device-llm.sh --dry-run over a pack made of this build's binaries, stub ExecuTorch runners and empty wheel
 #      files: must pass;
-#   3. the same with one thing broken at a time (a runner flag, a generate flag, a second torchao wheel, a missing
-#      library, a carry over the size limit): each must fail, naming what is wrong.
+#   3. the same with five things broken (a runner flag, a generate flag, a second torchao wheel, a missing library,
+#      a carry over the size limit): it must fail, naming each; then, put back, pass again;
+#   4. the real step machinery (STAGE selftest): a step that passes, times out, fails, is cut to the stage's
+#      deadline, is skipped; the results file and the logs' archive.
 #
 #   tools/contrib/gpu-machine/test_device_llm.sh BUILD_DIR
 set -uo pipefail
@@ -39,36 +41,48 @@ dry() { CARRY="$C" bash "$HERE/device-llm.sh" --dry-run "$T/out" "$C/aoti" all >
 expect_pass() {
   if dry; then ok "$1"; else cat "$T/dry.log"; bad "$1"; fi
 }
-expect_fail() {  # expect_fail WHAT MESSAGE
-  if dry; then cat "$T/dry.log"; bad "$1: the dry run passed"; return; fi
-  if grep -qF -- "$2" "$T/dry.log"; then ok "$1"; else cat "$T/dry.log"; bad "$1: no line says '$2'"; fi
-}
 
 expect_pass "dry run over this build: every stage's binaries, scripts, flags, wheels and sizes"
 
+# Five things broken at once (one dry run, ~2 s each): each must be named.
 sed -i 's/--weight-sharing //' "$C/et13/et_runner"
-expect_fail "an ExecuTorch runner without --weight-sharing" "et13/et_runner does not know --weight-sharing"
-stub_runner "$C/et13"
-
 rm "$C/aoti/examples/generate/generate"
 printf '#!/bin/sh\necho "usage: generate llm.pte [--prompt-lens 1] [--new-tokens 2] [--reps 3] [--expect-tokens x] [--no-graphs] [--profile-kernels] [--json OUT]"\n' \
   > "$C/aoti/examples/generate/generate"
 chmod +x "$C/aoti/examples/generate/generate"
-expect_fail "a generate without --decode-at" "generate --help does not list --decode-at"
-rm "$C/aoti/examples/generate/generate"; ln -s "$BUILD/examples/generate/generate" "$C/aoti/examples/generate/generate"
-
 : > "$C/whl/torchao-0.16.0-cp310-abi3-manylinux_2_28_x86_64.whl"
-expect_fail "two torchao wheels" "2 torchao wheels"
-rm "$C/whl/torchao-0.16.0-cp310-abi3-manylinux_2_28_x86_64.whl"
-
 rm "$C/aoti/tests/libaoti_cuda_load_order_cases.so"
-expect_fail "the load-order cases library left out of the pack" "libaoti_cuda_load_order_cases.so is missing"
+truncate -s 61M "$C/big.bin"  # sparse: no disk used here, but 61 MiB would travel
+if dry; then cat "$T/dry.log"; bad "five broken things: the dry run passed"; else
+  for case in "an ExecuTorch runner without --weight-sharing|et13/et_runner does not know --weight-sharing" \
+              "a generate without --decode-at|generate --help does not list --decode-at" \
+              "two torchao wheels|2 torchao wheels" \
+              "the load-order cases library left out of the pack|libaoti_cuda_load_order_cases.so is missing" \
+              "a carry that takes the call over the size limit|reach 60 MiB"; do
+    if grep -qF -- "${case#*|}" "$T/dry.log"; then ok "${case%%|*}"; else bad "${case%%|*}: no line says '${case#*|}'"; fi
+  done
+fi
+stub_runner "$C/et13"
+rm "$C/aoti/examples/generate/generate"; ln -s "$BUILD/examples/generate/generate" "$C/aoti/examples/generate/generate"
+rm "$C/whl/torchao-0.16.0-cp310-abi3-manylinux_2_28_x86_64.whl" "$C/big.bin"
 ln -s "$BUILD/tests/libaoti_cuda_load_order_cases.so" "$C/aoti/tests/libaoti_cuda_load_order_cases.so"
 
-truncate -s 61M "$C/big.bin"  # sparse: no disk used here, but 61 MiB would travel
-expect_fail "a carry that takes the call over the size limit" "reach 60 MiB"
-rm "$C/big.bin"
-
 expect_pass "dry run passes again once everything is put back"
+
+# The real step machinery (not the dry run): timeouts, failures, the stage deadline, results after every step.
+MIN_STEP_S=1 STEP_MARGIN_S=1 BUDGET=8 bash "$HERE/device-llm.sh" "$T/self" "$C/aoti" selftest > "$T/self.log" 2>&1
+if python3 - "$T/self/selftest_results.json" <<'PY' 2>&1
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"]
+want = {"passes": "ok", "outlives_timeout": "timeout", "fails": "failed (exit 1)", "cut_to_budget": "timeout",
+        "skipped": "skipped (stage budget spent)"}
+got = {k: v["status"] for k, v in s.items()}
+print(got)
+sys.exit(0 if got == want and s["outlives_timeout"]["seconds"] <= 3 else 1)
+PY
+then ok "steps: ok, timeout, failure, cut to the stage's deadline, skipped; results written"
+else cat "$T/self.log"; bad "steps: statuses in selftest_results.json"; fi
+if tar -tzf "$T/self/selftest_logs.tgz" | grep -q 'outlives_timeout.log'; then ok "steps: the logs' archive"
+else bad "steps: the logs' archive"; fi
 echo "device-llm dry run: $passed passed, $failed failed"
 (( failed == 0 ))
