@@ -201,7 +201,6 @@ std::string kernel_kind(const std::string& name) {
   return name;
 }
 
-// Prints one profiled call: its kernels by kind, then the largest ones; adds the kinds to `r`.
 // JSON string contents: kernel names are identifiers, but a quote or backslash must not break the line.
 std::string json_escaped(const std::string& s) {
   std::string out;
@@ -212,6 +211,7 @@ std::string json_escaped(const std::string& s) {
   return out;
 }
 
+// Prints one profiled call: its kernels by kind, then the largest ones; adds the kinds to `r`.
 // with_list: also every kernel by name ([name, launches, ms] under key + "kernels"), for the post-processing
 // that sorts decode's kernels into attention and the rest by name (tools/contrib/gpu-machine/llm_job.py).
 void report_kernels(const char* what, const aoti_cuda::RunProfile& p, const std::string& key, Report& r,
