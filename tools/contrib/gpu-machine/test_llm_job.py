@@ -43,6 +43,9 @@ def main() -> int:
               r["cpp"]["processes"][0]["rate_gb_s"] == 45.0)
         check("upload: median over processes", r["cpp"]["rate_gb_s"] == 45.5 and r["torch"]["rate_gb_s"] == 44.25)
         check("upload: within 10 % is met", r["met"] is True)
+        md = llm_job.markdown({"upload": r})
+        check("markdown: the upload table and its verdict", "| PyTorch, CUDA context first | 44.2 |" in md
+              and "target >= 0.9: met" in md)
         r = llm_job.upload_check(cpp, [write("t3.log", slow)])
         check("upload: 39.5 against 45.5 GB/s (0.87) is not met", r["met"] is False)
         r = llm_job.upload_check(cpp, [write("t4.log", "Traceback: no CUDA\n")])
