@@ -361,6 +361,10 @@ for n in ('bf16', 'int4'):
   # What travels: the tree (tracked + untracked-not-ignored) and the carried paths, under the tool's 64 MiB.
   local carry=${CARRY-.carry/llmjob} sizes
   if git -C "$ROOT" rev-parse >/dev/null 2>&1; then
+    # A carried path must be ignored by git, else it travels twice (in the tree and as carry).
+    if [[ -n "$carry" && "$carry" != /* ]] && ! git -C "$ROOT" check-ignore -q "$carry"; then
+      problem "$carry is not ignored by git: it would travel with the tree and again as carry"
+    fi
     mapfile -d '' tree < <(git -C "$ROOT" ls-files -z --cached --others --exclude-standard)
     sizes=$(cd "$ROOT" && python3 "$HERE/llm_job.py" carry-size "${tree[@]}" ${carry:+$carry})
     echo "travels (tree + ${carry:-nothing carried}): $sizes"
