@@ -72,7 +72,8 @@ def upload_check(cpp_logs, torch_logs, llm_results=None):
                 text = ""
             rate, loads = process_rate(text)
             per.append({"log": os.path.basename(path), "loads_gb_s": loads, "rate_gb_s": rate,
-                        "passed": "test cases: " in text and "| 0 failed |" in text})
+                        # the case passed AND ran (without a GPU it returns early and counts as passed)
+                        "passed": "test cases: " in text and "| 0 failed |" in text and bool(loads)})
             if rate is not None:
                 rates.append(rate)
         out[side] = {"processes": per, "rate_gb_s": statistics.median(rates) if rates else None}
