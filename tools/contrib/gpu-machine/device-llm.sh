@@ -334,7 +334,11 @@ for n in ('bf16', 'int4'):
   grep -q 'Int4WeightOnlyConfig(group_size=group_size, int4_packing_format="tile_packed_to_4d")' tools/export/llm/export_llm.py &&
     grep -q 'def quantize_int4(model, group_size: int = 128)' tools/export/llm/export_llm.py ||
     problem "export_llm.py --quant int4 is no longer Int4WeightOnlyConfig tile_packed_to_4d, group 128"
-  grep -q -- '--decode-graph' bench/peers/aoti_runner.cpp || problem "the libtorch runner has no --decode-graph"
+  # The libtorch runner (built on the machine from source) ignores options it does not read: each one bench_llm
+  # passes to `aoti_runner llm` must be read in its source.
+  for f in decode-graph share max-ctx vocab prompt-lens new-tokens reps; do
+    grep -q "a.get(\"$f\"" bench/peers/aoti_runner.cpp || problem "the libtorch runner does not read --$f"
+  done
   help=$(python3 bench/peers/executorch/device_run.py --help 2>&1)
   for f in --et13 --llm-exports --llm-work --parts --budget; do
     grep -q -- "$f" <<<"$help" || problem "executorch device_run.py --help does not list $f"
@@ -342,7 +346,7 @@ for n in ('bf16', 'int4'):
   local et
   for et in "$ET12" ${ET13:+"$ET13"}; do
     [[ -x "$et/et_runner" && -f "$et/libaoti_cuda_shims.so" ]] || { problem "$et: et_runner + libaoti_cuda_shims.so"; continue; }
-    for f in generate --data --prompt-lens --expect-tokens --weight-sharing --cuda-graph; do
+    for f in generate --data --prompt-lens --new-tokens --reps --expect-tokens --weight-sharing --cuda-graph; do
       grep -aq -- "$f" "$et/et_runner" || problem "$et/et_runner does not know $f"
     done
   done

@@ -27,7 +27,7 @@ for f in aoti_cuda libaoti_cuda.so.0 examples/generate/generate bench/aoti_cuda_
 done
 stub_runner() {  # the strings et_runner's generate parses (the dry run greps the binary for them)
   mkdir -p "$1"
-  printf '#!/bin/sh\n# stub et_runner: generate --data --prompt-lens --expect-tokens --weight-sharing --cuda-graph\nexit 3\n' > "$1/et_runner"
+  printf '#!/bin/sh\n# stub et_runner: generate --data --prompt-lens --new-tokens --reps --expect-tokens --weight-sharing --cuda-graph\nexit 3\n' > "$1/et_runner"
   chmod +x "$1/et_runner"; : > "$1/libaoti_cuda_shims.so"
 }
 stub_runner "$C/et12"; stub_runner "$C/et13"
