@@ -2,6 +2,7 @@
 //
 //   generate llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]
 //                    [--expect-tokens 5,9,...] [--no-graphs] [--profile-kernels] [--json OUT]
+//                    [--decode-at 128,1024,4000 [--decode-window 64] [--max-ctx 4096]]
 //
 // The program is what tools/export/llm/export_llm.py writes (ExecuTorch 1.2 CUDA backend):
 //   prefill(tokens i64[1,T])         -> (logits bf16[1,V], next_token i64[1,1])
@@ -20,8 +21,15 @@
 // (prefill -> next token ready; first call and median of --reps) and decode tokens/s.
 // --profile-kernels: afterwards, one more prefill and decode step with RunOptions::profile_kernels,
 // printing where each spends its GPU time (the kernels, largest first, and by kind).
+// --decode-at P1,P2,...: afterwards, decode tokens/s at those cache positions (decode_plan.hpp): the first prompt
+// again, untimed steps up to each P (the model's own continuation fills the cache), then --decode-window timed
+// steps at P..P+window-1 (JSON keys at<P>_decode_tok_s ...); with --profile-kernels also one profiled step at each
+// P (at<P>_decode_kernel_kinds, and every kernel by name in at<P>_decode_kernels). --max-ctx: the program's cache
+// length, checked before any step runs (a position past the cache would index outside it on the GPU).
 #include <aoti_cuda/aoti_cuda.hpp>
 #include <cuda_runtime_api.h>
+
+#include "decode_plan.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -59,8 +67,9 @@ std::vector<int64_t> parse_ids(const std::string& s) {
 
 struct Options {
   std::string program, json;
-  std::vector<int64_t> prompt_ids, prompt_lens{128, 512}, expect;
+  std::vector<int64_t> prompt_ids, prompt_lens{128, 512}, expect, decode_at;
   int new_tokens = 256, reps = 5;
+  int64_t decode_window = 64, max_ctx = 0;
   bool graphs = true;
   bool profile_kernels = false;
 };
@@ -192,8 +201,21 @@ std::string kernel_kind(const std::string& name) {
   return name;
 }
 
+// JSON string contents: kernel names are identifiers, but a quote or backslash must not break the line.
+std::string json_escaped(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out;
+}
+
 // Prints one profiled call: its kernels by kind, then the largest ones; adds the kinds to `r`.
-void report_kernels(const char* what, const aoti_cuda::RunProfile& p, const std::string& key, Report& r) {
+// with_list: also every kernel by name ([name, launches, ms] under key + "kernels"), for the post-processing
+// that sorts decode's kernels into attention and the rest by name (tools/contrib/gpu-machine/llm_job.py).
+void report_kernels(const char* what, const aoti_cuda::RunProfile& p, const std::string& key, Report& r,
+                    bool with_list = false) {
   double sum = 0;
   int launches = 0;
   std::vector<std::pair<std::string, std::pair<double, int>>> kinds;
@@ -222,6 +244,47 @@ void report_kernels(const char* what, const aoti_cuda::RunProfile& p, const std:
   r.add(key + "kernel_kinds", json + "}");
   r.num(key + "kernel_ms", sum);
   r.num(key + "kernel_launches", launches);
+  if (with_list) {
+    std::string list = "[";
+    for (const aoti_cuda::KernelProfile& k : p.kernels) {
+      list += (list.size() > 1 ? ", [\"" : "[\"") + json_escaped(k.name) + "\", " + std::to_string(k.launches) + ", " +
+              std::to_string(k.gpu_ms) + "]";
+    }
+    r.add(key + "kernels", list + "]");
+  }
+}
+
+// --decode-at: decode tokens/s at chosen cache positions, after the first prompt (see decode_plan.hpp).
+void run_decode_at(Generator& g, const std::vector<int64_t>& prompt, const std::vector<decode_plan::DecodeWindow>& plan,
+                   const Options& o, Report& r) {
+  const int64_t len = static_cast<int64_t>(prompt.size());
+  g.prefill(device_prompt(prompt));
+  for (const decode_plan::DecodeWindow& w : plan) {
+    for (int64_t p = w.fill_from; p < w.start; ++p) g.decode(p - len, p);  // untimed: fills the cache
+    g.wait();
+    const auto t0 = Clock::now();
+    for (int64_t p = w.start; p < w.start + w.steps; ++p) g.decode(p - len, p);
+    g.wait();
+    const double ms = ms_since(t0);
+    const std::string key = "at" + std::to_string(w.start) + "_";
+    std::printf("decode at positions %lld..%lld: %lld steps in %.2f ms = %.1f tokens/s (%lld untimed steps before)\n",
+                static_cast<long long>(w.start), static_cast<long long>(w.start + w.steps - 1),
+                static_cast<long long>(w.steps), ms, w.steps / (ms / 1000.0),
+                static_cast<long long>(w.start - w.fill_from));
+    r.num(key + "decode_ms", ms);
+    r.num(key + "decode_steps", static_cast<double>(w.steps));
+    r.num(key + "decode_tok_s", w.steps / (ms / 1000.0));
+  }
+  if (o.profile_kernels) {  // one profiled step at each position (it rewrites that position's cache entry alike)
+    for (const decode_plan::DecodeWindow& w : plan) {
+      aoti_cuda::RunProfile profile;
+      g.decode(w.start - len, w.start, &profile);
+      report_kernels(("decode at position " + std::to_string(w.start)).c_str(), profile,
+                     "at" + std::to_string(w.start) + "_decode_", r, true);
+    }
+  }
+  r.ids("decode_at", o.decode_at);
+  r.num("decode_window", static_cast<double>(o.decode_window));
 }
 
 void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Report& r) {
@@ -256,6 +319,18 @@ constexpr int kCannotRunHere = 3;
 
 int generate(const Options& o) {
   Report r;
+  // --decode-at: planned, and refused with the reason, before the GPU is touched.
+  std::vector<decode_plan::DecodeWindow> plan;
+  if (!o.decode_at.empty()) {
+    const int64_t first_len = o.prompt_ids.empty() ? (o.prompt_lens.empty() ? 0 : o.prompt_lens.front())
+                                                   : static_cast<int64_t>(o.prompt_ids.size());
+    try {
+      plan = decode_plan::plan_decode_windows(first_len, o.decode_at, o.decode_window, o.max_ctx);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "generate: %s\n", e.what());
+      return 2;
+    }
+  }
   auto t0 = Clock::now();
   if (const cudaError_t e = cudaFree(nullptr); e != cudaSuccess) {  // the context first: load time is the program's
     std::fprintf(stderr, "generate: cannot run here: no usable CUDA device (%s)\n", cudaGetErrorString(e));
@@ -282,12 +357,13 @@ int generate(const Options& o) {
   else for (int64_t len : o.prompt_lens) prompts.push_back(benchmark_prompt(len, vocab));
   size_t longest = 16;
   for (const auto& p : prompts) longest = std::max(longest, p.size());
+  int64_t slots = static_cast<int64_t>(std::max<size_t>(longest, 19)) + o.new_tokens + 2;
+  if (!plan.empty()) slots = std::max(slots, plan.back().start + plan.back().steps + 2);  // positions and ids index to there
 
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   {
-    const int64_t n = static_cast<int64_t>(std::max<size_t>(longest, 19)) + o.new_tokens + 2;
-    Generator g(module, stream, n, vocab, logits_spec.dtype);
+    Generator g(module, stream, slots, vocab, logits_spec.dtype);
     // Warm-up, untimed: the first calls load the kernels; with graphs, the second decode call
     // captures the graph and later ones replay it.
     g.prefill(device_prompt(benchmark_prompt(16, vocab)));
@@ -318,6 +394,7 @@ int generate(const Options& o) {
       g.decode(0, len, &decode_profile);
       report_kernels("decode", decode_profile, "decode_", r);
     }
+    if (!plan.empty()) run_decode_at(g, prompts.front(), plan, o, r);
   }
   const aoti_cuda::GraphStatus gs = module.graph_status("decode");
   if (!gs.requested) std::printf("decode CUDA graphs: off\n");
@@ -346,7 +423,8 @@ int main(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (a == "-h" || a == "--help") {
       std::printf("usage: %s llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]\n"
-                  "                  [--expect-tokens ids] [--no-graphs] [--profile-kernels] [--json OUT]\n", argv[0]);
+                  "                  [--expect-tokens ids] [--no-graphs] [--profile-kernels] [--json OUT]\n"
+                  "                  [--decode-at P1,P2,... [--decode-window 64] [--max-ctx N]]\n", argv[0]);
       return 0;
     } else if (a == "--prompt-ids" && has_value) o.prompt_ids = parse_ids(argv[++i]);
     else if (a == "--prompt-lens" && has_value) o.prompt_lens = parse_ids(argv[++i]);
@@ -354,6 +432,9 @@ int main(int argc, char** argv) {
     else if (a == "--new-tokens" && has_value) o.new_tokens = std::stoi(argv[++i]);
     else if (a == "--reps" && has_value) o.reps = std::stoi(argv[++i]);
     else if (a == "--json" && has_value) o.json = argv[++i];
+    else if (a == "--decode-at" && has_value) o.decode_at = parse_ids(argv[++i]);
+    else if (a == "--decode-window" && has_value) o.decode_window = std::stoll(argv[++i]);
+    else if (a == "--max-ctx" && has_value) o.max_ctx = std::stoll(argv[++i]);
     else if (a == "--no-graphs") o.graphs = false;
     else if (a == "--profile-kernels") o.profile_kernels = true;
     else if (o.program.empty() && a.rfind("--", 0) != 0) o.program = a;

@@ -255,7 +255,8 @@ def parse_args(argv):
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
     ap.add_argument("--layers", type=int, help="override n_layers")
     ap.add_argument("--max-prefill", type=int, help="override max_prefill (dynamic bound of T)")
-    ap.add_argument("--max-ctx", type=int, help="override max_ctx (the KV cache length, e.g. 4096)")
+    ap.add_argument("--max-ctx", type=int, help="override max_ctx, the KV cache's length (e.g. 4096 for the long-context "
+                                                "decode measurement; the weights do not depend on it)")
     ap.add_argument("--prefill-hint", type=int, default=128, help="example T: Inductor tunes prefill GEMMs for it")
     ap.add_argument("--reference-prompt", type=int, default=128, help="prompt length of the recorded reference")
     ap.add_argument("--reference-tokens", type=int, default=32, help="greedy tokens recorded from eager (0: none)")

@@ -54,6 +54,9 @@ def main() -> int:
         check(f"enabled (found {start}): on inside the block", inside is True)
         check(f"enabled (found {start}): the value found is restored", b.allowed is start and b.changes[-1] is start)
 
+    a = parse_args(["--out", "x", "--max-ctx", "4096"])
+    check("--max-ctx parses (the long-context export)", a.max_ctx == 4096)
+    check("--max-ctx defaults to the config's", parse_args(["--out", "x"]).max_ctx is None)
     check("sdpa triton: no method decomposed", not sdpa_decomposed("prefill", "triton") and not sdpa_decomposed("decode", "triton"))
     check("sdpa decomposed: both methods", sdpa_decomposed("prefill", "decomposed") and sdpa_decomposed("decode", "decomposed"))
     check("sdpa mixed: decode only", sdpa_decomposed("decode", "mixed") and not sdpa_decomposed("prefill", "mixed"))

@@ -1,0 +1,400 @@
+#!/usr/bin/env bash
+# The LLM measurements of issues 31 and 32 (and issue 30's LLM upload target) on the GPU machine, in stages that
+# each fit one device call (README.md beside this, "The LLM job", has the exact calls and the local preparation).
+#
+#   device-llm.sh OUT BUILD STAGE         on the GPU machine; STAGE is A1, A2 or B
+#   device-llm.sh --dry-run OUT BUILD [STAGE|all]   here, without GPU or torch: walks the stages with stub commands
+#                                         and checks every binary, script, flag, wheel and size they rely on
+#                                         (DRY_RUN=1 does the same); exits 1 on any mismatch
+#   device-llm.sh --prepare BUILD_DIR ET12_PACK [ET13_PACK]   here: assembles .carry/llmjob (the packed binaries,
+#                                         the ExecuTorch peers, the five wheels), then the dry run over it
+#   device-llm.sh --print-calls           the command of each stage's device call (README.md quotes them)
+#   device-llm.sh OUT BUILD selftest      the step machinery alone (timeouts, deadline, results), on the CPU
+#
+#   A1  (~560 s) the 1.1 B model's stock exports, bf16 and int4 (torchao Int4WeightOnlyConfig tile_packed_to_4d,
+#       group 128: export_llm.py --quant int4), concurrently, with the libtorch runner's packages, its build and
+#       the eager peers' weights (bench/llm --stage prepare); they stay in WORK (/tmp/llm_bench) on the machine.
+#   A2  (~330 s; right after A1, while the machine is warm: it reads A1's WORK) bench/llm --stage measure
+#       --graph-ab (aoti_cuda with and without decode graphs, the libtorch runner plain and with its decode in a
+#       CUDA graph, eager, eager + CUDA graph, eager int4, the read_bw roofline step); the upload of the bf16 LLM in
+#       a C++ process and in a PyTorch process that made its CUDA context first (tests/load_order, twice each,
+#       alternated); ExecuTorch 1.2 (and 1.3 when carried) `et_runner generate` on the same files
+#       (bench/peers/executorch, PARTS=llm).
+#   B   (~420 s; stands alone) the best bf16 export (LONG_EXPORTS, default bf16mix) with a 4096-position cache
+#       (export_llm.py --max-ctx), then `generate --decode-at 128,1024,4000 --decode-window 64 --profile-kernels`:
+#       decode tokens/s at those positions and each profiled step's attention share (llm_job.py long-summary);
+#       when A's stock bf16 export is still in WORK, the same at 128 and 896 on it (1024-position cache).
+#
+# Every step is a child process with a timeout (capped by the stage's deadline, BUDGET, default 560 s) and a log;
+# OUT/<stage>_results.json is rewritten after every step, so a stage cut short still returns what finished.
+# OUT gets at most 4 files per stage: <stage>_results.json, <stage>_logs.tgz and the raw JSON of the tools it ran.
+# Environment: WORK, BUDGET, ET12, ET13, WHL (default: beside BUILD: et12, et13, whl), LONG_EXPORTS, LONG_CTX,
+# LONG_POSITIONS, LONG_WINDOW, CARRY (dry run: the carried paths to size, default .carry/llmjob).
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/../../.." && pwd)"
+cd "$ROOT"
+
+DRY=${DRY_RUN:-0}
+MODE=run
+case "${1:-}" in
+  --dry-run) DRY=1; shift ;;
+  --prepare) MODE=prepare; shift ;;
+  --print-calls) MODE=calls; shift ;;
+esac
+
+# The device calls, one per stage: the `run` tool's command (at most 2000 characters), carry [".carry/llmjob"],
+# timeout_s 600. README.md quotes them; the dry run checks that it still does.
+CALL_PREFIX='bash tools/contrib/gpu-machine/device-llm.sh "$OUT" .carry/llmjob/aoti'
+if [[ $MODE == calls ]]; then
+  for s in A1 A2 B; do echo "$CALL_PREFIX $s"; done
+  exit 0
+fi
+
+WORK=${WORK:-/tmp/llm_bench}
+SITE=${AOTI_EXPORT_SITE:-/tmp/site}
+LONG_EXPORTS=${LONG_EXPORTS:-bf16mix}
+LONG_CTX=${LONG_CTX:-4096}
+LONG_POSITIONS=${LONG_POSITIONS:-128,1024,4000}
+LONG_WINDOW=${LONG_WINDOW:-64}
+# The binaries the job runs from BUILD (examples/generate, the read_bw roofline, the CLI that bench/llm and the
+# ExecuTorch peer's script make executable, the load-order program and its cases library).
+PACK_FILES="aoti_cuda libaoti_cuda.so.0 examples/generate/generate bench/aoti_cuda_read_bw bench/aoti_cuda_bench
+tests/aoti_cuda_load_order_tests tests/libaoti_cuda_load_order_cases.so"
+# The flags each stage passes to generate; the dry run finds every one in `generate --help`.
+GENERATE_FLAGS="--prompt-lens --new-tokens --reps --profile-kernels --expect-tokens --no-graphs --json --decode-at
+--decode-window --max-ctx"
+ORDER_FILTER='-tc=*pinned staging*'  # tests/load_order/gpu_cases.cpp: the large-program upload case alone
+
+# ---------------------------------------------------------------------------------------------------------------
+# --prepare: .carry/llmjob from a build folder (only the files above, stripped, no links), the peers' packs and
+# the wheels the exports need (executorch, torchao, flatbuffers, ruamel.yaml, tabulate from .whl).
+if [[ $MODE == prepare ]]; then
+  B=${1:?usage: device-llm.sh --prepare BUILD_DIR ET12_PACK [ET13_PACK]}
+  E12=${2:?usage: device-llm.sh --prepare BUILD_DIR ET12_PACK [ET13_PACK]}
+  E13=${3:-}
+  DEST="$ROOT/.carry/llmjob"
+  rm -rf "$DEST"; mkdir -p "$DEST/aoti" "$DEST/et12" "$DEST/whl"
+  for f in $PACK_FILES; do
+    src="$B/$f"; [[ -e "$src" ]] || { echo "prepare: $src is missing (build it: see README.md, The LLM job)"; exit 1; }
+    mkdir -p "$DEST/aoti/$(dirname "$f")"
+    strip -o "$DEST/aoti/$f" "$(readlink -f "$src")" || exit 1
+  done
+  cp "$B/CMakeCache.txt" "$DEST/aoti/"
+  cp -L "$E12/et_runner" "$E12/libaoti_cuda_shims.so" "$DEST/et12/" || exit 1
+  if [[ -n "$E13" ]]; then mkdir -p "$DEST/et13" && cp -L "$E13/et_runner" "$E13/libaoti_cuda_shims.so" "$DEST/et13/" || exit 1; fi
+  # WHL_SRC: where tools/export/fetch_wheels.sh put them (default .whl of this checkout)
+  for w in executorch torchao flatbuffers ruamel_yaml tabulate; do cp "${WHL_SRC:-$ROOT/.whl}"/$w-*.whl "$DEST/whl/" || exit 1; done
+  du -sh "$DEST"/*
+  exec bash "$HERE/device-llm.sh" --dry-run /tmp/llmjob-dry .carry/llmjob/aoti all
+fi
+
+OUT=${1:?usage: device-llm.sh [--dry-run] OUT BUILD STAGE (A1, A2, B)}
+BUILD_ARG=${2:?usage: device-llm.sh [--dry-run] OUT BUILD STAGE}
+STAGE=${3:-$([[ $DRY == 1 ]] && echo all)}
+[[ -n "$STAGE" ]] || { echo "usage: device-llm.sh OUT BUILD STAGE (A1, A2, B)"; exit 2; }
+BUILD="$(cd "$BUILD_ARG" 2>/dev/null && pwd)" || { echo "error: BUILD $BUILD_ARG does not exist"; exit 2; }
+PARENT="$(dirname "$BUILD")"
+ET12=${ET12:-$PARENT/et12}
+ET13=${ET13:-$PARENT/et13}
+WHL=${WHL:-$PARENT/whl}
+[[ -x "$ET13/et_runner" ]] || ET13=""   # the 1.3 peer is optional
+BUDGET=${BUDGET:-560}
+MIN_STEP_S=${MIN_STEP_S:-10}      # a step with less time than this left is skipped, not started
+STEP_MARGIN_S=${STEP_MARGIN_S:-15}  # kept after the last step: results, the logs' archive
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$BUILD:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+
+problems=0
+problem() { echo "MISMATCH: $*"; problems=$((problems + 1)); }
+
+# ---- steps: a timeout each, capped by the stage's deadline; one line each in RES/steps.tsv --------------------
+RES=""
+DEADLINE=$((SECONDS + BUDGET))
+start_stage() {
+  RES="/tmp/llmjob-$1"; rm -rf "$RES"; mkdir -p "$RES"; : > "$RES/steps.tsv"
+  DEADLINE=$((SECONDS + BUDGET))
+}
+# dry run: what a step would start must exist (an executable, or the script bash/python3 would read)
+check_cmd() {
+  local args=("$@") i=0
+  [[ ${args[0]} == env ]] && { i=1; while [[ ${args[$i]} == *=* ]]; do i=$((i + 1)); done; }
+  local prog=${args[$i]}
+  if [[ $prog == bash || $prog == python3 ]]; then
+    [[ -f ${args[$((i + 1))]} ]] || problem "script ${args[$((i + 1))]} is missing"
+  elif [[ $prog == */* ]]; then
+    [[ -x $prog ]] || problem "$prog is missing or not executable"
+  else
+    command -v "$prog" >/dev/null || problem "$prog is not on PATH"
+  fi
+}
+step() {  # step NAME TIMEOUT_S CMD...
+  local name=$1 t=$2; shift 2
+  local left=$((DEADLINE - SECONDS - STEP_MARGIN_S))
+  (( t > left )) && t=$left
+  if [[ $DRY == 1 ]]; then
+    check_cmd "$@"
+    echo "[dry-run] $name (timeout ${t}s): $*"
+    printf '%s\tdry-run\t0\n' "$name" >> "$RES/steps.tsv"
+    return 0
+  fi
+  if (( t < MIN_STEP_S )); then
+    printf '%s\tskipped (stage budget spent)\t0\n' "$name" >> "$RES/steps.tsv"; write_results; return 1
+  fi
+  echo "[$(date -u +%T)] start $name (timeout ${t}s)"
+  local t0=$SECONDS rc
+  { echo "\$ $*"; timeout -k 10 "$t" "$@"; } > "$RES/$name.log" 2>&1
+  rc=$?
+  local status=ok; (( rc == 124 || rc == 137 )) && status=timeout; (( rc != 0 && rc != 124 && rc != 137 )) && status="failed (exit $rc)"
+  printf '%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - t0))" >> "$RES/steps.tsv"
+  echo "[$(date -u +%T)] $name: $status after $((SECONDS - t0)) s"; tail -3 "$RES/$name.log"
+  write_results
+  return $rc
+}
+# OUT/<stage>_results.json: every step's status and seconds, plus the stage's summaries (JSON files in RES named
+# summary_*.json), rewritten after every step.
+write_results() {
+  [[ $DRY == 1 ]] && return 0
+  python3 - "$RES" "$OUT/${STAGE}_results.json" "$STAGE" "$BUDGET" "$SECONDS" <<'PY'
+import glob, json, os, sys, time
+res, out, stage, budget, elapsed = sys.argv[1:6]
+steps = {}
+for line in open(os.path.join(res, "steps.tsv")):
+    name, status, secs = line.rstrip("\n").split("\t")
+    steps[name] = {"status": status, "seconds": int(secs)}
+doc = {"stage": stage, "budget_s": int(budget), "elapsed_s": int(elapsed), "steps": steps,
+       "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+for f in sorted(glob.glob(os.path.join(res, "summary_*.json"))):
+    try:
+        doc[os.path.basename(f)[8:-5]] = json.load(open(f))
+    except ValueError:
+        doc[os.path.basename(f)[8:-5]] = {"error": "unreadable"}
+json.dump(doc, open(out, "w"), indent=1)
+PY
+}
+finish_stage() {  # the logs as one archive (the device tool returns at most 8 files), then the last results
+  [[ $DRY == 1 ]] && return 0
+  write_results
+  tar -czf "$OUT/${STAGE}_logs.tgz" -C "$RES" . 2>/dev/null
+  ls -la "$OUT"
+}
+trap '[[ -n "$RES" && $DRY != 1 ]] && finish_stage' TERM
+
+# The wheels (executorch 1.2.0, torchao 0.17, ...) into SITE, unless a warm machine has them already.
+setup_python() {
+  export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
+  if [[ $DRY == 1 ]]; then
+    python3 "$HERE/llm_job.py" wheels "$WHL" || problem "the wheels in $WHL"
+    return 0
+  fi
+  if ! python3 -c 'import executorch.exir, torchao' >/dev/null 2>&1; then
+    step wheels 120 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target "$SITE" "$WHL"/*.whl
+  fi
+  export FLATC_EXECUTABLE="$SITE/executorch/data/bin/flatc"
+  chmod +x "$FLATC_EXECUTABLE" 2>/dev/null || true
+  chmod +x "$BUILD"/aoti_cuda "$BUILD"/examples/generate/generate "$BUILD"/bench/* "$BUILD"/tests/aoti_cuda_load_order_tests \
+    "$ET12"/et_runner ${ET13:+"$ET13"/et_runner} 2>/dev/null || true
+  date -u; nvidia-smi -L 2>/dev/null
+}
+
+# The flags export_llm.py gets for one of bench/llm's exports (bench_llm.EXPORTS, stdlib-only at import).
+export_flags() {
+  python3 -c "import sys; sys.path.insert(0, 'bench/llm'); import bench_llm; print(' '.join(bench_llm.EXPORTS[sys.argv[1]][1]))" "$1"
+}
+# The eager reference tokens an export recorded for its 128-token prompt ("" when none).
+expect_tokens() {
+  python3 -c "import json,sys; r=(json.load(open(sys.argv[1])).get('reference') or {}); t=r.get('tokens') or []
+print('--expect-tokens ' + ','.join(map(str, t)) if t and r.get('prompt_len') == 128 else '')" "$1" 2>/dev/null
+}
+
+# ---- stages ----------------------------------------------------------------------------------------------------
+stage_A1() {
+  start_stage A1; setup_python
+  # bench_llm's prepare phase runs the exports, the runner build, its packages and the weights concurrently;
+  # int4 beside bf16 took 432 s on 2026-12-03 (bf16 344 s), hence the export timeout.
+  step llm_prepare $((BUDGET - 25)) env LLM_BENCH_WORK="$WORK" LLM_BENCH_EXTRA="--stage prepare --export-timeout $((BUDGET - 70))" \
+    bash bench/llm/run_on_device.sh "$RES/llm_prepare" "$BUILD" 1b llm,int4 $((BUDGET - 40))
+  [[ $DRY == 1 ]] || cp "$RES/llm_prepare/llm_results.json" "$OUT/A1_llm_prepare.json" 2>/dev/null
+  finish_stage
+}
+
+stage_A2() {
+  start_stage A2
+  # The bf16 export is what every part needs (the upload check reads it); without int4 the rest still runs.
+  if [[ $DRY != 1 && ! -f "$WORK/bf16/manifest.json" ]]; then
+    echo "error: $WORK has no bf16 export: the machine was not warm from stage A1 (A2 must follow A1 within ~30 s)"
+    printf 'exports_present\tfailed (no A1 exports in %s: run A1 then A2 back to back)\t0\n' "$WORK" >> "$RES/steps.tsv"
+    finish_stage; return 4
+  fi
+  [[ $DRY == 1 || -f "$WORK/int4/manifest.json" ]] ||
+    printf 'int4_export_present\tfailed (A1 did not finish it: its rows are missing)\t0\n' >> "$RES/steps.tsv"
+  setup_python
+  step llm_measure 240 env LLM_BENCH_WORK="$WORK" LLM_BENCH_EXTRA="--stage measure --graph-ab" \
+    bash bench/llm/run_on_device.sh "$RES/llm" "$BUILD" 1b llm,int4 225
+  [[ $DRY == 1 ]] || cp "$RES/llm/llm_results.json" "$OUT/A2_llm_results.json" 2>/dev/null
+  # Issue 30: the bf16 LLM's upload, C++ process (libcudart first, SDK RTLD_LOCAL) then PyTorch process, twice.
+  local order_env=(env AOTI_CUDA_LARGE_PROGRAM="$WORK/bf16/llm.pte" AOTI_CUDA_FIXTURES="$ROOT/tests/fixtures")
+  for round in 1 2; do
+    step "upload_cpp_$round" 60 "${order_env[@]}" "$BUILD/tests/aoti_cuda_load_order_tests" "$ORDER_FILTER"
+    step "upload_torch_$round" 90 "${order_env[@]}" python3 tests/load_order/torch_first.py "$BUILD" "$ORDER_FILTER"
+  done
+  [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" upload-check --cpp "$RES"/upload_cpp_*.log --torch "$RES"/upload_torch_*.log \
+    --llm-results "$RES/llm/llm_results.json" --out "$RES/summary_upload.json" > /dev/null
+  write_results
+  # Issue 31: ExecuTorch's own runtime on the same two files (its script unpacks the fixtures it checks for).
+  step executorch_llm 220 env PARTS=llm LLM_EXPORTS=bf16,int4 LLM_WORK="$WORK" BUDGET=200 BUILD_ET13="$ET13" \
+    bash bench/peers/executorch/run_on_device.sh "$RES/et" "$BUILD" "$ET12"
+  [[ $DRY == 1 ]] || cp "$RES/et/executorch_results.json" "$OUT/A2_executorch_results.json" 2>/dev/null
+  finish_stage
+}
+
+stage_B() {
+  start_stage B; setup_python
+  export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor" TRITON_CACHE_DIR="$WORK/cache/triton"
+  mkdir -p "$TORCHINDUCTOR_CACHE_DIR" "$TRITON_CACHE_DIR" 2>/dev/null
+  local name flags pids=() dirs=()
+  # The long-context exports, concurrently when several are asked for (one took 260-300 s on 2026-12-03).
+  for name in ${LONG_EXPORTS//,/ }; do
+    flags=$(export_flags "$name") || { problem "LONG_EXPORTS: $name is not one of bench_llm.EXPORTS"; continue; }
+    local dir="$WORK/long_${name}_$LONG_CTX"; dirs+=("$dir")
+    local cmd=(python3 tools/export/llm/export_llm.py --out "$dir" --config 1b --max-ctx "$LONG_CTX" $flags)
+    if [[ $DRY == 1 ]]; then
+      step "export_$name" $((BUDGET - 150)) "${cmd[@]}"  # in this shell: its mismatches must count
+    else
+      step "export_$name" $((BUDGET - 150)) "${cmd[@]}" &
+      pids+=($!)
+    fi
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  local positions_args=(--decode-at "$LONG_POSITIONS" --decode-window "$LONG_WINDOW" --max-ctx "$LONG_CTX")
+  for name in ${LONG_EXPORTS//,/ }; do
+    local dir="$WORK/long_${name}_$LONG_CTX"
+    local gen=("$BUILD/examples/generate/generate" "$dir/llm.pte" --prompt-lens 128 --new-tokens 256 --reps 3
+               "${positions_args[@]}" --profile-kernels --json "$RES/generate_$name.json")
+    # If decode's graph cannot be used with this program, the figures with plain calls are still worth the call.
+    step "generate_$name" 150 "${gen[@]}" $([[ $DRY == 1 ]] || expect_tokens "$dir/manifest.json") ||
+      { [[ -f "$dir/llm.pte" ]] && step "generate_${name}_nographs" 150 "${gen[@]}" --no-graphs; }
+  done
+  # The same positions that fit a 1024-position cache, on A's stock bf16 export when the machine still has it.
+  if [[ $DRY == 1 || -f "$WORK/bf16/llm.pte" ]]; then
+    step generate_ref_bf16_1024 60 "$BUILD/examples/generate/generate" "$WORK/bf16/llm.pte" --prompt-lens 128 \
+      --new-tokens 64 --reps 1 --decode-at 128,896 --decode-window 64 --max-ctx 1024 --profile-kernels \
+      --json "$RES/generate_ref.json"
+  fi
+  if [[ $DRY != 1 ]]; then
+    for name in ${LONG_EXPORTS//,/ }; do
+      local ref=()
+      [[ -f "$RES/generate_ref.json" ]] && ref=(--ref "$RES/generate_ref.json" --ref-manifest "$WORK/bf16/manifest.json")
+      python3 "$HERE/llm_job.py" long-summary --generate "$RES/generate_$name.json" \
+        --manifest "$WORK/long_${name}_$LONG_CTX/manifest.json" "${ref[@]}" \
+        --out "$RES/summary_long_$name.json" > /dev/null
+      cp "$RES/generate_$name.json" "$OUT/B_generate_$name.json" 2>/dev/null
+    done
+  fi
+  finish_stage
+}
+
+# The step machinery itself, on the CPU with the real step(): a step that passes, one that outlives its timeout,
+# one that fails, one cut to the time left, one skipped (test_device_llm.sh runs it with an 8 s budget).
+stage_selftest() {
+  start_stage selftest
+  step passes 5 true
+  step outlives_timeout 2 sleep 30
+  step fails 5 false
+  step cut_to_budget 30 sleep 30
+  step skipped 30 true
+  finish_stage
+}
+
+# ---- the dry run's static checks (beyond what every step checks) -------------------------------------------------
+dry_checks() {
+  local f
+  for f in $PACK_FILES CMakeCache.txt; do [[ -e "$BUILD/$f" ]] || problem "$BUILD/$f is missing (the pack)"; done
+  for f in $PACK_FILES; do
+    [[ $f == *.so* || -x "$BUILD/$f" ]] || problem "$BUILD/$f is not executable"
+  done
+  local help
+  help=$("$BUILD/examples/generate/generate" --help 2>&1) || problem "generate --help failed: $help"
+  for f in $GENERATE_FLAGS; do grep -q -- "$f" <<<"$help" || problem "generate --help does not list $f"; done
+  help=$(python3 bench/llm/bench_llm.py --help 2>&1)
+  for f in --stage --graph-ab --export-timeout --parts --budget --work; do
+    grep -q -- "$f" <<<"$help" || problem "bench_llm.py --help does not list $f"
+  done
+  python3 -c "import sys; sys.path.insert(0, 'bench/llm'); import bench_llm as b
+for n in ('bf16', 'int4'):
+    assert b.EXPORTS[n][0] in ('llm', 'int4'), n" || problem "bench_llm.EXPORTS lacks the stock bf16/int4 exports"
+  help=$(python3 tools/export/llm/export_llm.py --help 2>&1)
+  for f in --max-ctx --quant --gemm --sdpa --fusion --out --config; do
+    grep -q -- "$f" <<<"$help" || problem "export_llm.py --help does not list $f"
+  done
+  for name in ${LONG_EXPORTS//,/ }; do export_flags "$name" >/dev/null 2>&1 || problem "LONG_EXPORTS: no export $name in bench_llm.EXPORTS"; done
+  # ExecuTorch's CUDA LLM recipe: torchao int4 weight-only, tile_packed_to_4d, group 128.
+  grep -q 'Int4WeightOnlyConfig(group_size=group_size, int4_packing_format="tile_packed_to_4d")' tools/export/llm/export_llm.py &&
+    grep -q 'def quantize_int4(model, group_size: int = 128)' tools/export/llm/export_llm.py ||
+    problem "export_llm.py --quant int4 is no longer Int4WeightOnlyConfig tile_packed_to_4d, group 128"
+  # The libtorch runner (built on the machine from source) ignores options it does not read: each one bench_llm
+  # passes to `aoti_runner llm` must be read in its source.
+  for f in decode-graph share max-ctx vocab prompt-lens new-tokens reps; do
+    grep -q "a.get(\"$f\"" bench/peers/aoti_runner.cpp || problem "the libtorch runner does not read --$f"
+  done
+  help=$(python3 bench/peers/executorch/device_run.py --help 2>&1)
+  for f in --et13 --llm-exports --llm-work --parts --budget; do
+    grep -q -- "$f" <<<"$help" || problem "executorch device_run.py --help does not list $f"
+  done
+  local et
+  for et in "$ET12" ${ET13:+"$ET13"}; do
+    [[ -x "$et/et_runner" && -f "$et/libaoti_cuda_shims.so" ]] || { problem "$et: et_runner + libaoti_cuda_shims.so"; continue; }
+    for f in generate --data --prompt-lens --new-tokens --reps --expect-tokens --weight-sharing --cuda-graph; do
+      grep -aq -- "$f" "$et/et_runner" || problem "$et/et_runner does not know $f"
+    done
+  done
+  [[ -n "$ET13" ]] || echo "note: no ExecuTorch 1.3 peer beside BUILD (et13): its rows will be missing"
+  grep -q 'pinned staging")' tests/load_order/gpu_cases.cpp || problem "the large-program case's name no longer ends in 'pinned staging'"
+  grep -aq 'pinned staging' "$BUILD/tests/libaoti_cuda_load_order_cases.so" || problem "the packed cases library lacks the large-program case"
+  grep -q 'AOTI_CUDA_LARGE_PROGRAM' tests/load_order/gpu_cases.cpp || problem "the large-program case no longer reads AOTI_CUDA_LARGE_PROGRAM"
+  [[ -f tests/fixtures.tar.xz && -f cmake/unpack_fixtures.cmake ]] || problem "the fixtures archive or its unpacker is missing"
+  for f in bench/llm/run_on_device.sh bench/peers/executorch/run_on_device.sh "$HERE/device-llm.sh"; do
+    bash -n "$f" || problem "$f: bash syntax"
+  done
+  # The stage deadline leaves the call's 600 s room for the set-up before it and the archive after it.
+  (( BUDGET <= 570 )) || problem "BUDGET $BUDGET s: a stage must end inside the device call's 600 s"
+  # The device calls: README.md quotes each exactly, each within the tool's 2000 characters.
+  local call
+  while IFS= read -r call; do
+    (( ${#call} <= 2000 )) || problem "call over 2000 characters: $call"
+    grep -qF -- "$call" "$HERE/README.md" || problem "README.md does not quote the call: $call"
+  done < <(bash "$HERE/device-llm.sh" --print-calls)
+  # What travels: the tree (tracked + untracked-not-ignored) and the carried paths, under the tool's 64 MiB.
+  local carry=${CARRY-.carry/llmjob} sizes
+  if git -C "$ROOT" rev-parse >/dev/null 2>&1; then
+    # A carried path must be ignored by git, else it travels twice (in the tree and as carry).
+    if [[ -n "$carry" && "$carry" != /* ]] && ! git -C "$ROOT" check-ignore -q "$carry"; then
+      problem "$carry is not ignored by git: it would travel with the tree and again as carry"
+    fi
+    mapfile -d '' tree < <(git -C "$ROOT" ls-files -z --cached --others --exclude-standard)
+    sizes=$(cd "$ROOT" && python3 "$HERE/llm_job.py" carry-size "${tree[@]}" ${carry:+$carry})
+    echo "travels (tree + ${carry:-nothing carried}): $sizes"
+    python3 -c "import json,sys; s=json.loads(sys.argv[1]); sys.exit(0 if s['block_mib'] < 60 else 1)" "$sizes" ||
+      problem "tree + carry reach 60 MiB counted in 4 KiB blocks (the limit is 64 MiB): $sizes"
+  fi
+}
+
+case "$STAGE" in
+  A1) stage_A1 ;;
+  A2) stage_A2 ;;
+  B) stage_B ;;
+  selftest) stage_selftest ;;
+  all) [[ $DRY == 1 ]] || { echo "STAGE all is for the dry run"; exit 2; }
+       stage_A1; stage_A2; stage_B ;;
+  *) echo "unknown STAGE $STAGE (A1, A2, B)"; exit 2 ;;
+esac
+rc=$?
+if [[ $DRY == 1 ]]; then
+  dry_checks
+  if (( problems > 0 )); then echo "dry run: $problems mismatch(es)"; exit 1; fi
+  echo "dry run: every stage's binaries, scripts, flags, wheels and sizes check out"
+  exit 0
+fi
+exit $rc

@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Helpers of device-llm.sh (the GPU job of issues 30-32's LLM measurements); stdlib only, no torch.
+
+    python3 llm_job.py upload-check --cpp LOG... --torch LOG... [--llm-results llm_results.json] --out JSON
+    python3 llm_job.py long-summary --generate JSON --manifest manifest.json [--ref JSON --ref-manifest M] --out JSON
+    python3 llm_job.py carry-size PATH...        # what a device call would send, in bytes and in 4 KiB blocks
+    python3 llm_job.py wheels DIR                 # the wheels the LLM exports need, one version each
+    python3 llm_job.py merge-et KEPT.json NEW.json OUT.json   # the fixture rows of a kept ExecuTorch-peer run
+                                                  # with the LLM rows of stage A2's (report.py reads one file)
+    python3 llm_job.py markdown A2_results.json|B_results.json   # the upload / long-context tables for docs/
+
+upload-check (issue 30's target "the LLM's weights upload within 10 % of the rate in a plain C++ process"): the
+load-order program's large-program case (tests/load_order/gpu_cases.cpp, AOTI_CUDA_LARGE_PROGRAM = the bf16 LLM)
+prints "large program, load K: ... GB/s" for 3 loads per process. The first load of a process also pays for its
+first pinned staging buffer, so the figure per process is the median of loads 1 and 2; the figure per side (C++
+process with libcudart first / PyTorch process that made its CUDA context first) is the median over its processes.
+Met when torch >= 0.9 x C++.
+
+long-summary (issue 32 item 4): decode tokens/s at each position of `generate --decode-at`, and the share of a
+profiled decode step's kernel time that is attention. Attention, by kernel name: anything named *sdpa*, *attention*,
+*attn*, *flash* or *softmax*; and, in programs whose decode SDPA is decomposed into matmuls with cuBLAS GEMMs
+(manifest gemm == cublas and sdpa decomposed/mixed/flash), the extern GEMMs that are not one-row GEMVs ("aoti_cuda
+cuBLAS GEMM"): at decode every projection has one row (GEMV) and only attention's two batched matmuls per layer have
+more (the query heads of a KV head as rows). That count is checked (2 x layers launches), else the share is marked
+unverified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import statistics
+import sys
+
+LOAD_LINE = re.compile(r"large program, load (\d+): ([0-9.]+) MiB, staged ([0-9.]+) MiB, ([0-9.]+) GB/s")
+ATTENTION_NAME = re.compile(r"sdpa|attention|attn|flash|softmax", re.IGNORECASE)
+EXTERN_GEMM = "aoti_cuda cuBLAS GEMM"
+DEVICE_LIMIT_MIB = 64  # the device tool: tracked + untracked-not-ignored files + carried paths, per call
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def process_rate(text):
+    """GB/s of one process's log: the median of its loads after the first (the first alone when it is the only
+    one); None when the log has no load line (the case did not run)."""
+    loads = {int(m.group(1)): float(m.group(4)) for m in LOAD_LINE.finditer(text)}
+    if not loads:
+        return None, loads
+    later = [v for k, v in sorted(loads.items()) if k >= 1]
+    return statistics.median(later or list(loads.values())), loads
+
+
+def upload_check(cpp_logs, torch_logs, llm_results=None):
+    out = {"rule": "median GB/s of loads 1..2 per process, median over processes; met when torch >= 0.9 x C++"}
+    for side, logs in (("cpp", cpp_logs), ("torch", torch_logs)):
+        rates, per = [], []
+        for path in logs:
+            try:
+                with open(path, errors="replace") as f:
+                    text = f.read()
+            except OSError:
+                text = ""
+            rate, loads = process_rate(text)
+            per.append({"log": os.path.basename(path), "loads_gb_s": loads, "rate_gb_s": rate,
+                        # the case passed AND ran (without a GPU it returns early and counts as passed)
+                        "passed": "test cases: " in text and "| 0 failed |" in text and bool(loads)})
+            if rate is not None:
+                rates.append(rate)
+        out[side] = {"processes": per, "rate_gb_s": statistics.median(rates) if rates else None}
+    c, t = out["cpp"]["rate_gb_s"], out["torch"]["rate_gb_s"]
+    out["ratio_torch_to_cpp"] = t / c if c and t is not None else None
+    out["met"] = None if out["ratio_torch_to_cpp"] is None else out["ratio_torch_to_cpp"] >= 0.9
+    runs = ((load_json(llm_results) or {}).get("runs") or {}) if llm_results else {}
+    gen = runs.get("aoti_cuda_bf16") or {}
+    # examples/generate (the SDK linked plainly), for context: the first and only load of its process
+    out["generate_bf16_upload_gb_s"] = gen.get("upload_gb_per_s")
+    return out
+
+
+def attention_share(kernels, manifest):
+    """(attention ms, total ms, verified, names counted) of one profiled decode step's [name, launches, ms] list."""
+    cfg = (manifest or {}).get("config") or {}
+    decomposed = (manifest or {}).get("gemm") == "cublas" and (manifest or {}).get("sdpa") in ("decomposed", "mixed", "flash")
+    total = sum(k[2] for k in kernels)
+    att, names, gemm_launches = 0.0, [], 0
+    for name, launches, ms in kernels:
+        if ATTENTION_NAME.search(name):
+            att += ms
+            names.append(name)
+        elif decomposed and name == EXTERN_GEMM:
+            att += ms
+            names.append(name)
+            gemm_launches += launches
+    verified = True
+    if decomposed:
+        verified = gemm_launches == 2 * int(cfg.get("n_layers", -1))
+    else:
+        verified = bool(names)  # the backend's SDPA kernel (or flash) must have been seen
+    return att, total, verified, sorted(set(names))
+
+
+def long_summary(gen, manifest, ref=None, ref_manifest=None):
+    def rows(g, m):
+        out = {}
+        if not g:
+            return out
+        for pos in g.get("decode_at") or []:
+            key = f"at{pos}_"
+            row = {"tok_s": g.get(key + "decode_tok_s"), "steps": g.get(key + "decode_steps")}
+            if row["tok_s"]:
+                row["step_ms"] = 1000.0 / row["tok_s"]
+            kernels = g.get(key + "decode_kernels")
+            if kernels:
+                att, total, verified, names = attention_share(kernels, m)
+                row.update({"kernel_ms": total, "attention_ms": att,
+                            "attention_share": att / total if total else None,
+                            "attention_verified": verified, "attention_kernels": names})
+            out[str(pos)] = row
+        return out
+
+    cfg = (manifest or {}).get("config") or {}
+    res = {"export": {k: (manifest or {}).get(k) for k in ("quant", "gemm", "sdpa", "fusion", "export_times")},
+           "max_ctx": cfg.get("max_ctx"), "positions": rows(gen, manifest)}
+    if gen:
+        res["p128_decode_tok_s"] = gen.get("p128_decode_tok_s")
+        res["p128_ttft_ms"] = gen.get("p128_ttft_ms")
+        res["expect_match"] = [gen.get("expect_match"), gen.get("expect_count")]
+    if ref:
+        res["reference"] = {"max_ctx": ((ref_manifest or {}).get("config") or {}).get("max_ctx"),
+                            "export": {k: (ref_manifest or {}).get(k) for k in ("quant", "gemm", "sdpa")},
+                            "positions": rows(ref, ref_manifest)}
+    at128 = res["positions"].get("128") or {}
+    share = at128.get("attention_share")
+    res["attention_dominates_at_128"] = None if share is None else share > 0.5
+    return res
+
+
+def carry_size(paths):
+    """Bytes and 4 KiB blocks of every file under `paths` (files or folders; links are sent as links)."""
+    total = blocks = files = 0
+    for p in paths:
+        walk = [(os.path.dirname(p), [], [os.path.basename(p)])] if not os.path.isdir(p) else os.walk(p)
+        for d, _dirs, names in walk:
+            for n in names:
+                f = os.path.join(d, n)
+                if os.path.islink(f) or not os.path.exists(f):
+                    continue
+                s = os.path.getsize(f)
+                total += s
+                blocks += max(1, math.ceil(s / 4096)) * 4096
+                files += 1
+    return {"files": files, "bytes": total, "mib": total / 2**20, "block_mib": blocks / 2**20}
+
+
+# The wheels the LLM exports install (tools/export/fetch_wheels.sh): executorch 1.2.0 and torchao 0.17 exactly,
+# flatbuffers, ruamel.yaml and tabulate at any version; one version of each (two stop pip's install).
+WHEELS = {"executorch": "1.2.0", "torchao": "0.17.", "flatbuffers": "", "ruamel_yaml": "", "tabulate": ""}
+
+
+def check_wheels(folder):
+    problems = []
+    for name, version in WHEELS.items():
+        found = sorted(glob.glob(os.path.join(folder, f"{name}-*.whl")))
+        if not found:
+            problems.append(f"no {name} wheel in {folder}")
+        elif len(found) > 1:
+            problems.append(f"{len(found)} {name} wheels in {folder} (pip stops on two versions): {found}")
+        elif version and not os.path.basename(found[0]).startswith(f"{name}-{version}"):
+            problems.append(f"{os.path.basename(found[0])}: the exports need {name} {version}")
+    return problems
+
+
+def merge_et(kept, new):
+    """Stage A2 runs the ExecuTorch peer's LLM part only (PARTS=llm): its `llm` rows go into a copy of a kept run
+    that has the fixture parts, so that bench/peers/executorch/report.py rewrites executorch.md with both."""
+    out = json.loads(json.dumps(kept))
+    out["llm"] = new.get("llm") or {}
+    out["llm_run"] = {"machine": new.get("machine"), "params": new.get("params")}
+    return out
+
+
+def fmt(x, digits=1):
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def markdown(doc):
+    lines = []
+    up = doc.get("upload")
+    if up:
+        lines += ["| process | upload GB/s (median of loads 1-2) | runs |", "|---|---|---|"]
+        for side, label in (("cpp", "C++ (libcudart first, SDK RTLD_LOCAL)"), ("torch", "PyTorch, CUDA context first")):
+            d = up.get(side) or {}
+            lines.append(f"| {label} | {fmt(d.get('rate_gb_s'))} | {len(d.get('processes') or [])} |")
+        r = up.get("ratio_torch_to_cpp")
+        lines.append(f"\nPyTorch / C++: {fmt(r, 3)} (target >= 0.9: {'met' if up.get('met') else 'not met'}); "
+                     f"examples/generate in the same job (first load of its process): "
+                     f"{fmt(up.get('generate_bf16_upload_gb_s'))} GB/s.")
+    for key, val in doc.items():
+        if not key.startswith("long_"):
+            continue
+        lines += [f"\n{key[5:]} export, {val.get('max_ctx')}-position cache:", "",
+                  "| position | decode tok/s | step ms | attention share of the profiled step | verified |",
+                  "|---|---|---|---|---|"]
+        for pos, row in (val.get("positions") or {}).items():
+            share = row.get("attention_share")
+            lines.append(f"| {pos} | {fmt(row.get('tok_s'))} | {fmt(row.get('step_ms'), 3)} | "
+                         f"{'–' if share is None else f'{100 * share:.1f} %'} | {row.get('attention_verified')} |")
+        ref = val.get("reference")
+        if ref:
+            for pos, row in (ref.get("positions") or {}).items():
+                share = row.get("attention_share")
+                lines.append(f"| {pos} (stock bf16, {ref.get('max_ctx')} positions) | {fmt(row.get('tok_s'))} | "
+                             f"{fmt(row.get('step_ms'), 3)} | {'–' if share is None else f'{100 * share:.1f} %'} | "
+                             f"{row.get('attention_verified')} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    u = sub.add_parser("upload-check")
+    u.add_argument("--cpp", nargs="+", default=[])
+    u.add_argument("--torch", nargs="+", default=[])
+    u.add_argument("--llm-results")
+    u.add_argument("--out", required=True)
+    s = sub.add_parser("long-summary")
+    s.add_argument("--generate", required=True)
+    s.add_argument("--manifest", required=True)
+    s.add_argument("--ref")
+    s.add_argument("--ref-manifest")
+    s.add_argument("--out", required=True)
+    c = sub.add_parser("carry-size")
+    c.add_argument("paths", nargs="+")
+    w = sub.add_parser("wheels")
+    w.add_argument("folder")
+    m = sub.add_parser("merge-et")
+    m.add_argument("kept")
+    m.add_argument("new")
+    m.add_argument("out")
+    md = sub.add_parser("markdown")
+    md.add_argument("results")
+    a = ap.parse_args(argv)
+    if a.cmd == "merge-et":
+        kept, new = load_json(a.kept), load_json(a.new)
+        if kept is None or new is None:
+            print(f"merge-et: cannot read {a.kept if kept is None else a.new}")
+            return 1
+        with open(a.out, "w") as f:
+            json.dump(merge_et(kept, new), f, indent=1)
+        return 0
+    if a.cmd == "markdown":
+        print(markdown(load_json(a.results) or {}))
+        return 0
+    if a.cmd == "upload-check":
+        res = upload_check(a.cpp, a.torch, a.llm_results)
+    elif a.cmd == "long-summary":
+        res = long_summary(load_json(a.generate), load_json(a.manifest), load_json(a.ref) if a.ref else None,
+                           load_json(a.ref_manifest) if a.ref_manifest else None)
+    elif a.cmd == "carry-size":
+        print(json.dumps(carry_size(a.paths)))
+        return 0
+    else:
+        problems = check_wheels(a.folder)
+        for p in problems:
+            print("wheels: " + p)
+        return 1 if problems else 0
+    with open(a.out, "w") as f:
+        json.dump(res, f, indent=1)
+    print(json.dumps(res, indent=1)[:4000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# CPU test of the LLM device job (ctest llmjob_dry_run; no GPU, no torch):
+#   1. llm_job.py's helpers (test_llm_job.py);
+#   2. device-llm.sh --dry-run over a pack made of this build's binaries, stub ExecuTorch runners and empty wheel
+#      files: must pass;
+#   3. the same with five things broken (a runner flag, a generate flag, a second torchao wheel, a missing library,
+#      a carry over the size limit): it must fail, naming each; then, put back, pass again;
+#   4. the real step machinery (STAGE selftest): a step that passes, times out, fails, is cut to the stage's
+#      deadline, is skipped; the results file and the logs' archive.
+#
+#   tools/contrib/gpu-machine/test_device_llm.sh BUILD_DIR
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BUILD="$(cd "${1:?usage: test_device_llm.sh BUILD_DIR}" && pwd)"
+T="$(mktemp -d)"; trap 'rm -rf "$T"' EXIT
+passed=0; failed=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+bad() { echo "FAIL $1"; failed=$((failed + 1)); }
+
+if python3 "$HERE/test_llm_job.py" > "$T/helpers.log" 2>&1; then ok "llm_job.py helpers"; else cat "$T/helpers.log"; bad "llm_job.py helpers"; fi
+
+# The carry folder device-llm.sh --prepare makes, from links to this build (same layout, nothing copied).
+C="$T/carry"
+for f in aoti_cuda libaoti_cuda.so.0 examples/generate/generate bench/aoti_cuda_read_bw bench/aoti_cuda_bench \
+         tests/aoti_cuda_load_order_tests tests/libaoti_cuda_load_order_cases.so CMakeCache.txt; do
+  mkdir -p "$C/aoti/$(dirname "$f")"; ln -s "$BUILD/$f" "$C/aoti/$f"
+done
+stub_runner() {  # the strings et_runner's generate parses (the dry run greps the binary for them)
+  mkdir -p "$1"
+  printf '#!/bin/sh\n# stub et_runner: generate --data --prompt-lens --new-tokens --reps --expect-tokens --weight-sharing --cuda-graph\nexit 3\n' > "$1/et_runner"
+  chmod +x "$1/et_runner"; : > "$1/libaoti_cuda_shims.so"
+}
+stub_runner "$C/et12"; stub_runner "$C/et13"
+mkdir -p "$C/whl"
+for w in executorch-1.2.0-cp312-cp312-manylinux_2_28_x86_64.whl torchao-0.17.0-cp310-abi3-manylinux_2_28_x86_64.whl \
+         flatbuffers-25.12.19-py2.py3-none-any.whl ruamel_yaml-0.19.1-py3-none-any.whl tabulate-0.10.0-py3-none-any.whl; do
+  : > "$C/whl/$w"
+done
+
+dry() { CARRY="$C" bash "$HERE/device-llm.sh" --dry-run "$T/out" "$C/aoti" all > "$T/dry.log" 2>&1; }
+expect_pass() {
+  if dry; then ok "$1"; else cat "$T/dry.log"; bad "$1"; fi
+}
+
+expect_pass "dry run over this build: every stage's binaries, scripts, flags, wheels and sizes"
+
+# Five things broken at once (one dry run, ~2 s each): each must be named.
+sed -i 's/--weight-sharing //' "$C/et13/et_runner"
+rm "$C/aoti/examples/generate/generate"
+printf '#!/bin/sh\necho "usage: generate llm.pte [--prompt-lens 1] [--new-tokens 2] [--reps 3] [--expect-tokens x] [--no-graphs] [--profile-kernels] [--json OUT]"\n' \
+  > "$C/aoti/examples/generate/generate"
+chmod +x "$C/aoti/examples/generate/generate"
+: > "$C/whl/torchao-0.16.0-cp310-abi3-manylinux_2_28_x86_64.whl"
+rm "$C/aoti/tests/libaoti_cuda_load_order_cases.so"
+truncate -s 61M "$C/big.bin"  # sparse: no disk used here, but 61 MiB would travel
+if dry; then cat "$T/dry.log"; bad "five broken things: the dry run passed"; else
+  for case in "an ExecuTorch runner without --weight-sharing|et13/et_runner does not know --weight-sharing" \
+              "a generate without --decode-at|generate --help does not list --decode-at" \
+              "two torchao wheels|2 torchao wheels" \
+              "the load-order cases library left out of the pack|libaoti_cuda_load_order_cases.so is missing" \
+              "a carry that takes the call over the size limit|reach 60 MiB"; do
+    if grep -qF -- "${case#*|}" "$T/dry.log"; then ok "${case%%|*}"; else bad "${case%%|*}: no line says '${case#*|}'"; fi
+  done
+fi
+stub_runner "$C/et13"
+rm "$C/aoti/examples/generate/generate"; ln -s "$BUILD/examples/generate/generate" "$C/aoti/examples/generate/generate"
+rm "$C/whl/torchao-0.16.0-cp310-abi3-manylinux_2_28_x86_64.whl" "$C/big.bin"
+ln -s "$BUILD/tests/libaoti_cuda_load_order_cases.so" "$C/aoti/tests/libaoti_cuda_load_order_cases.so"
+
+expect_pass "dry run passes again once everything is put back"
+
+# The real step machinery (not the dry run): timeouts, failures, the stage deadline, results after every step.
+MIN_STEP_S=1 STEP_MARGIN_S=1 BUDGET=8 bash "$HERE/device-llm.sh" "$T/self" "$C/aoti" selftest > "$T/self.log" 2>&1
+if python3 - "$T/self/selftest_results.json" <<'PY' 2>&1
+import json, sys
+s = json.load(open(sys.argv[1]))["steps"]
+want = {"passes": "ok", "outlives_timeout": "timeout", "fails": "failed (exit 1)", "cut_to_budget": "timeout",
+        "skipped": "skipped (stage budget spent)"}
+got = {k: v["status"] for k, v in s.items()}
+print(got)
+sys.exit(0 if got == want and s["outlives_timeout"]["seconds"] <= 3 else 1)
+PY
+then ok "steps: ok, timeout, failure, cut to the stage's deadline, skipped; results written"
+else cat "$T/self.log"; bad "steps: statuses in selftest_results.json"; fi
+if tar -tzf "$T/self/selftest_logs.tgz" | grep -q 'outlives_timeout.log'; then ok "steps: the logs' archive"
+else bad "steps: the logs' archive"; fi
+echo "device-llm dry run: $passed passed, $failed failed"
+(( failed == 0 ))

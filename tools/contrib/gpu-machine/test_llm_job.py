@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""CPU checks of llm_job.py (device-llm.sh's helpers): the upload figures parsed from the load-order program's
+lines, the attention share of a profiled decode step, the wheel check, the merge of ExecuTorch-peer results.
+No torch. Prints "llm_job: N passed, M failed"; exit status 1 on any failure."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import llm_job  # noqa: E402
+
+CPP_LOG = """load-order test: libcudart and libcuda in the global scope before libaoti_cuda
+large program, load 0: 4200.5 MiB, staged 4200.5 MiB, 30.1 GB/s
+large program, load 1: 4200.5 MiB, staged 4200.5 MiB, 46.0 GB/s
+large program, load 2: 4200.5 MiB, staged 4200.5 MiB, 44.0 GB/s
+[doctest] test cases: 1 | 1 passed | 0 failed | 5 skipped
+"""
+
+
+def main() -> int:
+    results = []
+
+    def check(name, ok):
+        results.append(bool(ok))
+        print(("ok   " if ok else "FAIL ") + name)
+
+    with tempfile.TemporaryDirectory() as t:
+        def write(name, text):
+            p = os.path.join(t, name)
+            with open(p, "w") as f:
+                f.write(text)
+            return p
+
+        cpp = [write("c1.log", CPP_LOG), write("c2.log", CPP_LOG.replace("46.0", "48.0"))]
+        slow = CPP_LOG.replace("46.0", "39.0").replace("44.0", "40.0")  # median 39.5 of loads 1-2
+        torch_ok = [write("t1.log", CPP_LOG.replace("46.0", "43.0")), write("t2.log", CPP_LOG)]
+        r = llm_job.upload_check(cpp, torch_ok)
+        check("upload: the first load of a process is left out (median of loads 1-2)",
+              r["cpp"]["processes"][0]["rate_gb_s"] == 45.0)
+        check("upload: median over processes", r["cpp"]["rate_gb_s"] == 45.5 and r["torch"]["rate_gb_s"] == 44.25)
+        check("upload: within 10 % is met", r["met"] is True)
+        md = llm_job.markdown({"upload": r})
+        check("markdown: the upload table and its verdict", "| PyTorch, CUDA context first | 44.2 |" in md
+              and "target >= 0.9: met" in md)
+        r = llm_job.upload_check(cpp, [write("t3.log", slow)])
+        check("upload: 39.5 against 45.5 GB/s (0.87) is not met", r["met"] is False)
+        r = llm_job.upload_check(cpp, [write("t4.log", "Traceback: no CUDA\n")])
+        check("upload: a process without load lines gives no verdict", r["met"] is None and r["torch"]["rate_gb_s"] is None)
+
+        # A decode step of a cuBLAS + decomposed-SDPA export (2 layers): GEMVs for the projections, two bmm per
+        # layer on cuBLAS, softmax in a Triton reduction.
+        mix = {"gemm": "cublas", "sdpa": "mixed", "config": {"n_layers": 2}}
+        kernels = [["aoti_cuda GEMV (few rows)", 9, 0.5], ["aoti_cuda cuBLAS GEMM", 4, 0.2],
+                   ["triton_per_fused__softmax_3", 2, 0.1], ["triton_poi_fused_add_1", 10, 0.2]]
+        att, total, verified, _ = llm_job.attention_share(kernels, mix)
+        check("attention: bmm on cuBLAS + softmax counted (0.3 of 1.0 ms), verified by 2 x layers launches",
+              abs(att - 0.3) < 1e-9 and abs(total - 1.0) < 1e-9 and verified)
+        kernels[1][1] = 5
+        check("attention: a GEMM count other than 2 x layers is marked unverified",
+              llm_job.attention_share(kernels, mix)[2] is False)
+        stock = {"gemm": "triton", "sdpa": "triton", "config": {"n_layers": 2}}
+        att, total, verified, names = llm_job.attention_share(
+            [["_sdpa_fwd_kernel_m32", 2, 0.26], ["triton_tem_fused_mm_0", 8, 0.74]], stock)
+        check("attention: the stock export's Triton SDPA kernel by name", abs(att - 0.26) < 1e-9 and verified
+              and names == ["_sdpa_fwd_kernel_m32"])
+        check("attention: no attention kernel found is unverified",
+              llm_job.attention_share([["triton_tem_fused_mm_0", 8, 0.74]], stock)[2] is False)
+        gen = {"decode_at": [128, 4000], "at128_decode_tok_s": 800.0, "at4000_decode_tok_s": 500.0,
+               "at128_decode_kernels": [["aoti_cuda GEMV (few rows)", 9, 0.9], ["aoti_cuda cuBLAS GEMM", 4, 0.1]],
+               "p128_decode_tok_s": 790.0}
+        s = llm_job.long_summary(gen, dict(mix, config={"n_layers": 2, "max_ctx": 4096}))
+        check("long summary: tokens/s and step time per position", s["positions"]["4000"]["tok_s"] == 500.0
+              and abs(s["positions"]["128"]["step_ms"] - 1.25) < 1e-9 and s["max_ctx"] == 4096)
+        check("long summary: attention does not dominate at 128 (10 %)", s["attention_dominates_at_128"] is False)
+        md = llm_job.markdown({"long_bf16mix": s})
+        check("markdown: one row per position", "| 128 | 800.0 |" in md and "| 4000 | 500.0 |" in md)
+
+        w = os.path.join(t, "whl")
+        os.makedirs(w)
+        for n in ("executorch-1.2.0-cp312-cp312-manylinux_2_28_x86_64.whl", "torchao-0.17.0-cp310-abi3-x.whl",
+                  "flatbuffers-25.12.19-py2.py3-none-any.whl", "ruamel_yaml-0.19.1-py3-none-any.whl",
+                  "tabulate-0.10.0-py3-none-any.whl"):
+            open(os.path.join(w, n), "w").close()
+        check("wheels: the five the exports need", llm_job.check_wheels(w) == [])
+        open(os.path.join(w, "torchao-0.16.0-cp310-abi3-x.whl"), "w").close()
+        check("wheels: two torchao versions refused", any("2 torchao" in p for p in llm_job.check_wheels(w)))
+        os.remove(os.path.join(w, "torchao-0.17.0-cp310-abi3-x.whl"))
+        check("wheels: torchao 0.16 refused", any("0.17" in p for p in llm_job.check_wheels(w)))
+        os.remove(os.path.join(w, "executorch-1.2.0-cp312-cp312-manylinux_2_28_x86_64.whl"))
+        check("wheels: a missing executorch named", any("no executorch" in p for p in llm_job.check_wheels(w)))
+
+        sized = write("f.bin", "x" * 5000)
+        c = llm_job.carry_size([sized])
+        check("carry size: bytes and 4 KiB blocks", c["bytes"] == 5000 and c["block_mib"] == 8192 / 2**20)
+
+        kept = {"fixtures": {"aoti_cuda": {"rows": [1]}}, "llm": {}, "cold": {"x": 1}}
+        merged = llm_job.merge_et(kept, {"llm": {"bf16": {"aoti_cuda": {}}}, "params": {"parts": "llm"}})
+        check("merge-et: fixture rows kept, LLM rows taken", merged["fixtures"] == kept["fixtures"]
+              and "bf16" in merged["llm"] and kept["llm"] == {})
+
+    failed = results.count(False)
+    print(f"llm_job: {len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
