@@ -576,14 +576,15 @@ class ModelState {
       in.push_back(t);
     }
     for (const auto& [name, e] : outputs) out.push_back({{"name", name}, {"data_type", find_type(e.dtype)->config}, {"dims", e.dims}});
-    config_["input"] = in;
-    config_["output"] = out;
     if (max_batch_ > 0) {
       // Triton's convention: with max_batch_size > 0 the batch dimension is
       // implicit, left out of dims (check_batchable made sure every tensor has one).
+      check_batchable(lm, max_batch_);
       for (json* t : {&in, &out})
         for (json& e : *t) e["dims"].erase(e["dims"].begin());
     }
+    config_["input"] = in;
+    config_["output"] = out;
     config_["max_batch_size"] = max_batch_;
     const std::string text = config_.dump();
     TRITONSERVER_Message* msg = nullptr;
