@@ -893,7 +893,9 @@ class InstanceState {
                                               " rows: its first dimension is not the batch");
       }
     }
-    // Split: request r gets rows [offset, offset + rows) of every output it asked for.
+    // Split: request r gets rows [offset, offset + rows) of every output it
+    // asked for (execute returns contiguous tensors, so a row is
+    // nbytes / rows bytes and a request's rows are one run of bytes).
     const bool out_host = device_.is_cpu();
     int64_t offset = 0;
     for (std::size_t r : group) {
@@ -949,8 +951,12 @@ class InstanceState {
       if (all[r].response == nullptr || all[r].err != nullptr) continue;
       const int64_t limit = row_limit(*all[r].method);
       Group* g = nullptr;
-      for (Group& c : groups)
-        if (compatible(all[c.members[0]], all[r]) && c.rows + all[r].rows <= limit) g = &c;
+      for (Group& c : groups) {
+        if (compatible(all[c.members[0]], all[r]) && c.rows + all[r].rows <= limit) {
+          g = &c;
+          break;
+        }
+      }
       if (g == nullptr) g = &groups.emplace_back();
       g->members.push_back(r);
       g->rows += all[r].rows;

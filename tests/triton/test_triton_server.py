@@ -457,8 +457,9 @@ def test_batching_load_refusals(server):
     assert "max_batch_size 16" in msg and "input 'a'" in msg and "goes up to 8" in msg, msg
 
 
-def _concurrent(server, proto, model, jobs):
-    """Runs jobs (arrays, parameters) at once, each from its own client; returns results or exceptions."""
+def _concurrent(server, proto, model, jobs, delays=None):
+    """Runs jobs (arrays, parameters) at once (job i after delays[i] s), each from its own client;
+    returns results or exceptions."""
     out = [None] * len(jobs)
     barrier = threading.Barrier(len(jobs))
 
@@ -468,6 +469,8 @@ def _concurrent(server, proto, model, jobs):
         client = mod.InferenceServerClient(f"127.0.0.1:{port}")
         arrays, params = jobs[i]
         barrier.wait()
+        if delays:
+            time.sleep(delays[i])
         try:
             out[i] = infer(server, proto, model, arrays, client=client, parameters=params)
         except InferenceServerException as e:
@@ -528,3 +531,24 @@ def test_malformed_request_in_a_batch_fails_alone(server, proto):
     r = infer(server, proto, "batched", {"a": x, "b": x}, outputs=["y_again"])
     assert r.as_numpy("y") is None
     np.testing.assert_allclose(r.as_numpy("y_again"), x * AFFINE_W + x)
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_model_failure_inside_a_batch(server, proto):
+    # The fake library fails the whole call when the first element of the call's b is -777, so the
+    # bad request goes first (the others follow within the 300 ms queue delay, in the same batch).
+    # Every request of that call gets the SDK's message, with the batch it was in; the model keeps serving.
+    xs = [np.full((1, 4), i + 1, np.float32) for i in range(6)]
+    bad = xs[0].copy()
+    bad[0, 0] = -777
+    jobs = [({"a": x, "b": bad if i == 0 else x}, None) for i, x in enumerate(xs)]
+    results = _concurrent(server, proto, "batched", jobs, delays=[0] + [0.05] * 5)
+    assert isinstance(results[0], InferenceServerException) and "aoti_cuda (model)" in str(results[0]), results[0]
+    for i, r in enumerate(results):
+        if isinstance(r, Exception):
+            assert "aoti_cuda (model)" in str(r) and "in a batch of" in str(r), r
+        else:
+            np.testing.assert_allclose(r.as_numpy("y"), xs[i] * AFFINE_W + xs[i], rtol=1e-6)
+    assert sum(isinstance(r, Exception) for r in results) > 1  # batched with the bad one (300 ms queue delay)
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(infer(server, proto, "batched", {"a": x, "b": x}).as_numpy("y"), x * AFFINE_W + x)
