@@ -18,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <climits>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -453,10 +454,11 @@ class ModelState {
     config_ = read_config(model);
     params_ = parse_params(config_);
     pte_ = std::string(location) + "/" + std::to_string(version_) + "/" + params_.pte;
-    if (config_.contains("max_batch_size") && json_int(config_["max_batch_size"], "max_batch_size") > 0) {
-      invalid("model " + name_ + ": max_batch_size must be 0: the aoti_cuda backend runs each request on its own "
-              "(the program's shapes include any batch dimension)");
-    }
+    // max_batch_size > 0: Triton's batch dimension is the program's first
+    // dimension, so every input and output must have a dynamic first dimension
+    // bounded by at least max_batch_size (checked in validate_config).
+    if (config_.contains("max_batch_size")) max_batch_ = json_int(config_["max_batch_size"], "max_batch_size");
+    if (max_batch_ < 0) invalid("model " + name_ + ": max_batch_size must be >= 0, got " + std::to_string(max_batch_));
     if (auto sb = config_.find("sequence_batching"); sb != config_.end()) {
       sequences_ = true;
       int64_t us = 0;
@@ -476,6 +478,9 @@ class ModelState {
       // The tensor names come from the model libraries, so a Module is loaded
       // now; the instances on the same device reuse it.
       hold_ = acquire(autocomplete_device(), /*validate=*/false);
+      // dynamic_batching without max_batch_size: the largest batch every
+      // served method can take (the smallest first-dimension bound).
+      if (max_batch_ == 0 && config_.contains("dynamic_batching") && !sequences_) max_batch_ = propose_max_batch(*hold_);
       complete_config(*hold_);
       validate_config(*hold_);
     }
@@ -483,6 +488,7 @@ class ModelState {
 
   const std::string& name() const { return name_; }
   bool sequences() const { return sequences_; }
+  int64_t max_batch() const { return max_batch_; }
   std::chrono::microseconds idle_release() const { return idle_release_; }
 
   // The LoadedModule of `device`: loaded by the first instance there, shared by the others.
@@ -570,9 +576,16 @@ class ModelState {
       in.push_back(t);
     }
     for (const auto& [name, e] : outputs) out.push_back({{"name", name}, {"data_type", find_type(e.dtype)->config}, {"dims", e.dims}});
+    if (max_batch_ > 0) {
+      // Triton's convention: with max_batch_size > 0 the batch dimension is
+      // implicit, left out of dims (check_batchable made sure every tensor has one).
+      check_batchable(lm, max_batch_);
+      for (json* t : {&in, &out})
+        for (json& e : *t) e["dims"].erase(e["dims"].begin());
+    }
     config_["input"] = in;
     config_["output"] = out;
-    config_["max_batch_size"] = 0;
+    config_["max_batch_size"] = max_batch_;
     const std::string text = config_.dump();
     TRITONSERVER_Message* msg = nullptr;
     check(TRITONSERVER_MessageNewFromSerializedJson(&msg, text.data(), text.size()), "building the completed configuration");
@@ -608,6 +621,67 @@ class ModelState {
       check_list("input", m.inputs, m.meta.inputs, m.name);
       check_list("output", m.outputs, m.meta.outputs, m.name);
     }
+    if (max_batch_ > 0) check_batchable(lm, max_batch_);
+  }
+
+  // The first-dimension bound of every input and output of `m` (its largest
+  // batch), or a message naming the first tensor without a dynamic first dimension.
+  static int64_t batch_bound(const MethodInfo& m, std::string* why) {
+    int64_t bound = INT64_MAX;
+    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+      const auto& dyn = m.meta.dynamic_dims[i];
+      auto d0 = std::find_if(dyn.begin(), dyn.end(), [](const aoti_cuda::DynamicDim& d) { return d.dim == 0; });
+      if (d0 == dyn.end()) {
+        *why = "input '" + m.inputs[i] + "' of method '" + m.name + "' has shape " + dims_text(m.meta.inputs[i].sizes) +
+               " with no dynamic first dimension";
+        return -1;
+      }
+      bound = std::min(bound, d0->max);
+    }
+    for (std::size_t j = 0; j < m.outputs.size(); ++j) {
+      const auto& spec = m.meta.outputs[j];
+      if (!spec.dynamic || spec.sizes.empty()) {
+        *why = "output '" + m.outputs[j] + "' of method '" + m.name + "' has the fixed shape " + dims_text(spec.sizes);
+        return -1;
+      }
+      bound = std::min(bound, spec.sizes[0]);
+    }
+    return bound;
+  }
+
+  void check_batchable(const LoadedModule& lm, int64_t n) const {
+    for (const MethodInfo& m : lm.methods()) {
+      std::string why;
+      if (batch_bound(m, &why) < 0) {
+        invalid("model " + name_ + ": max_batch_size " + std::to_string(n) + " needs a dynamic first dimension (the batch) "
+                "in every input and output, but " + why + "; set max_batch_size: 0 to run each request on its own");
+      }
+      for (std::size_t i = 0; i < m.inputs.size(); ++i)
+        for (const auto& d : m.meta.dynamic_dims[i])
+          if (d.dim == 0 && d.max < n) {
+            invalid("model " + name_ + ": max_batch_size " + std::to_string(n) + " exceeds the bound of input '" +
+                    m.inputs[i] + "' of method '" + m.name + "': its first dimension goes up to " + std::to_string(d.max));
+          }
+      for (std::size_t j = 0; j < m.outputs.size(); ++j)
+        if (m.meta.outputs[j].sizes[0] < n) {
+          invalid("model " + name_ + ": max_batch_size " + std::to_string(n) + " exceeds the bound of output '" +
+                  m.outputs[j] + "' of method '" + m.name + "': its first dimension goes up to " +
+                  std::to_string(m.meta.outputs[j].sizes[0]));
+        }
+    }
+  }
+
+  int64_t propose_max_batch(const LoadedModule& lm) const {
+    int64_t n = INT64_MAX;
+    for (const MethodInfo& m : lm.methods()) {
+      std::string why;
+      const int64_t b = batch_bound(m, &why);
+      if (b < 0) invalid("model " + name_ + ": dynamic_batching needs a dynamic first dimension (the batch) in every input and output, but " + why);
+      n = std::min(n, b);
+    }
+    if (n < 1) invalid("model " + name_ + ": dynamic_batching: the first dimensions are bounded by 0");
+    log(TRITONSERVER_LOG_INFO, "aoti_cuda: model " + name_ + ": max_batch_size set to " + std::to_string(n) + " (the smallest first-dimension bound)");
+    return n;
   }
 
   TRITONBACKEND_Model* triton_;
@@ -617,6 +691,7 @@ class ModelState {
   Params params_;
   std::string pte_;
   bool sequences_ = false;
+  int64_t max_batch_ = 0;
   std::chrono::microseconds idle_release_{0};
   std::mutex mu_;
   std::map<std::string, std::weak_ptr<LoadedModule>> loaded_;
@@ -662,6 +737,11 @@ class InstanceState {
   }
 
   void execute(TRITONBACKEND_Request** requests, uint32_t count) {
+    // Sequences keep one call per request: each request has its own state.
+    if (model_.max_batch() > 0 && !model_.sequences()) {
+      execute_batched(requests, count);
+      return;
+    }
     for (uint32_t r = 0; r < count; ++r) {
       TRITONBACKEND_Request* request = requests[r];
       const uint64_t exec_start = now_ns();
@@ -689,6 +769,238 @@ class InstanceState {
   }
 
  private:
+  // ---- dynamic batching (max_batch_size > 0, no sequences) ----
+  //
+  // Each request is checked on its own (a bad one gets its own error and is
+  // left out), the good ones are grouped by method and by the non-batch dims
+  // of their inputs, each group's inputs are concatenated along dim 0 and run
+  // in ONE call, and the outputs' rows are split back in request order.
+
+  struct Pending {
+    TRITONBACKEND_Request* request = nullptr;
+    TRITONBACKEND_Response* response = nullptr;  // null when Triton could not make one
+    TRITONSERVER_Error* err = nullptr;           // this request's failure, sent with its response
+    const MethodInfo* method = nullptr;
+    int64_t rows = 0;                            // its batch size: the inputs' first dimension
+    std::vector<std::vector<int64_t>> shapes;    // per input
+    std::vector<TRITONBACKEND_Input*> handles;   // per input
+    std::vector<uint32_t> buffers;               // per input
+    std::set<std::string> requested;
+    uint64_t compute_start = 0, compute_end = 0;
+  };
+
+  // Request ID for log lines and errors ("" when the client gave none).
+  static std::string request_label(TRITONBACKEND_Request* request) {
+    const char* id = nullptr;
+    if (TRITONSERVER_Error* e = TRITONBACKEND_RequestId(request, &id)) {
+      TRITONSERVER_ErrorDelete(e);
+      return "";
+    }
+    return id != nullptr && *id ? std::string("request '") + id + "': " : "";
+  }
+
+  void prepare(Pending& p) {
+    p.method = find_method(method_name(p.request));
+    const MethodInfo& m = *p.method;
+    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+      TRITONBACKEND_Input* h = nullptr;
+      uint32_t n = 0;
+      p.shapes.push_back(check_input(p.request, m, i, &h, &n));
+      p.handles.push_back(h);
+      p.buffers.push_back(n);
+      // check_batchable made every input's first dimension dynamic, so rank >= 1.
+      if (i == 0) {
+        p.rows = p.shapes[0][0];
+      } else if (p.shapes[i][0] != p.rows) {
+        invalid("input '" + m.inputs[i] + "' of method '" + m.name + "' has " + std::to_string(p.shapes[i][0]) +
+                " rows but input '" + m.inputs[0] + "' has " + std::to_string(p.rows) +
+                ": with max_batch_size > 0 every input's first dimension is the request's batch size");
+      }
+    }
+    uint32_t n_out = 0;
+    check(TRITONBACKEND_RequestOutputCount(p.request, &n_out), "TRITONBACKEND_RequestOutputCount");
+    for (uint32_t o = 0; o < n_out; ++o) {
+      const char* name = nullptr;
+      check(TRITONBACKEND_RequestOutputName(p.request, o, &name), "TRITONBACKEND_RequestOutputName");
+      p.requested.insert(name);
+    }
+  }
+
+  // Requests that may share one call: same method, same non-batch dims.
+  static bool compatible(const Pending& a, const Pending& b) {
+    if (a.method != b.method) return false;
+    for (std::size_t i = 0; i < a.shapes.size(); ++i)
+      if (!std::equal(a.shapes[i].begin() + 1, a.shapes[i].end(), b.shapes[i].begin() + 1, b.shapes[i].end())) return false;
+    return true;
+  }
+
+  // The most rows one call of `m` takes: its smallest first-dimension bound.
+  static int64_t row_limit(const MethodInfo& m) {
+    int64_t n = INT64_MAX;
+    for (const auto& dyn : m.meta.dynamic_dims)
+      for (const auto& d : dyn)
+        if (d.dim == 0) n = std::min(n, d.max);
+    for (const auto& o : m.meta.outputs) n = std::min(n, o.sizes[0]);
+    return n;
+  }
+
+  // Copies `bytes` between host or device pointers; host-to-host never
+  // touches CUDA (CPU instances run on machines without a GPU).
+  void copy_bytes(void* dst, bool dst_host, const void* src, bool src_host, std::size_t bytes) {
+    if (bytes == 0) return;
+    if (dst_host && src_host) {
+      std::memcpy(dst, src, bytes);
+    } else if (stream_ != nullptr) {
+      cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream_)), "cudaMemcpyAsync (output)");
+    } else {
+      cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy (output)");
+    }
+  }
+
+  // One call for the requests `group` (indices into `all`, in request order).
+  // A failure of the call itself fails every request of the group; a failure
+  // while filling one response fails that request only.
+  void run_group(std::vector<Pending>& all, const std::vector<std::size_t>& group, int64_t total_rows) {
+    const MethodInfo& m = *all[group[0]].method;
+    std::vector<std::vector<char>> keep;  // host staging buffers, alive until the call returns
+    std::vector<Tensor> inputs;
+    for (std::size_t i = 0; i < m.inputs.size(); ++i) {
+      if (group.size() == 1) {  // a request alone: its buffer is passed through
+        inputs.push_back(take_input(all[group[0]].request, m, i, keep));
+        continue;
+      }
+      std::vector<int64_t> shape = all[group[0]].shapes[i];
+      shape[0] = total_rows;
+      keep.emplace_back(bytes_of(shape, m.meta.inputs[i].dtype));
+      char* dst = keep.back().data();
+      for (std::size_t r : group) {
+        const uint64_t bytes = bytes_of(all[r].shapes[i], m.meta.inputs[i].dtype);
+        gather_input(all[r].handles[i], all[r].buffers[i], m.inputs[i], dst, bytes);
+        dst += bytes;
+      }
+      inputs.push_back(Tensor::from_blob(keep.back().data(), shape, m.meta.inputs[i].dtype, Device::cpu()));
+    }
+    aoti_cuda::RunOptions run;
+    run.stream = stream_;
+    run.outputs = aoti_cuda::OutputLocation::kDevice;
+    const uint64_t start = now_ns();
+    for (std::size_t r : group) all[r].compute_start = start;
+    std::vector<Tensor> outs = lm_->module().execute(m.name, inputs, run);
+    for (std::size_t j = 0; j < outs.size() && j < m.outputs.size(); ++j) {
+      if (outs[j].shape().empty() || outs[j].shape()[0] != total_rows) {
+        fail(TRITONSERVER_ERROR_INTERNAL, "output '" + m.outputs[j] + "' of method '" + m.name + "' has shape " +
+                                              dims_text(outs[j].shape()) + " for a batch of " + std::to_string(total_rows) +
+                                              " rows: its first dimension is not the batch");
+      }
+    }
+    // Split: request r gets rows [offset, offset + rows) of every output it
+    // asked for (execute returns contiguous tensors, so a row is
+    // nbytes / rows bytes and a request's rows are one run of bytes).
+    const bool out_host = device_.is_cpu();
+    int64_t offset = 0;
+    for (std::size_t r : group) {
+      Pending& p = all[r];
+      const int64_t first = offset;
+      offset += p.rows;
+      if (p.response == nullptr) continue;
+      p.err = guarded("aoti_cuda backend", [&] {
+        for (std::size_t j = 0; j < m.outputs.size(); ++j) {
+          if (!p.requested.count(m.outputs[j])) continue;
+          std::vector<int64_t> shape = outs[j].shape();
+          shape[0] = p.rows;
+          const std::size_t row_bytes = outs[j].nbytes() / static_cast<std::size_t>(total_rows ? total_rows : 1);
+          void* copy_to = nullptr;
+          TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
+          Tensor t = response_output(p.response, m.outputs[j], outs[j].dtype(), shape, &copy_to, &type);
+          void* dst = t.defined() ? t.data() : copy_to;
+          const bool dst_host = t.defined() ? t.device().is_cpu() : type != TRITONSERVER_MEMORY_GPU;
+          copy_bytes(dst, dst_host, static_cast<const char*>(outs[j].data()) + first * row_bytes, out_host,
+                     row_bytes * static_cast<std::size_t>(p.rows));
+        }
+      });
+    }
+    // Triton reads the response buffers once it has them.
+    if (stream_ != nullptr) cuda_check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
+    const uint64_t end = now_ns();
+    for (std::size_t r : group) all[r].compute_end = end;
+  }
+
+  void execute_batched(TRITONBACKEND_Request** requests, uint32_t count) {
+    const uint64_t exec_start = now_ns();
+    std::vector<Pending> all(count);
+    for (uint32_t r = 0; r < count; ++r) {
+      Pending& p = all[r];
+      p.request = requests[r];
+      p.compute_start = p.compute_end = exec_start;
+      if (TRITONSERVER_Error* e = TRITONBACKEND_ResponseNew(&p.response, p.request)) {
+        log(TRITONSERVER_LOG_ERROR, std::string("aoti_cuda: cannot create a response: ") + TRITONSERVER_ErrorMessage(e));
+        TRITONSERVER_ErrorDelete(e);
+        p.response = nullptr;
+        continue;
+      }
+      p.err = guarded("aoti_cuda backend", [&] { prepare(p); });
+    }
+    // Groups in order of their first request; a request joins the first
+    // compatible group with room for its rows.
+    struct Group {
+      std::vector<std::size_t> members;
+      int64_t rows = 0;
+    };
+    std::vector<Group> groups;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      if (all[r].response == nullptr || all[r].err != nullptr) continue;
+      const int64_t limit = row_limit(*all[r].method);
+      Group* g = nullptr;
+      for (Group& c : groups) {
+        if (compatible(all[c.members[0]], all[r]) && c.rows + all[r].rows <= limit) {
+          g = &c;
+          break;
+        }
+      }
+      if (g == nullptr) g = &groups.emplace_back();
+      g->members.push_back(r);
+      g->rows += all[r].rows;
+    }
+    for (const Group& g : groups) {
+      const uint64_t group_start = now_ns();
+      if (TRITONSERVER_Error* err = guarded("aoti_cuda backend", [&] { run_group(all, g.members, g.rows); })) {
+        // The call (or gathering its inputs) failed: every request of the group
+        // gets the message, with the batch it was part of.
+        const std::string msg = std::string(TRITONSERVER_ErrorMessage(err)) +
+                                (g.members.size() > 1 ? " (in a batch of " + std::to_string(g.members.size()) + " requests, " +
+                                                            std::to_string(g.rows) + " rows)"
+                                                      : "");
+        for (std::size_t r : g.members) {
+          if (all[r].err != nullptr) TRITONSERVER_ErrorDelete(all[r].err);
+          all[r].err = TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(err), msg.c_str());
+          all[r].compute_end = std::max(all[r].compute_end, all[r].compute_start);
+        }
+        TRITONSERVER_ErrorDelete(err);
+      }
+      const uint64_t c0 = all[g.members[0]].compute_start, c1 = all[g.members[0]].compute_end;
+      report(TRITONBACKEND_ModelInstanceReportBatchStatistics(triton_, static_cast<uint64_t>(g.rows), group_start,
+                                                              std::max(c0, group_start), std::max(c1, c0), now_ns()));
+    }
+    const uint64_t exec_end = now_ns();
+    for (Pending& p : all) {
+      const bool ok = p.response != nullptr && p.err == nullptr;
+      if (p.err != nullptr) {
+        log(TRITONSERVER_LOG_VERBOSE, "aoti_cuda: " + request_label(p.request) + TRITONSERVER_ErrorMessage(p.err));
+      }
+      if (p.response != nullptr) {
+        if (TRITONSERVER_Error* send = TRITONBACKEND_ResponseSend(p.response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, p.err)) {
+          log(TRITONSERVER_LOG_ERROR, std::string("aoti_cuda: sending a response failed: ") + TRITONSERVER_ErrorMessage(send));
+          TRITONSERVER_ErrorDelete(send);
+        }
+      }
+      if (p.err != nullptr) TRITONSERVER_ErrorDelete(p.err);  // ResponseSend does not take it over
+      p.err = nullptr;
+      report(TRITONBACKEND_ModelInstanceReportStatistics(triton_, p.request, ok, exec_start, p.compute_start,
+                                                         std::max(p.compute_end, p.compute_start), exec_end));
+      report(TRITONBACKEND_RequestRelease(p.request, TRITONSERVER_REQUEST_RELEASE_ALL));
+    }
+  }
+
   static void report(TRITONSERVER_Error* err) {
     if (err == nullptr) return;
     log(TRITONSERVER_LOG_ERROR, std::string("aoti_cuda: ") + TRITONSERVER_ErrorMessage(err));
@@ -705,9 +1017,10 @@ class InstanceState {
     return "\"" + std::string(s ? s : "") + "\"";
   }
 
-  // One input of the request as a Tensor over Triton's buffer (borrowed, no
-  // copy), or over a host copy when Triton split it in several buffers.
-  Tensor take_input(TRITONBACKEND_Request* request, const MethodInfo& m, std::size_t i, std::vector<std::vector<char>>& keep) {
+  // Input i of the request, checked against the method's signature (dtype,
+  // rank, bounds, byte count): its shape, its handle and how many buffers hold it.
+  std::vector<int64_t> check_input(TRITONBACKEND_Request* request, const MethodInfo& m, std::size_t i,
+                                   TRITONBACKEND_Input** handle, uint32_t* n_buffers) {
     const std::string& name = m.inputs[i];
     const aoti_cuda::TensorSpec& spec = m.meta.inputs[i];
     TRITONBACKEND_Input* input = nullptr;
@@ -740,6 +1053,19 @@ class InstanceState {
     if (bytes != need) {
       invalid("input '" + name + "' has " + std::to_string(bytes) + " bytes, its shape " + dims_text(dims) + " needs " + std::to_string(need));
     }
+    *handle = input;
+    *n_buffers = buffers;
+    return dims;
+  }
+
+  // One input of the request as a Tensor over Triton's buffer (borrowed, no
+  // copy), or over a host copy when Triton split it in several buffers.
+  Tensor take_input(TRITONBACKEND_Request* request, const MethodInfo& m, std::size_t i, std::vector<std::vector<char>>& keep) {
+    const aoti_cuda::TensorSpec& spec = m.meta.inputs[i];
+    TRITONBACKEND_Input* input = nullptr;
+    uint32_t buffers = 0;
+    const std::vector<int64_t> dims = check_input(request, m, i, &input, &buffers);
+    const uint64_t need = bytes_of(dims, spec.dtype);
     if (buffers == 1) {
       const void* ptr = nullptr;
       uint64_t size = 0;
@@ -753,7 +1079,12 @@ class InstanceState {
     }
     // Several buffers (or device memory for a CPU instance): gathered on the host.
     keep.emplace_back(need);
-    char* dst = keep.back().data();
+    gather_input(input, buffers, m.inputs[i], keep.back().data(), need);
+    return Tensor::from_blob(keep.back().data(), dims, spec.dtype, Device::cpu());
+  }
+
+  // Copies the `need` bytes of an input's buffers to host memory at dst.
+  static void gather_input(TRITONBACKEND_Input* input, uint32_t buffers, const std::string& name, char* dst, uint64_t need) {
     uint64_t offset = 0;
     for (uint32_t b = 0; b < buffers; ++b) {
       const void* ptr = nullptr;
@@ -766,7 +1097,13 @@ class InstanceState {
       else if (size) std::memcpy(dst + offset, ptr, size);
       offset += size;
     }
-    return Tensor::from_blob(dst, dims, spec.dtype, Device::cpu());
+    if (offset != need) invalid("input '" + name + "': its buffers hold fewer bytes than its shape");
+  }
+
+  static uint64_t bytes_of(const std::vector<int64_t>& dims, DType dtype) {
+    uint64_t n = aoti_cuda::element_size(dtype);
+    for (int64_t d : dims) n *= static_cast<uint64_t>(d);
+    return n;
   }
 
   // A response output of `shape`: Triton's buffer as a Tensor when the Module
@@ -799,9 +1136,8 @@ class InstanceState {
     return t;
   }
 
-  void run_request(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, uint64_t& compute_start,
-                   uint64_t& compute_end) {
-    // Which method: the request parameter "method", else the program's default.
+  // Which method: the request parameter "method", else the program's default.
+  std::string method_name(TRITONBACKEND_Request* request) {
     std::string method = lm_->default_method();
     uint32_t params = 0;
     check(TRITONBACKEND_RequestParameterCount(request, &params), "TRITONBACKEND_RequestParameterCount");
@@ -815,6 +1151,17 @@ class InstanceState {
         method = static_cast<const char*>(value);
       }
     }
+    return method;
+  }
+  const MethodInfo* find_method(const std::string& method) {
+    const MethodInfo* m = lm_->find(method);
+    if (m == nullptr) invalid("unknown method '" + method + "' (request parameter 'method'); model " + model_.name() + " serves: " + lm_->method_list());
+    return m;
+  }
+
+  void run_request(TRITONBACKEND_Request* request, TRITONBACKEND_Response* response, uint64_t& compute_start,
+                   uint64_t& compute_end) {
+    const std::string method = method_name(request);
     // Sequence flags first: END releases the sequence's state however the
     // request ends (Triton has ended the sequence either way).
     const bool sequence = model_.sequences() && lm_->stateful();
@@ -832,9 +1179,7 @@ class InstanceState {
       }
     } end_guard{sequence && (flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_END) ? lm_.get() : nullptr, &seq};
 
-    const MethodInfo* m = lm_->find(method);
-    if (m == nullptr) invalid("unknown method '" + method + "' (request parameter 'method'); model " + model_.name() + " serves: " + lm_->method_list());
-
+    const MethodInfo* m = find_method(method);
     std::vector<std::vector<char>> keep;
     std::vector<Tensor> inputs;
     inputs.reserve(m->inputs.size());

@@ -4,7 +4,7 @@ Starts `tritonserver` (from the nvidia-pytriton 0.7.0 wheel, see scripts/setup-t
 libtriton_aoti_cuda.so from a CMake build (AOTI_CUDA_BUILD_TRITON=ON, with tests) and serves the fake
 CPU programs of tests/python/fake_programs.cpp (Device::cpu, no GPU needed), then talks to it with
 tritonclient over HTTP and gRPC: load, infer, bad requests, two interleaved sequences, idle release,
-unload and reload with requests in flight, load failures, metrics.
+unload and reload with requests in flight, load failures, metrics, dynamic batching.
 
 Environment: AOTI_CUDA_TEST_BUILD (the build folder), TRITONSERVER (optional: the server binary;
 default: the one in the installed nvidia-pytriton package).
@@ -109,6 +109,15 @@ parameters [{ key: "methods" value: { string_value: "forward" } },
 input [{ name: "a" data_type: TYPE_INT32 dims: [-1, 4] }, { name: "b" data_type: TYPE_FP32 dims: [-1, 4] }]
 output [{ name: "y" data_type: TYPE_FP32 dims: [-1, 4] }, { name: "y_again" data_type: TYPE_FP32 dims: [-1, 4] }]
 """)
+        # Dynamic batching: one instance and a long queue delay, so concurrent requests meet in one batch.
+        BATCH_CPU = "instance_group [{ kind: KIND_CPU count: 1 }]\n"
+        _write_model(repo, "batched", affine, BATCH_CPU + "max_batch_size: 8\n"
+                     "dynamic_batching { max_queue_delay_microseconds: 300000 }\n")
+        _write_model(repo, "batched_auto", affine, BATCH_CPU + "dynamic_batching { }\n")  # max_batch_size proposed
+        # The state program's forward is f32[2, 4], fixed: no batch dimension.
+        _write_model(repo, "unbatchable", state, CPU + "max_batch_size: 2\ndynamic_batching { }\n"
+                     'parameters [{ key: "methods" value: { string_value: "forward" } }]\n')
+        _write_model(repo, "batch_too_big", affine, CPU + "max_batch_size: 16\ndynamic_batching { }\n")
         mlp = ROOT / "tests" / "fixtures" / "mlp" / "mlp.pte"
         self.have_cuda_program = mlp.exists()
         if self.have_cuda_program:  # a CUDA program on a CPU instance: the SDK refuses it
@@ -119,6 +128,7 @@ output [{ name: "y" data_type: TYPE_FP32 dims: [-1, 4] }, { name: "y_again" data
         self.proc = subprocess.Popen(
             [str(binary), f"--model-repository={repo}", f"--backend-directory={build / 'triton' / 'backends'}",
              "--model-control-mode=explicit", "--load-model=affine", "--load-model=state", "--load-model=written",
+             "--load-model=batched", "--load-model=batched_auto",
              f"--http-port={self.http_port}", f"--grpc-port={self.grpc_port}", f"--metrics-port={self.metrics_port}",
              "--allow-metrics=true", "--allow-gpu-metrics=false", "--exit-timeout-secs=10"],
             stdout=self.log, stderr=subprocess.STDOUT)
@@ -426,3 +436,119 @@ def test_metrics(server):
     stats = server.http.get_inference_statistics("written")["model_stats"][0]
     assert int(stats["inference_stats"]["success"]["count"]) >= 3
     assert int(stats["inference_stats"]["compute_infer"]["ns"]) > 0
+
+
+# ---- dynamic batching (max_batch_size > 0) --------------------------------------------------
+
+def test_batching_config_completed(server):
+    for model in ("batched", "batched_auto"):
+        cfg = server.http.get_model_config(model)
+        # The batch dimension is implicit (Triton's convention): dims without it.
+        assert cfg["max_batch_size"] == 8, cfg  # batched_auto: proposed, the first-dimension bound of a, b, y
+        assert {t["name"]: t["dims"] for t in cfg["input"]} == {"a": [4], "b": [4]}, cfg
+        # The program bounds its outputs as a whole (which dims vary is not known): all -1.
+        assert {t["name"]: t["dims"] for t in cfg["output"]} == {"y": [-1], "y_again": [-1]}, cfg
+
+
+def test_batching_load_refusals(server):
+    msg = _error(lambda: server.http.load_model("unbatchable"))
+    assert "max_batch_size 2" in msg and "input 'a' of method 'forward'" in msg and "no dynamic first dimension" in msg, msg
+    msg = _error(lambda: server.grpc.load_model("batch_too_big"))
+    assert "max_batch_size 16" in msg and "input 'a'" in msg and "goes up to 8" in msg, msg
+
+
+def _concurrent(server, proto, model, jobs, delays=None):
+    """Runs jobs (arrays, parameters) at once (job i after delays[i] s), each from its own client;
+    returns results or exceptions."""
+    out = [None] * len(jobs)
+    barrier = threading.Barrier(len(jobs))
+
+    def run(i):
+        mod = httpclient if proto == "http" else grpcclient
+        port = server.http_port if proto == "http" else server.grpc_port
+        client = mod.InferenceServerClient(f"127.0.0.1:{port}")
+        arrays, params = jobs[i]
+        barrier.wait()
+        if delays:
+            time.sleep(delays[i])
+        try:
+            out[i] = infer(server, proto, model, arrays, client=client, parameters=params)
+        except InferenceServerException as e:
+            out[i] = e
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return out
+
+
+def _batch_stats(server, model):
+    s = server.http.get_inference_statistics(model)["model_stats"][0]
+    sizes = {int(b["batch_size"]): int(b["compute_infer"]["count"]) for b in s.get("batch_stats", [])}
+    return int(s.get("inference_count", 0)), int(s.get("execution_count", 0)), sizes
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_concurrent_requests_are_batched_and_split_in_order(server, proto):
+    rows = [1, 2, 1, 3, 1, 2, 1, 1]  # 12 rows: more than one batch of at most 8
+    rng = np.random.default_rng(7)
+    jobs = [({"a": rng.standard_normal((r, 4), dtype=np.float32), "b": rng.standard_normal((r, 4), dtype=np.float32)}, None)
+            for r in rows]
+    inf0, exe0, _ = _batch_stats(server, "batched")
+    results = _concurrent(server, proto, "batched", jobs)
+    for (arrays, _), r in zip(jobs, results):
+        assert not isinstance(r, Exception), r
+        alone = infer(server, proto, "affine", arrays)  # the same request, run alone (max_batch_size 0)
+        np.testing.assert_array_equal(r.as_numpy("y"), alone.as_numpy("y"))
+        np.testing.assert_array_equal(r.as_numpy("y_again"), alone.as_numpy("y_again"))
+        np.testing.assert_allclose(r.as_numpy("y"), arrays["a"] * AFFINE_W + arrays["b"], rtol=1e-6)
+    inf1, exe1, sizes = _batch_stats(server, "batched")
+    assert inf1 - inf0 == sum(rows)
+    assert exe1 - exe0 < len(rows), (inf0, exe0, inf1, exe1, sizes)  # fewer calls than requests
+    assert max(sizes) > 3, sizes  # a batch of several requests' rows
+    assert max(sizes) <= 8, sizes
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_malformed_request_in_a_batch_fails_alone(server, proto):
+    ok = [np.full((r, 4), i + 1, np.float32) for i, r in enumerate([2, 1, 3, 1])]
+    jobs = [({"a": x, "b": x}, None) for x in ok]
+    jobs.insert(2, ({"a": ok[0], "b": ok[0]}, {"method": "nope"}))  # unknown method: the backend's own check
+    results = _concurrent(server, proto, "batched", jobs)
+    assert isinstance(results[2], InferenceServerException), results[2]
+    assert "unknown method 'nope'" in str(results[2]), results[2]
+    for i, (arrays, _) in enumerate(jobs):
+        if i == 2:
+            continue
+        assert not isinstance(results[i], Exception), results[i]
+        np.testing.assert_allclose(results[i].as_numpy("y"), arrays["a"] * AFFINE_W + arrays["b"], rtol=1e-6)
+    # Only the outputs asked for, from inside a batch.
+    x = np.ones((2, 4), np.float32)
+    r = infer(server, proto, "batched", {"a": x, "b": x}, outputs=["y_again"])
+    assert r.as_numpy("y") is None
+    np.testing.assert_allclose(r.as_numpy("y_again"), x * AFFINE_W + x)
+
+
+@pytest.mark.parametrize("proto", PROTOS)
+def test_model_failure_inside_a_batch(server, proto):
+    # The fake library fails the whole call when the first element of the call's b is -777, so the
+    # bad request goes first (the others follow within the 300 ms queue delay, in the same batch).
+    # Every request of that call gets the SDK's message, with the batch it was in; the model keeps serving.
+    xs = [np.full((1, 4), i + 1, np.float32) for i in range(6)]
+    bad = xs[0].copy()
+    bad[0, 0] = -777
+    jobs = [({"a": x, "b": bad if i == 0 else x}, None) for i, x in enumerate(xs)]
+    results = _concurrent(server, proto, "batched", jobs, delays=[0] + [0.05] * 5)
+    assert isinstance(results[0], InferenceServerException) and "aoti_cuda (model)" in str(results[0]), results[0]
+    for i, r in enumerate(results):
+        if isinstance(r, Exception):
+            assert "aoti_cuda (model)" in str(r) and "in a batch of" in str(r), r
+        else:
+            np.testing.assert_allclose(r.as_numpy("y"), xs[i] * AFFINE_W + xs[i], rtol=1e-6)
+    assert sum(isinstance(r, Exception) for r in results) > 1  # batched with the bad one (300 ms queue delay)
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_allclose(infer(server, proto, "batched", {"a": x, "b": x}).as_numpy("y"), x * AFFINE_W + x)
