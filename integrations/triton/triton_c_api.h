@@ -1,7 +1,7 @@
 // The part of Triton Inference Server's C API that the aoti_cuda backend uses,
 // declared here from its documented ABI (Triton's tritonserver.h and
 // tritonbackend.h, server API 1.x / backend API 1.x) so that building the
-// backend needs no Triton checkout. Only what backend.cpp calls is declared.
+// backend needs no Triton checkout. Only what the backend (backend.cpp and its parts) calls is declared.
 //
 // ABI facts this file relies on (checked against Triton's documentation):
 // - every handle is an opaque struct pointer;
