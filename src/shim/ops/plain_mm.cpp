@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "aoti_cuda/dtype.hpp"
@@ -205,6 +206,31 @@ AtenTensorHandle plain_mm(Kind kind, AtenTensorHandle self, const Operands& o, i
   return out.release();
 }
 
+// One tensor argument of an entry point: where it goes and its name in the signature.
+struct OperandArg {
+  const AtenTensorOpaque* Operands::*field;
+  AtenTensorHandle handle;
+  const char* name;
+};
+
+// The body every C entry point shares: ret0 checked and cleared first, each tensor argument
+// required to be a defined tensor (named as in the signature), then the multiply. `et13`: the
+// ExecuTorch 1.3 form of int4, whose group size of 0 means the caller passed the 1.4 form's null
+// `zero` (see the dispatch below).
+AOTITorchError plain_mm_entry(const char* fn, Kind kind, AtenTensorHandle self, std::initializer_list<OperandArg> args,
+                              int64_t group_size, AtenTensorHandle* ret0, bool et13 = false) {
+  return shim_call(fn, [&] {
+    AtenTensorHandle& out = out_param(ret0, "ret0");
+    out = nullptr;
+    if (et13) {
+      expect(group_size != 0, [] { return std::string("zero is null (or an ExecuTorch 1.3 call with group_size 0)"); });
+    }
+    Operands o;
+    for (const OperandArg& a : args) o.*a.field = checked_defined(a.handle, a.name);
+    out = plain_mm(kind, self, o, group_size);
+  });
+}
+
 // Below the lowest address Linux maps (vm.mmap_min_addr defaults to 64 KiB), so no tensor
 // handle can have it; a group size (at most K) always does.
 constexpr uintptr_t kLowestHandleAddress = 65536;
@@ -232,33 +258,22 @@ __attribute__((visibility("hidden"))) AOTITorchError aoti_cuda_plain_mm_int4_et1
                                                                                   int64_t group_size,
                                                                                   AtenTensorHandle* ret0) {
   using namespace aoti_cuda::shim;
-  return shim_call("aoti_torch_cuda_int4_plain_mm", [&] {
-    AtenTensorHandle& out = out_param(ret0, "ret0");
-    out = nullptr;
-    expect(group_size != 0, [] { return std::string("zero is null (or an ExecuTorch 1.3 call with group_size 0)"); });
-    Operands o;
-    o.q = checked_defined(qdata, "qdata");
-    o.scale = checked_defined(scale, "scale");
-    o.zero = checked_defined(zero, "zero");
-    out = plain_mm(Kind::kInt4Legacy, self, o, group_size);
-  });
+  return plain_mm_entry("aoti_torch_cuda_int4_plain_mm", Kind::kInt4Legacy, self,
+                        {{&Operands::q, qdata, "qdata"}, {&Operands::scale, scale, "scale"}, {&Operands::zero, zero, "zero"}},
+                        group_size, ret0, /*et13=*/true);
 }
 
 __attribute__((visibility("hidden"))) AOTITorchError aoti_cuda_plain_mm_int4_et14(
     AtenTensorHandle self, AtenTensorHandle qdata, AtenTensorHandle scale, AtenTensorHandle scale_step,
     AtenTensorHandle zero, AtenTensorHandle zero_point_step, int64_t group_size, AtenTensorHandle* ret0) {
   using namespace aoti_cuda::shim;
-  return shim_call("aoti_torch_cuda_int4_plain_mm", [&] {
-    AtenTensorHandle& out = out_param(ret0, "ret0");
-    out = nullptr;
-    Operands o;
-    o.q = checked_defined(qdata, "qdata");
-    o.scale = checked_defined(scale, "scale");
-    o.scale_step = checked_defined(scale_step, "scale_step");
-    o.zero = checked_defined(zero, "zero");
-    o.zero_step = checked_defined(zero_point_step, "zero_point_step");
-    out = plain_mm(Kind::kInt4, self, o, group_size);
-  });
+  return plain_mm_entry("aoti_torch_cuda_int4_plain_mm", Kind::kInt4, self,
+                        {{&Operands::q, qdata, "qdata"},
+                         {&Operands::scale, scale, "scale"},
+                         {&Operands::scale_step, scale_step, "scale_step"},
+                         {&Operands::zero, zero, "zero"},
+                         {&Operands::zero_step, zero_point_step, "zero_point_step"}},
+                        group_size, ret0);
 }
 
 }  // extern "C"
@@ -304,48 +319,34 @@ AOTITorchError aoti_torch_cuda_int5_plain_mm(AtenTensorHandle self, AtenTensorHa
                                              AtenTensorHandle zero, AtenTensorHandle zero_point_step,
                                              int64_t group_size, AtenTensorHandle* ret0) {
   using namespace aoti_cuda::shim;
-  return shim_call(__func__, [&] {
-    AtenTensorHandle& out = out_param(ret0, "ret0");
-    out = nullptr;
-    Operands o;
-    o.q = checked_defined(ql, "ql");
-    o.qh = checked_defined(qh, "qh");
-    o.scale = checked_defined(scale, "scale");
-    o.scale_step = checked_defined(scale_step, "scale_step");
-    o.zero = checked_defined(zero, "zero");
-    o.zero_step = checked_defined(zero_point_step, "zero_point_step");
-    out = plain_mm(Kind::kInt5, self, o, group_size);
-  });
+  return plain_mm_entry(__func__, Kind::kInt5, self,
+                        {{&Operands::q, ql, "ql"},
+                         {&Operands::qh, qh, "qh"},
+                         {&Operands::scale, scale, "scale"},
+                         {&Operands::scale_step, scale_step, "scale_step"},
+                         {&Operands::zero, zero, "zero"},
+                         {&Operands::zero_step, zero_point_step, "zero_point_step"}},
+                        group_size, ret0);
 }
 
 AOTITorchError aoti_torch_cuda_int6_plain_mm(AtenTensorHandle self, AtenTensorHandle ql, AtenTensorHandle qh,
                                              AtenTensorHandle scale, AtenTensorHandle steps, int64_t group_size,
                                              AtenTensorHandle* ret0) {
   using namespace aoti_cuda::shim;
-  return shim_call(__func__, [&] {
-    AtenTensorHandle& out = out_param(ret0, "ret0");
-    out = nullptr;
-    Operands o;
-    o.q = checked_defined(ql, "ql");
-    o.qh = checked_defined(qh, "qh");
-    o.scale = checked_defined(scale, "scale");
-    o.scale_step = checked_defined(steps, "steps");
-    out = plain_mm(Kind::kInt6, self, o, group_size);
-  });
+  return plain_mm_entry(__func__, Kind::kInt6, self,
+                        {{&Operands::q, ql, "ql"},
+                         {&Operands::qh, qh, "qh"},
+                         {&Operands::scale, scale, "scale"},
+                         {&Operands::scale_step, steps, "steps"}},
+                        group_size, ret0);
 }
 
 AOTITorchError aoti_torch_cuda_int8_plain_mm(AtenTensorHandle self, AtenTensorHandle qdata, AtenTensorHandle scale,
                                              AtenTensorHandle zero, int64_t group_size, AtenTensorHandle* ret0) {
   using namespace aoti_cuda::shim;
-  return shim_call(__func__, [&] {
-    AtenTensorHandle& out = out_param(ret0, "ret0");
-    out = nullptr;
-    Operands o;
-    o.q = checked_defined(qdata, "qdata");
-    o.scale = checked_defined(scale, "scale");
-    o.zero = checked_defined(zero, "zero");
-    out = plain_mm(Kind::kInt8, self, o, group_size);
-  });
+  return plain_mm_entry(__func__, Kind::kInt8, self,
+                        {{&Operands::q, qdata, "qdata"}, {&Operands::scale, scale, "scale"}, {&Operands::zero, zero, "zero"}},
+                        group_size, ret0);
 }
 
 }  // extern "C"
