@@ -40,7 +40,6 @@ FLASH_KERNEL = "aoti_torch_cuda__scaled_dot_product_flash_attention"
 # check is given when Inductor routes the fallback through its runtime-lookup code path (the generated library
 # still imports the C shim, as it does for _weight_int4pack_mm, whose name the backend lists in that form).
 FLASH_KERNEL_NAMES = (FLASH_KERNEL, "at::_ops::_scaled_dot_product_flash_attention::call")
-_PATCHED = ("preprocess", "get_extra_aoti_compile_context_manager", "get_supported_fallback_kernels")
 
 
 class AlsoAccepts:
@@ -62,56 +61,16 @@ class AlsoAccepts:
 
 
 @contextlib.contextmanager
-def flash_attention(backend_cls, methods: Iterable[str], make_context: Callable[[], object]):
-    """Within the block, backend_cls lowers `methods` with PyTorch's flash attention kept as a fallback kernel (see the
-    module docstring). All three classmethods are restored on exit, also after an exception."""
-    flash_methods = set(methods)
-    saved = {name: backend_cls.__dict__[name] for name in _PATCHED if name in backend_cls.__dict__}
-    raw = {name: inspect.getattr_static(backend_cls, name) for name in _PATCHED}
-    emitted: List[str] = []
-    current = {"method": None}  # the method being lowered (preprocess runs one method at a time)
-
-    def preprocess(cls, edge_program, compile_specs):
-        current["method"] = cls.method_name_from_compile_specs(compile_specs)
-        try:
-            return raw["preprocess"].__get__(None, cls)(edge_program, compile_specs)
-        finally:
-            current["method"] = None
-
-    def get_extra_aoti_compile_context_manager(cls):
-        if current["method"] in flash_methods:
-            return make_context()
-        return raw["get_extra_aoti_compile_context_manager"].__get__(None, cls)()
-
-    def get_supported_fallback_kernels(cls):
-        base = raw["get_supported_fallback_kernels"].__get__(None, cls)()
-        if current["method"] not in flash_methods:
-            return base
-        return AlsoAccepts(base, FLASH_KERNEL_NAMES, current["method"], emitted)
-
-    backend_cls.preprocess = classmethod(preprocess)
-    backend_cls.get_extra_aoti_compile_context_manager = classmethod(get_extra_aoti_compile_context_manager)
-    backend_cls.get_supported_fallback_kernels = classmethod(get_supported_fallback_kernels)
-    try:
-        yield emitted
-    finally:
-        restore_classmethods(backend_cls, _PATCHED, saved)
-
-
-CUSTOM_SHIMS_OPTION = "aot_inductor.custom_ops_to_c_shims"
-_DECODE_OP_PATCHED = ("preprocess", "get_aoti_compile_options", "get_supported_fallback_kernels")
-
-
-@contextlib.contextmanager
-def decode_op(backend_cls, methods: Iterable[str], make_shims: Callable[[], Dict[object, List[str]]],
-              names: Iterable[str]):
-    """Within the block, backend_cls lowers `methods` with a custom operator mapped to its C shim (see the module
-    docstring): make_shims() (called per lowering) is merged into their `aot_inductor.custom_ops_to_c_shims`, and
-    their fallback check also accepts `names`. Other methods are lowered unchanged. The three classmethods are restored
-    on exit, also after an exception."""
-    op_methods = set(methods)
-    saved = {name: backend_cls.__dict__[name] for name in _DECODE_OP_PATCHED if name in backend_cls.__dict__}
-    raw = {name: inspect.getattr_static(backend_cls, name) for name in _DECODE_OP_PATCHED}
+def _lowering_patch(backend_cls, methods: Iterable[str], names: Iterable[str], option_name: str, make_option):
+    """What both patches share. Within the block, while backend_cls lowers one of `methods`, its fallback check also
+    accepts the kernel `names` (the methods that asked for them are recorded in the yielded list), and its classmethod
+    `option_name` is make_option(raw, current, selected): `raw` the original (static) attribute, `current` a dict whose
+    "method" is the method being lowered (preprocess runs one at a time), `selected` the set of `methods`. The three
+    classmethods are restored on exit, also after an exception."""
+    patched = ("preprocess", option_name, "get_supported_fallback_kernels")
+    selected = set(methods)
+    saved = {name: backend_cls.__dict__[name] for name in patched if name in backend_cls.__dict__}
+    raw = {name: inspect.getattr_static(backend_cls, name) for name in patched}
     emitted: List[str] = []
     current = {"method": None}
 
@@ -122,25 +81,59 @@ def decode_op(backend_cls, methods: Iterable[str], make_shims: Callable[[], Dict
         finally:
             current["method"] = None
 
-    def get_aoti_compile_options(cls, compile_specs):
-        options = dict(raw["get_aoti_compile_options"].__get__(None, cls)(compile_specs))
-        if cls.method_name_from_compile_specs(compile_specs) in op_methods:
-            shims = dict(options.get(CUSTOM_SHIMS_OPTION) or {})
-            for op, declarations in make_shims().items():
-                shims[op] = list(shims.get(op, [])) + [d for d in declarations if d not in shims.get(op, [])]
-            options[CUSTOM_SHIMS_OPTION] = shims
-        return options
-
     def get_supported_fallback_kernels(cls):
         base = raw["get_supported_fallback_kernels"].__get__(None, cls)()
-        if current["method"] not in op_methods:
+        if current["method"] not in selected:
             return base
         return AlsoAccepts(base, names, current["method"], emitted)
 
     backend_cls.preprocess = classmethod(preprocess)
-    backend_cls.get_aoti_compile_options = classmethod(get_aoti_compile_options)
+    setattr(backend_cls, option_name, classmethod(make_option(raw[option_name], current, selected)))
     backend_cls.get_supported_fallback_kernels = classmethod(get_supported_fallback_kernels)
     try:
         yield emitted
     finally:
-        restore_classmethods(backend_cls, _DECODE_OP_PATCHED, saved)
+        restore_classmethods(backend_cls, patched, saved)
+
+
+@contextlib.contextmanager
+def flash_attention(backend_cls, methods: Iterable[str], make_context: Callable[[], object]):
+    """Within the block, backend_cls lowers `methods` with PyTorch's flash attention kept as a fallback kernel (see the
+    module docstring). All three classmethods are restored on exit, also after an exception."""
+
+    def make_option(raw, current, selected):
+        def get_extra_aoti_compile_context_manager(cls):
+            if current["method"] in selected:
+                return make_context()
+            return raw.__get__(None, cls)()
+        return get_extra_aoti_compile_context_manager
+
+    with _lowering_patch(backend_cls, methods, FLASH_KERNEL_NAMES, "get_extra_aoti_compile_context_manager",
+                         make_option) as emitted:
+        yield emitted
+
+
+CUSTOM_SHIMS_OPTION = "aot_inductor.custom_ops_to_c_shims"
+
+
+@contextlib.contextmanager
+def decode_op(backend_cls, methods: Iterable[str], make_shims: Callable[[], Dict[object, List[str]]],
+              names: Iterable[str]):
+    """Within the block, backend_cls lowers `methods` with a custom operator mapped to its C shim (see the module
+    docstring): make_shims() (called per lowering) is merged into their `aot_inductor.custom_ops_to_c_shims`, and
+    their fallback check also accepts `names`. Other methods are lowered unchanged. The three classmethods are restored
+    on exit, also after an exception."""
+
+    def make_option(raw, current, selected):
+        def get_aoti_compile_options(cls, compile_specs):
+            options = dict(raw.__get__(None, cls)(compile_specs))
+            if cls.method_name_from_compile_specs(compile_specs) in selected:
+                shims = dict(options.get(CUSTOM_SHIMS_OPTION) or {})
+                for op, declarations in make_shims().items():
+                    shims[op] = list(shims.get(op, [])) + [d for d in declarations if d not in shims.get(op, [])]
+                options[CUSTOM_SHIMS_OPTION] = shims
+            return options
+        return get_aoti_compile_options
+
+    with _lowering_patch(backend_cls, methods, names, "get_aoti_compile_options", make_option) as emitted:
+        yield emitted
