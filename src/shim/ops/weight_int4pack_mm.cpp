@@ -1,6 +1,7 @@
 // Shim operator: aoti_torch_cuda__weight_int4pack_mm (int4 weight-only linear layers, the
 // fallback kernel ExecuTorch's CUDA backend keeps for torchao `tile_packed_to_4d` weights).
-// Validation, output allocation and dispatch here; the kernels are in weight_int4pack_mm.cu.
+// Validation, output allocation and dispatch here; the kernels are in weight_int4pack_mm.cu and
+// weight_int4pack_gemv.cu.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>

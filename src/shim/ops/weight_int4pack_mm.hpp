@@ -1,6 +1,7 @@
 // aoti_cuda shim — int4 weight-only matrix multiply (private; the C entry point
 // aoti_torch_cuda__weight_int4pack_mm lives in weight_int4pack_mm.cpp, the CUDA
-// kernels in weight_int4pack_mm.cu, the only CUDA-language unit of the library).
+// kernels in weight_int4pack_mm.cu (tile kernels, dispatch) and weight_int4pack_gemv.cu
+// (weight streaming for few rows)).
 //
 // Operand formats (PyTorch's CUDA `_weight_int4pack_mm`, "tinygemm" layout; facts
 // checked against torch 2.11 on an H200 by tools/int4/gen_vectors.py):
