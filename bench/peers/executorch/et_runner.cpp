@@ -55,57 +55,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "et_support.hpp"
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using executorch::aten::ScalarType;
-using executorch::extension::Module;
-using executorch::extension::TensorPtr;
-using executorch::runtime::Error;
-using executorch::runtime::EValue;
-using json = nlohmann::json;
-
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-struct Failure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void check_et(Error e, const std::string& what) {
-  if (e != Error::Ok) throw Failure(what + ": ExecuTorch error 0x" + [&] {
-    char b[16];
-    std::snprintf(b, sizeof b, "%x", static_cast<unsigned>(e));
-    return std::string(b);
-  }());
-}
-template <typename T>
-T take(executorch::runtime::Result<T>&& r, const std::string& what) {
-  check_et(r.error(), what);
-  return std::move(r.get());
-}
-void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Failure(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-long rss_kib() {
-  std::ifstream f("/proc/self/status");
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
-double gpu_used_mib() {
-  size_t free_b = 0, total_b = 0;
-  check_cuda(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo");
-  return static_cast<double>(total_b - free_b) / 1048576.0;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double rank = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(v.size() - 1);
-  return v[static_cast<size_t>(std::lround(rank))];
-}
+using namespace etpeer;
 
 // ---- tensors of the fixture manifests -------------------------------------------------------------------------
 
@@ -410,13 +364,6 @@ std::vector<std::string> model_dirs(const std::string& root) {
   return out;
 }
 
-bool parse_count(const char* text, int lo, int* out) {
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || v < lo || v > 1000000) return false;
-  *out = static_cast<int>(v);
-  return true;
-}
 
 int cmd_fixtures(int argc, char** argv) {
   int runs = 200, loads = 5;
@@ -518,173 +465,6 @@ int cmd_run(int argc, char** argv) {
                                  .c_str());
   std::fflush(stdout);
   return ok ? 0 : 4;
-}
-
-// ---- the LLM: prefill + decode, on examples/generate's protocol -------------------------------------------------
-
-std::vector<int64_t> parse_ids(const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');) {
-    size_t used = 0;
-    out.push_back(std::stoll(x, &used));
-    if (used != x.size()) throw Failure("not a whole number: '" + x + "'");
-  }
-  return out;
-}
-
-int64_t scalar_id(const EValue& v, const char* what) {
-  if (!v.isTensor() || v.toTensor().scalar_type() != ScalarType::Long || v.toTensor().numel() != 1) {
-    throw Failure(std::string(what) + ": next_token is not one int64");
-  }
-  return v.toTensor().const_data_ptr<int64_t>()[0];
-}
-
-double steady_median(const std::vector<double>& s) {
-  if (s.size() < 2) return s.at(0);
-  return percentile(std::vector<double>(s.begin() + 1, s.end()), 50);
-}
-
-int cmd_generate(int argc, char** argv) {
-  std::string program, data, json_out;
-  std::vector<int64_t> lens{128, 512}, expect;
-  int new_tokens = 256, reps = 5;
-  bool weight_sharing = false;
-  std::string graph_methods;
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool v = i + 1 < argc;
-    if (a == "--data" && v) data = argv[++i];
-    else if (a == "--prompt-lens" && v) lens = parse_ids(argv[++i]);
-    else if (a == "--expect-tokens" && v) expect = parse_ids(argv[++i]);
-    else if (a == "--new-tokens" && v && parse_count(argv[i + 1], 1, &new_tokens)) ++i;
-    else if (a == "--reps" && v && parse_count(argv[i + 1], 0, &reps)) ++i;
-    else if (a == "--json" && v) json_out = argv[++i];
-    else if (a == "--weight-sharing") weight_sharing = true;
-    else if (a == "--cuda-graph" && v) graph_methods = argv[++i];
-    else if (program.empty() && a.rfind("--", 0) != 0) program = a;
-    else {
-      std::fprintf(stderr, "et_runner generate: unknown, incomplete or out-of-range option '%s'\n", a.c_str());
-      return 2;
-    }
-  }
-  if (program.empty()) {
-    std::fputs("usage: et_runner generate llm.pte [--data blob.ptd] [--prompt-lens 128,512] [--new-tokens N]\n"
-               "                          [--reps N] [--expect-tokens ids] [--json OUT]\n", stderr);
-    return 2;
-  }
-  for (int64_t l : lens) {
-    if (l < 2) throw Failure("prompt lengths must be at least 2");
-  }
-  const bool has_13_options = std::strcmp(ET_PEER_TAG, "v1.2.0") != 0;  // both options arrived in v1.3.0
-  if ((weight_sharing || !graph_methods.empty()) && !has_13_options) {
-    throw Failure(std::string("--weight-sharing and --cuda-graph need ExecuTorch >= 1.3; this build is ") + ET_PEER_TAG);
-  }
-  if (weight_sharing || !graph_methods.empty()) {
-    executorch::runtime::BackendOptions<2> opts;
-    if (weight_sharing) check_et(opts.set_option("weight_sharing_across_methods", true), "BackendOptions");
-    if (!graph_methods.empty()) {
-      check_et(opts.set_option("enable_cuda_graph_for_method", graph_methods.c_str()), "BackendOptions");
-    }
-    check_et(executorch::runtime::set_option("CudaBackend", opts.view()), "set_option(CudaBackend)");
-  }
-  json r;
-  r["peer"] = "executorch";
-  r["executorch_version"] = ET_PEER_TAG;
-  r["weight_sharing"] = weight_sharing;
-  r["cuda_graph_methods"] = graph_methods;
-  auto t0 = Clock::now();
-  check_cuda(cudaFree(nullptr), "CUDA context");  // the context first: load time is the program's, as in generate
-  r["cuda_init_ms"] = ms_since(t0);
-  const double mem0 = gpu_used_mib();
-  const long rss0 = rss_kib();
-  t0 = Clock::now();
-  Module m(program, data.empty() ? std::vector<std::string>{} : std::vector<std::string>{data}, Module::LoadMode::File);
-  check_et(m.load(), "load " + program);
-  check_et(m.load_method("prefill"), "load_method prefill");
-  check_et(m.load_method("decode"), "load_method decode");
-  r["load_ms"] = ms_since(t0);
-  r["gpu_mem_after_load_mib"] = gpu_used_mib() - mem0;
-  r["rss_after_load_mib"] = static_cast<double>(rss_kib() - rss0) / 1024.0;
-  r["graphs"] = graph_methods.empty() ? 0 : 1;
-  // Without weight sharing each method's delegate holds its own buffers (the header says why that matters).
-  r["kv_cache_shared"] = weight_sharing;
-  std::printf("load %.1f ms; GPU memory after load %.0f MiB; host RSS +%.0f MiB\n", r["load_ms"].get<double>(),
-              r["gpu_mem_after_load_mib"].get<double>(), r["rss_after_load_mib"].get<double>());
-
-  const auto dmeta = take(m.method_meta("decode"), "method_meta decode");
-  const auto logits_info = take(dmeta.output_tensor_meta(0), "decode output 0");
-  const int64_t vocab = logits_info.sizes()[logits_info.sizes().size() - 1];
-
-  // Host tensors the calls read: ExecuTorch copies planned inputs from them on every call.
-  int64_t token = 0, pos = 0;
-  TensorPtr token_t = executorch::extension::from_blob(&token, {1, 1}, ScalarType::Long);
-  TensorPtr pos_t = executorch::extension::from_blob(&pos, {1}, ScalarType::Long);
-  auto prefill = [&](std::vector<int64_t>& ids) {
-    TensorPtr t = executorch::extension::from_blob(ids.data(), {1, static_cast<int>(ids.size())}, ScalarType::Long);
-    std::vector<EValue> outs = take(m.execute("prefill", {EValue(*t)}), "execute prefill");
-    // The backend queues the output copy to the host on its own stream (cuda_backend.cpp, utils.h fast path);
-    // wait for it before reading the token.
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    return scalar_id(outs.at(1), "prefill");
-  };
-  auto decode = [&](int64_t tok, int64_t p) {
-    token = tok;
-    pos = p;
-    std::vector<EValue> outs = take(m.execute("decode", {EValue(*token_t), EValue(*pos_t)}), "execute decode");
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // as in prefill
-    return scalar_id(outs.at(1), "decode");
-  };
-  auto prompt = [&](int64_t len) {
-    std::vector<int64_t> ids(static_cast<size_t>(len));
-    for (int64_t i = 0; i < len; ++i) ids[static_cast<size_t>(i)] = (7919 * i + 13) % vocab;
-    return ids;
-  };
-  {  // warm-up, untimed, as generate's
-    std::vector<int64_t> w = prompt(16);
-    int64_t t = prefill(w);
-    for (int i = 0; i < 3; ++i) t = decode(t, 16 + i);
-  }
-  for (size_t pi = 0; pi < lens.size(); ++pi) {
-    const int64_t len = lens[pi];
-    const std::string key = "p" + std::to_string(len) + "_";
-    std::vector<int64_t> ids = prompt(len);
-    std::vector<double> ttft;
-    int64_t first = 0;
-    for (int k = 0; k <= reps; ++k) {
-      check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-      const auto s = Clock::now();
-      first = prefill(ids);
-      ttft.push_back(ms_since(s));
-    }
-    std::vector<int64_t> out{first};
-    const auto s = Clock::now();
-    for (int i = 0; i < new_tokens; ++i) out.push_back(decode(out.back(), len + i));  // token fed back (host)
-    check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    const double decode_ms = ms_since(s);
-    std::printf("prompt %4lld tokens: time to first token %.2f ms (first call %.2f ms), decode %d tokens in %.1f ms = "
-                "%.1f tokens/s\n",
-                static_cast<long long>(len), steady_median(ttft), ttft[0], new_tokens, decode_ms,
-                new_tokens / (decode_ms / 1000.0));
-    r[key + "ttft_ms"] = steady_median(ttft);
-    r[key + "ttft_first_ms"] = ttft[0];
-    r[key + "decode_ms"] = decode_ms;
-    r[key + "decode_tok_s"] = new_tokens / (decode_ms / 1000.0);
-    r[key + "tokens"] = std::vector<int64_t>(out.begin(), out.begin() + std::min<size_t>(out.size(), 32));
-    if (pi == 0 && !expect.empty()) {
-      size_t same = 0;
-      while (same < expect.size() && same < out.size() && out[same] == expect[same]) ++same;
-      std::printf("first %zu of %zu generated ids match the expected ones\n", same, expect.size());
-      r["expect_match"] = same;
-      r["expect_count"] = expect.size();
-    }
-  }
-  r["gpu_mem_mib"] = gpu_used_mib() - mem0;
-  r["rss_mib"] = static_cast<double>(rss_kib() - rss0) / 1024.0;
-  r["new_tokens"] = new_tokens;
-  std::printf("@@JSON %s\n", r.dump().c_str());
-  if (!json_out.empty()) std::ofstream(json_out) << r.dump(2) << "\n";
-  return 0;
 }
 
 constexpr int kCannotRunHere = 3;  // as the SDK's tools: no usable GPU
