@@ -22,7 +22,6 @@ const char* to_string(ExporterGeneration g) noexcept {
 
 void Program::Impl::resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::Program* prog,
                                      const et::BackendDelegate* d) {
-  const std::string& F = pte.label;
   const std::string dw = "method " + quoted(m.name) + " delegates[" + std::to_string(ds.delegate_index) + "]";
   // method_name compile spec: raw bytes, first match (as ExecuTorch 1.1-1.2).
   if (const auto* specs = d->compile_specs()) {
@@ -42,8 +41,16 @@ void Program::Impl::resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::
     const et::DataSegment* s = prog->segments()->Get(ref->index());
     processed = format::segment_bytes(pte, s->offset(), s->size(), dw + " processed segment " + std::to_string(ref->index()));
   }
-  const bool fqn = format::is_fqn_metadata(processed);
-  if (fqn) {
+  if (!choose_blob_keys(m, ds, processed, dw)) return;
+  std::string missing;
+  find_blobs(ds, dw, missing);
+  if (ds.generation == ExporterGeneration::kFqnWeights) find_fqn_storages(ds, dw, missing);
+  if (!missing.empty()) m.not_runnable_reason += (m.not_runnable_reason.empty() ? "" : "; ") + missing;
+}
+
+bool Program::Impl::choose_blob_keys(MethodSpec& m, DelegateSpec& ds, ByteView processed, const std::string& dw) {
+  const std::string& F = pte.label;
+  if (format::is_fqn_metadata(processed)) {
     ds.generation = ExporterGeneration::kFqnWeights;
     ds.fqn_format = format::fqn_metadata_magic(processed);
     if (!format::is_supported_fqn_metadata(processed) && processed.size >= 10) {
@@ -53,7 +60,7 @@ void Program::Impl::resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::
                                quoted(ds.fqn_format) +
                                " weight metadata, a version this build does not read (it reads ETCUDAFQN3, "
                                "ExecuTorch 1.5)";
-      return;
+      return false;
     }
     ds.fqn_weights = format::parse_fqn_metadata(F, dw, processed, &ds.so_key);
   } else if (!processed.empty()) {
@@ -84,7 +91,11 @@ void Program::Impl::resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::
     ds.generation = ExporterGeneration::kSeed;
     ds.so_key = "so_blob";
   }
-  std::string missing;
+  return true;
+}
+
+void Program::Impl::find_blobs(DelegateSpec& ds, const std::string& dw, std::string& missing) {
+  const std::string& F = pte.label;
   if (auto so = lookup(ds.so_key)) {
     ds.so = so->bytes;
     ds.so_file = so->file;
@@ -109,8 +120,6 @@ void Program::Impl::resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::
     // else: a .ptd exists but lacks the key: the .so may embed its weights
     // (ExecuTorch skips the blob silently too); weights stay empty.
   }
-  if (fqn) find_fqn_storages(ds, dw, missing);
-  if (!missing.empty()) m.not_runnable_reason += (m.not_runnable_reason.empty() ? "" : "; ") + missing;
 }
 
 }  // namespace aoti_cuda

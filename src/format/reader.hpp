@@ -172,6 +172,13 @@ struct Program::Impl {
   void plan_kernel_call(format::MethodBuild& b, const std::string& iw, const et::KernelCall* kc);
   void finish_method(format::MethodBuild& b);
   void resolve_delegate(MethodSpec& m, DelegateSpec& ds, const et::Program* prog, const et::BackendDelegate* d);
+  /// The delegate's generation and blob keys, from its payload (`processed`) and the named data;
+  /// false when the payload is weight metadata of a version this build does not read (the method
+  /// is then marked not runnable). `dw` names the delegate in messages.
+  bool choose_blob_keys(MethodSpec& m, DelegateSpec& ds, ByteView processed, const std::string& dw);
+  /// Finds the .so and weights blobs of the chosen keys: a missing one throws kNotFound with
+  /// require_data, else is added to `missing`.
+  void find_blobs(DelegateSpec& ds, const std::string& dw, std::string& missing);
   /// kFqnWeights delegates: each entry's storage (W6 sizes); a missing one throws
   /// kNotFound with require_data, else is added to `missing` (fqn_weights.cpp).
   void find_fqn_storages(DelegateSpec& ds, const std::string& dw, std::string& missing);
