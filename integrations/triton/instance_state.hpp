@@ -127,13 +127,20 @@ class InstanceState {
                 ": with max_batch_size > 0 every input's first dimension is the request's batch size");
       }
     }
+    p.requested = requested_outputs(p.request);
+  }
+
+  // The names of the outputs a request asks for.
+  static std::set<std::string> requested_outputs(TRITONBACKEND_Request* request) {
+    std::set<std::string> requested;
     uint32_t n_out = 0;
-    check(TRITONBACKEND_RequestOutputCount(p.request, &n_out), "TRITONBACKEND_RequestOutputCount");
+    check(TRITONBACKEND_RequestOutputCount(request, &n_out), "TRITONBACKEND_RequestOutputCount");
     for (uint32_t o = 0; o < n_out; ++o) {
       const char* name = nullptr;
-      check(TRITONBACKEND_RequestOutputName(p.request, o, &name), "TRITONBACKEND_RequestOutputName");
-      p.requested.insert(name);
+      check(TRITONBACKEND_RequestOutputName(request, o, &name), "TRITONBACKEND_RequestOutputName");
+      requested.insert(name);
     }
+    return requested;
   }
 
   // Requests that may share one call: same method, same non-batch dims.
@@ -495,14 +502,7 @@ class InstanceState {
     inputs.reserve(m->inputs.size());
     for (std::size_t i = 0; i < m->inputs.size(); ++i) inputs.push_back(take_input(request, *m, i, keep));
 
-    std::set<std::string> requested;
-    uint32_t n_out = 0;
-    check(TRITONBACKEND_RequestOutputCount(request, &n_out), "TRITONBACKEND_RequestOutputCount");
-    for (uint32_t o = 0; o < n_out; ++o) {
-      const char* name = nullptr;
-      check(TRITONBACKEND_RequestOutputName(request, o, &name), "TRITONBACKEND_RequestOutputName");
-      requested.insert(name);
-    }
+    const std::set<std::string> requested = requested_outputs(request);
 
     aoti_cuda::RunOptions run;
     run.stream = stream_;
@@ -511,10 +511,10 @@ class InstanceState {
       session = lm_->session(seq, (flags & TRITONSERVER_REQUEST_FLAG_SEQUENCE_START) != 0, stream_, model_.idle_release());
       run.session = session.get();
     }
-    struct Copy {
+    struct Copy {  // an output Triton's buffer could not take in place
       void* dst;
+      bool dst_host;
       Tensor src;
-      std::size_t bytes;
     };
     std::vector<Copy> copies;
     compute_start = now_ns();
@@ -532,7 +532,7 @@ class InstanceState {
         Tensor t = response_output(response, m->outputs[j], spec.dtype, spec.sizes, &copy_to, &type);
         if (!t.defined()) {
           t = scratch(m->name + "/" + std::to_string(j), spec.dtype, spec.sizes);
-          copies.push_back({copy_to, t, t.nbytes()});
+          copies.push_back({copy_to, type != TRITONSERVER_MEMORY_GPU, t});
         }
         outs.push_back(t);
       }
@@ -546,18 +546,12 @@ class InstanceState {
         TRITONSERVER_MemoryType type;
         Tensor t = response_output(response, m->outputs[j], outs[j].dtype(), outs[j].shape(), &copy_to, &type);
         if (t.defined()) t.copy_from(outs[j], stream_);
-        else copies.push_back({copy_to, outs[j], outs[j].nbytes()});
+        else copies.push_back({copy_to, type != TRITONSERVER_MEMORY_GPU, outs[j]});
       }
     }
-    if (stream_ != nullptr) {
-      for (const Copy& c : copies) {
-        cuda_check(cudaMemcpyAsync(c.dst, c.src.data(), c.bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream_)), "cudaMemcpyAsync (output)");
-      }
-      // Triton reads the response buffers once it has them.
-      cuda_check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
-    } else {
-      for (const Copy& c : copies) cuda_check(cudaMemcpy(c.dst, c.src.data(), c.bytes, cudaMemcpyDefault), "cudaMemcpy (output)");
-    }
+    for (const Copy& c : copies) copy_bytes(c.dst, c.dst_host, c.src.data(), c.src.device().is_cpu(), c.src.nbytes());
+    // Triton reads the response buffers once it has them.
+    if (stream_ != nullptr) cuda_check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
     compute_end = now_ns();
   }
 
