@@ -7,7 +7,8 @@
 #                                         and checks every binary, script, flag, wheel and size they rely on
 #                                         (DRY_RUN=1 does the same); exits 1 on any mismatch
 #   device-llm.sh --prepare BUILD_DIR ET12_PACK [ET13_PACK]   here: assembles .carry/llmjob (the packed binaries,
-#                                         the ExecuTorch peers, the five wheels), then the dry run over it
+#                                         the ExecuTorch peers, the five wheels), then the dry run over it; with
+#                                         SUITE=1 the whole build is packed and A1 runs the GPU suite too
 #   device-llm.sh --print-calls           the command of each stage's device call (README.md quotes them)
 #   device-llm.sh OUT BUILD selftest      the step machinery alone (timeouts, deadline, results), on the CPU
 #
@@ -75,10 +76,17 @@ if [[ $MODE == prepare ]]; then
   E13=${3:-}
   DEST="$ROOT/.carry/llmjob"
   rm -rf "$DEST"; mkdir -p "$DEST/aoti" "$DEST/et12" "$DEST/whl"
+  # SUITE=1: the whole build, stripped (device-pack.sh), so that A1 also runs the GPU suite beside the exports.
+  # The CPU suites (run in CI) and the GEMV bench stay here: the whole pack is over the transfer limit with them.
+  if [[ ${SUITE:-0} == 1 ]]; then
+    bash "$HERE/device-pack.sh" "$B" "$DEST/aoti" || exit 1
+    (cd "$DEST/aoti" && rm -f tests/aoti_cuda_unit_tests tests/aoti_cuda_alloc_tests bench/aoti_cuda_gemv_bench)
+  fi
   for f in $PACK_FILES; do
     src="$B/$f"; [[ -e "$src" ]] || { echo "prepare: $src is missing (build it: see README.md, The LLM job)"; exit 1; }
+    [[ -e "$DEST/aoti/$f" ]] && continue  # packed above (a link resolving inside the pack is kept)
     mkdir -p "$DEST/aoti/$(dirname "$f")"
-    strip -o "$DEST/aoti/$f" "$(readlink -f "$src")" || exit 1
+    rm -f "$DEST/aoti/$f"; strip -o "$DEST/aoti/$f" "$(readlink -f "$src")" || exit 1
   done
   cp "$B/CMakeCache.txt" "$DEST/aoti/"
   cp -L "$E12/et_runner" "$E12/libaoti_cuda_shims.so" "$DEST/et12/" || exit 1
@@ -212,11 +220,22 @@ print('--expect-tokens ' + ','.join(map(str, t)) if t and r.get('prompt_len') ==
 # ---- stages ----------------------------------------------------------------------------------------------------
 stage_A1() {
   start_stage A1; setup_python
+  # The GPU suite (tests, CLI over every fixture, examples) and the 1.3/1.4 operator checks against PyTorch,
+  # beside the exports (CPU-bound): when BUILD is a whole device pack (--prepare with SUITE=1).
+  local suite_pid=""
+  if [[ -x "$BUILD/tests/aoti_cuda_gpu_tests" ]]; then
+    { step gpu_suite 300 env DEVICE_SUITE_NO_BENCH=1 bash "$HERE/device-suite.sh" "$BUILD" "$RES/suite"
+      step gpu_et_ops 120 python3 tests/gpu/et_ops_reference.py "$BUILD/libaoti_cuda.so.0"
+      [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" suite-summary "$RES/suite" "$RES/gpu_et_ops.log" \
+        --out "$RES/summary_suite.json" > /dev/null; } &
+    suite_pid=$!
+  fi
   # bench_llm's prepare phase runs the exports, the runner build, its packages and the weights concurrently;
   # int4 beside bf16 took 432 s on 2026-12-03 (bf16 344 s), hence the export timeout.
   step llm_prepare $((BUDGET - 25)) env LLM_BENCH_WORK="$WORK" LLM_BENCH_EXTRA="--stage prepare --export-timeout $((BUDGET - 70))" \
     bash bench/llm/run_on_device.sh "$RES/llm_prepare" "$BUILD" 1b llm,int4 $((BUDGET - 40))
   [[ $DRY == 1 ]] || cp "$RES/llm_prepare/llm_results.json" "$OUT/A1_llm_prepare.json" 2>/dev/null
+  [[ -n "$suite_pid" ]] && wait "$suite_pid"
   finish_stage
 }
 
@@ -247,6 +266,10 @@ stage_A2() {
   step executorch_llm 220 env PARTS=llm LLM_EXPORTS=bf16,int4 LLM_WORK="$WORK" BUDGET=200 BUILD_ET13="$ET13" \
     bash bench/peers/executorch/run_on_device.sh "$RES/et" "$BUILD" "$ET12"
   [[ $DRY == 1 ]] || cp "$RES/et/executorch_results.json" "$OUT/A2_executorch_results.json" 2>/dev/null
+  # Issue 32: the decode attention kernel by position (its log is in the archive), when the pack has the bench.
+  if [[ -x "$BUILD/bench/aoti_cuda_attention_bench" ]]; then
+    step attention_decode 60 "$BUILD/bench/aoti_cuda_attention_bench" --decode
+  fi
   finish_stage
 }
 

@@ -189,6 +189,31 @@ def merge_et(kept, new):
     return out
 
 
+def suite_summary(suite_dir, et_ops_log=None):
+    """The GPU suite's verdicts from device-suite.sh's logs: doctest's summary lines per suite, the CLI runs'
+    failures, and the last line of the operator checks against PyTorch."""
+    def read(path):
+        try:
+            with open(path, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return None
+    res = {}
+    for name in ("gpu_tests", "unit_tests", "alloc_tests"):
+        text = read(os.path.join(suite_dir, name + ".log"))
+        if text is None:
+            res[name] = "no log"
+            continue
+        lines = [ln.strip() for ln in text.splitlines() if re.search(r"test cases:|assertions:", ln)]
+        res[name] = lines[-2:] if lines else "no doctest summary (crashed or cut short?)"
+    cli = read(os.path.join(suite_dir, "cli_run.log"))
+    res["cli_run_failures"] = None if cli is None else [ln for ln in cli.splitlines() if "FAILED" in ln][:20]
+    if et_ops_log:
+        text = read(et_ops_log)
+        res["et_ops"] = None if text is None else [ln for ln in text.splitlines() if ln.strip()][-3:]
+    return res
+
+
 def fmt(x, digits=1):
     return "–" if x is None else f"{x:.{digits}f}"
 
@@ -247,6 +272,10 @@ def main(argv=None) -> int:
     m.add_argument("kept")
     m.add_argument("new")
     m.add_argument("out")
+    ss = sub.add_parser("suite-summary")
+    ss.add_argument("suite_dir")
+    ss.add_argument("et_ops_log", nargs="?")
+    ss.add_argument("--out", required=True)
     md = sub.add_parser("markdown")
     md.add_argument("results")
     a = ap.parse_args(argv)
@@ -266,6 +295,8 @@ def main(argv=None) -> int:
     elif a.cmd == "long-summary":
         res = long_summary(load_json(a.generate), load_json(a.manifest), load_json(a.ref) if a.ref else None,
                            load_json(a.ref_manifest) if a.ref_manifest else None)
+    elif a.cmd == "suite-summary":
+        res = suite_summary(a.suite_dir, a.et_ops_log)
     elif a.cmd == "carry-size":
         print(json.dumps(carry_size(a.paths)))
         return 0
