@@ -12,7 +12,9 @@
 #include <cstring>
 #include <string>
 
+#include "aoti_cuda/error.hpp"
 #include "aoti_cuda/program.hpp"
+#include "format/elf_sections.hpp"
 
 namespace aoti_cuda {
 namespace {
@@ -78,19 +80,53 @@ std::string CudaKernelInfo::describe() const {
   return s;
 }
 
-CudaKernelInfo inspect_cuda_kernels(ByteView so) {
-  CudaKernelInfo info;
-  if (so.data == nullptr || so.size < 16) return info;
+namespace {
+
+// Every fat binary starting in [begin, end); each may extend to the end of the file.
+void scan_for_fatbins(const std::uint8_t* begin, const std::uint8_t* end, const std::uint8_t* file_end,
+                      CudaKernelInfo& info) {
   std::uint8_t magic[4];
   std::memcpy(magic, &kFatbinMagic, 4);
-  const std::uint8_t* p = so.data;
-  const std::uint8_t* const end = so.data + so.size;
-  while (end - p >= 16) {
+  const std::uint8_t* p = begin;
+  while (end - p >= 4) {
     const void* hit = memmem(p, static_cast<std::size_t>(end - p), magic, 4);
     if (hit == nullptr) break;
     const auto* f = static_cast<const std::uint8_t*>(hit);
-    if (parse_fatbin(f, static_cast<std::size_t>(end - f), info)) ++info.fatbins;
+    if (parse_fatbin(f, static_cast<std::size_t>(file_end - f), info)) ++info.fatbins;
     p = f + 4;
+  }
+}
+
+constexpr std::uint32_t kShtProgbits = 1;
+constexpr std::uint64_t kShfAlloc = 2;
+
+}  // namespace
+
+CudaKernelInfo inspect_cuda_kernels(ByteView so) {
+  CudaKernelInfo info;
+  if (so.data == nullptr || so.size < 16) return info;
+  const std::uint8_t* const end = so.data + so.size;
+  // In a model library the kernels can only be in data the loader maps (the
+  // CUDA runtime reads them from memory): the allocated, non-executable
+  // PROGBITS sections (.rodata in every AOTInductor library seen, or
+  // .nv_fatbin). Scanning those alone skips code and symbol tables, ~90 % of
+  // the bytes. Anything that is not a readable ELF file is scanned whole.
+  bool scanned = false;
+  try {
+    const format::ElfSections elf(so);
+    for (const format::ElfSection& s : elf.sections()) {
+      if (s.type != kShtProgbits || (s.flags & kShfAlloc) == 0 || (s.flags & format::kShfExecInstr) != 0) continue;
+      const std::uint8_t* begin = elf.range(s.offset, s.size);
+      if (begin == nullptr) continue;
+      scan_for_fatbins(begin, begin + s.size, end, info);
+      scanned = true;
+    }
+  } catch (const Error&) {
+    scanned = false;
+  }
+  if (!scanned) {
+    info = CudaKernelInfo{};
+    scan_for_fatbins(so.data, end, end, info);
   }
   std::sort(info.sass_archs.begin(), info.sass_archs.end());
   std::sort(info.ptx_archs.begin(), info.ptx_archs.end());

@@ -10,12 +10,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <mutex>
 
 #include "aoti_cuda/error.hpp"
 #include "aoti_cuda/library_check.hpp"
+#include "aoti_cuda/log.hpp"
 #include "common/env.hpp"
 #include "common/fault_injection.hpp"
 #include "common/text.hpp"
@@ -119,13 +122,15 @@ bool choose_fresh_fd_path(SoFile& f) {
   return false;
 }
 
-void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& unique_offsets, const std::string& label) {
+// Copies `so` into a file dlopen can read (GNU_UNIQUE bindings are patched
+// afterwards: patch_unique_bindings).
+void write_so_file(SoFile& f, ByteView so, const std::string& label) {
   // Preferred: an anonymous memory file, nothing touches the file system.
   // AOTI_CUDA_DISABLE_MEMFD=1 forces the temp-file path (tests, odd sandboxes).
   const bool memfd_allowed = !env_flag("AOTI_CUDA_DISABLE_MEMFD");
   f.fd = memfd_allowed && !loader_fault() ? static_cast<int>(::memfd_create("aoti_cuda_model", MFD_CLOEXEC)) : -1;
   if (f.fd >= 0) {
-    if (!write_all(f.fd, so.data, so.size) || !patch_unique_bindings(f.fd, unique_offsets, so)) {
+    if (!write_all(f.fd, so.data, so.size)) {
       const int err = errno;
       throw Error(ErrorCode::kIo, "writing the model library of " + label + " to a memfd failed: " + errno_text(err));
     }
@@ -147,11 +152,16 @@ void write_so_file(SoFile& f, ByteView so, const std::vector<std::size_t>& uniqu
   f.path = buf.data();
   f.unlink_path = true;
   (void)::fcntl(f.fd, F_SETFD, FD_CLOEXEC);
-  if (!write_all(f.fd, so.data, so.size) || !patch_unique_bindings(f.fd, unique_offsets, so)) {
+  if (!write_all(f.fd, so.data, so.size)) {
     const int err = errno;
     throw Error(ErrorCode::kIo, "writing the model library of " + label + " to " + f.path + " failed: " + errno_text(err));
   }
 }
+
+// Libraries at least this large are copied on a helper thread while the
+// checks run: below it, starting the thread costs more than the overlap saves.
+constexpr std::size_t kCopyOnThreadFrom = std::size_t{1} << 20;
+
 
 // The mangled name of libstdc++'s __gnu_cxx::__freeres(), which frees the
 // exception-handling emergency pool (eh_alloc.cc).
@@ -277,7 +287,19 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                         ", which is not in LoadOptions::allowed_so_sha256");
     }
   }
-  // 3. Every shim/cudart import must resolve, or dlopen(RTLD_NOW) would fail
+  // 3. The copy into the file dlopen reads (the largest part of a load: an
+  // AOTInductor library is 2.3 MB and up, its libstdc++ linked in) starts
+  // now and overlaps the checks below. `file` outlives `copy`, whose
+  // destructor waits for the helper thread when a check throws.
+  const auto t_start = common::Clock::now();
+  SoFile file;
+  std::future<void> copy;
+  if (so.size >= kCopyOnThreadFrom) {
+    copy = std::async(std::launch::async, [&file, so, &label] { write_so_file(file, so, label); });
+  } else {
+    write_so_file(file, so, label);
+  }
+  // 4. Every shim/cudart import must resolve, or dlopen(RTLD_NOW) would fail
   // with only the first name; report all of them.
   std::vector<std::string> missing;
   {
@@ -292,47 +314,59 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
                                       " in the global symbol scope)");
   }
-  // 3b. Does it multiply through cuBLAS? (The Module opens cuBLAS after the libraries are loaded.)
+  // 4b. Does it multiply through cuBLAS? (The Module opens cuBLAS after the libraries are loaded.)
   for (const std::string& name : elf.undefined_symbols) {
     lib->cublas_use_ = std::max(lib->cublas_use_, shim::gemm::cublas_use(name.substr(0, name.find('@')).c_str()));
   }
-  // The C/C++ runtime versions it was linked against (GLIBC_2.38, ...): dlopen
-  // would name only the first missing one, and less plainly.
-  const LibraryCheck versions = check_symbol_versions(so);
-  if (versions.status == CheckStatus::kFail) {
-    throw Error(ErrorCode::kLoad, "the model library of " + label + " cannot be loaded on this machine: " + versions.detail);
-  }
   lib->kernels_ = inspect_cuda_kernels(so);
-  // 4. Load from an anonymous file.
   std::vector<std::size_t> unique_offsets;
   if (!env_flag("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS")) unique_offsets = gnu_unique_symbol_offsets(so);
-  // Held from dlopen to the end (declared after `lib`, so released before a
-  // failed load's ~ModelLibrary takes it again).
-  std::unique_lock<std::mutex> dl(dl_mutex(), std::defer_lock);
-  {
-    SoFile file;
-    write_so_file(file, so, unique_offsets, label);
-    dl.lock();
-    (void)::dlerror();
-    // RTLD_NOW: every import was checked above, so binding everything now
-    // costs little and moves any surprise to load time instead of mid-run.
-    // AOTI_CUDA_DLOPEN_LAZY=1 switches to lazy binding (for measurements).
-    const int mode = env_flag("AOTI_CUDA_DLOPEN_LAZY") ? RTLD_LAZY : RTLD_NOW;
-    lib->handle_ = loader_fault() ? nullptr : ::dlopen(file.path.c_str(), mode | RTLD_LOCAL);
-    if (lib->handle_ == nullptr) {
-      const char* why = ::dlerror();
-      throw Error(ErrorCode::kLoad, "dlopen of the model library of " + label + " failed: " +
-                                        (why != nullptr ? why : "unknown error"));
+  const double checks_ms = common::ms_since(t_start);
+  if (copy.valid()) copy.get();  // rethrows the copy's kIo error
+  if (!patch_unique_bindings(file.fd, unique_offsets, so)) {
+    const int err = errno;
+    throw Error(ErrorCode::kIo, "writing the model library of " + label + " to " + file.path +
+                                    " failed: " + errno_text(err));
+  }
+  const double copied_ms = common::ms_since(t_start);
+  // 5. Load from the anonymous file. Held from dlopen to the end (declared
+  // after `lib`, so released before a failed load's ~ModelLibrary takes it again).
+  std::unique_lock<std::mutex> dl(dl_mutex());
+  (void)::dlerror();
+  // RTLD_NOW: every import was checked above, so binding everything now
+  // costs little and moves any surprise to load time instead of mid-run.
+  // AOTI_CUDA_DLOPEN_LAZY=1 switches to lazy binding (for measurements).
+  const int mode = env_flag("AOTI_CUDA_DLOPEN_LAZY") ? RTLD_LAZY : RTLD_NOW;
+  lib->handle_ = loader_fault() ? nullptr : ::dlopen(file.path.c_str(), mode | RTLD_LOCAL);
+  if (lib->handle_ == nullptr) {
+    const char* why = ::dlerror();
+    const std::string dl_error = why != nullptr ? why : "unknown error";
+    // The C/C++ runtime versions it was linked against (GLIBC_2.38, ...):
+    // dlopen names only the first missing one, and less plainly. Checked
+    // only here, when the load failed (a library that loads has them all).
+    const LibraryCheck versions = check_symbol_versions(so);
+    if (versions.status == CheckStatus::kFail) {
+      throw Error(ErrorCode::kLoad, "the model library of " + label + " cannot be loaded on this machine: " +
+                                        versions.detail);
     }
-  }  // fd closed / temp file unlinked: the mapping keeps the code alive
+    throw Error(ErrorCode::kLoad, "dlopen of the model library of " + label + " failed: " + dl_error);
+  }
+  const double dlopen_ms = common::ms_since(t_start) - copied_ms;
   // AOTI_CUDA_KEEP_EH_POOL=1 leaves the pool alone (to measure the leak it prevents).
   if (!env_flag("AOTI_CUDA_KEEP_EH_POOL")) lib->freeres_ = own_freeres(lib->handle_, so);
-  // 5. The CUDA functions the SDK hooks, bound in the library's own import
+  // 6. The CUDA functions the SDK hooks, bound in the library's own import
   // slots whatever the process's symbol order (cuda_hooks.hpp).
   lib->hooks_ = bind_hooks(lib->handle_, so, label);  // throws: ~ModelLibrary dlcloses
   lib->hooks_.warnings = common::hooks::bypass_warnings(elf.undefined_symbols);
-  // 6. Entry points.
+  // 7. Entry points.
   bind_entry_points(lib->handle_, lib->api_, label);
+  // AOTI_CUDA_TRACE_LOAD=1: where a library's load time goes (docs/benchmarks/executorch.md uses it).
+  if (env_flag("AOTI_CUDA_TRACE_LOAD")) {
+    char phases[160];
+    std::snprintf(phases, sizeof phases, "%.3f ms (%zu bytes; checks %.3f, copy done at %.3f, dlopen %.3f)",
+                  common::ms_since(t_start), so.size, checks_ms, copied_ms, dlopen_ms);
+    log(LogLevel::kInfo, label + ": library loaded in " + phases);
+  }
   return lib;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "aoti_cuda/program.hpp"
+#include "format/elf_sections.hpp"
 
 namespace {
 
@@ -98,4 +99,46 @@ TEST_CASE("cuda kernels: hand-made fat binaries") {
   SUBCASE("empty and null input") {
     CHECK(aoti_cuda::inspect_cuda_kernels({}).fatbins == 0);
   }
+}
+
+TEST_CASE("cuda kernels: a model library is scanned in its mapped data sections only, else whole") {
+  const std::string dir = std::string(AOTI_CUDA_TEST_FIXTURES) + "/lm";
+  aoti_cuda::Program program = aoti_cuda::Program::open(dir + "/lm.pte");
+  const aoti_cuda::ByteView so = program.methods().front().delegates.front().so;
+  std::vector<std::uint8_t> lib(so.data, so.data + so.size);
+  const aoti_cuda::CudaKernelInfo real = aoti_cuda::inspect_cuda_kernels(view(lib));
+  REQUIRE(real.fatbins >= 2);
+
+  // Not an ELF file any more (its magic broken): the whole buffer is scanned and finds the same kernels.
+  std::vector<std::uint8_t> raw = lib;
+  raw[1] = 'X';
+  const aoti_cuda::CudaKernelInfo whole = aoti_cuda::inspect_cuda_kernels(view(raw));
+  CHECK(whole.fatbins == real.fatbins);
+  CHECK(whole.sass_archs == real.sass_archs);
+  CHECK(whole.ptx_archs == real.ptx_archs);
+
+  // A fat binary's bytes inside the code (.text) are not kernels the runtime could load: ignored; the same
+  // bytes in a mapped data section count.
+  const aoti_cuda::format::ElfSections elf(view(lib));
+  const aoti_cuda::format::ElfSection* text = nullptr;
+  const aoti_cuda::format::ElfSection* data = nullptr;
+  for (const auto& sec : elf.sections()) {
+    if (sec.name == ".text") text = &sec;
+    if (sec.name == ".data") data = &sec;
+  }
+  REQUIRE(text != nullptr);
+  REQUIRE(data != nullptr);
+  const auto fb = make_fatbin({{2, 75}});
+  REQUIRE(text->size > fb.size());
+  REQUIRE(data->size > fb.size());
+  std::vector<std::uint8_t> in_code = lib;
+  std::copy(fb.begin(), fb.end(), in_code.begin() + static_cast<long>(text->offset));
+  const aoti_cuda::CudaKernelInfo code = aoti_cuda::inspect_cuda_kernels(view(in_code));
+  CHECK(code.fatbins == real.fatbins);
+  CHECK(code.sass_archs == real.sass_archs);
+  std::vector<std::uint8_t> in_data = lib;
+  std::copy(fb.begin(), fb.end(), in_data.begin() + static_cast<long>(data->offset));
+  const aoti_cuda::CudaKernelInfo planted = aoti_cuda::inspect_cuda_kernels(view(in_data));
+  CHECK(planted.fatbins == real.fatbins + 1);
+  CHECK(planted.sass_archs.front() == 75);
 }

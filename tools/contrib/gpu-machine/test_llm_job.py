@@ -102,6 +102,20 @@ def main() -> int:
         check("merge-et: fixture rows kept, LLM rows taken", merged["fixtures"] == kept["fixtures"]
               and "bf16" in merged["llm"] and kept["llm"] == {})
 
+        suite = os.path.join(t, "suite")
+        os.makedirs(suite)
+        with open(os.path.join(suite, "gpu_tests.log"), "w") as f:
+            f.write("== GPU test suite\n[doctest] test cases:   80 |   79 passed | 1 failed | 0 skipped\n"
+                    "[doctest] assertions: 70000 | 69999 passed | 1 failed |\n")
+        with open(os.path.join(suite, "cli_run.log"), "w") as f:
+            f.write("add: ok\n  FAILED: outputs differ\nmlp: ok\n")
+        ops = write("ops.log", "sort ok\n432 checks, 0 failed\n")
+        r = llm_job.suite_summary(suite, ops)
+        check("suite summary: doctest's two summary lines, the CLI failures, the operator checks' verdict",
+              r["gpu_tests"][0].endswith("1 failed | 0 skipped") and len(r["gpu_tests"]) == 2
+              and r["cli_run_failures"] == ["  FAILED: outputs differ"] and r["et_ops"][-1] == "432 checks, 0 failed")
+        check("suite summary: a missing log says so", r["unit_tests"] == "no log")
+
     failed = results.count(False)
     print(f"llm_job: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
