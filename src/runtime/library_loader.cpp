@@ -158,9 +158,6 @@ void write_so_file(SoFile& f, ByteView so, const std::string& label) {
   }
 }
 
-// Libraries at least this large are copied on a helper thread while the
-// checks run: below it, starting the thread costs more than the overlap saves.
-constexpr std::size_t kCopyOnThreadFrom = std::size_t{1} << 20;
 
 
 // The mangled name of libstdc++'s __gnu_cxx::__freeres(), which frees the

@@ -83,6 +83,11 @@ void promote_self_to_global() noexcept;
 /// in its private copy. Empty for malformed input.
 std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView elf);
 
+/// Libraries at least this large are copied into the file dlopen reads on a
+/// helper thread while the load's checks run (below it, starting the thread
+/// costs about what the overlap saves). Every AOTInductor library is over it.
+constexpr std::size_t kCopyOnThreadFrom = std::size_t{256} << 10;
+
 class ModelLibrary {
  public:
   /// Checks and loads `so`. `label` names the library in messages (method,

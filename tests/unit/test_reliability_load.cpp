@@ -145,6 +145,9 @@ TEST_CASE("reliability: a statically linked libstdc++ in the model library is fo
                                                    "_ZN9__gnu_cxx9__freeresEv") != 0);
   CHECK(aoti_cuda::format::defined_function_value({with_shared.data(), with_shared.size()},
                                                    "_ZN9__gnu_cxx9__freeresEv") == 0);
+  // It is also the cases' library large enough to be copied on the loader's helper thread.
+  CHECK(with_static.size() >= aoti_cuda::runtime::kCopyOnThreadFrom);
+  CHECK(with_shared.size() < aoti_cuda::runtime::kCopyOnThreadFrom);
   auto lib = aoti_cuda::runtime::ModelLibrary::load({with_static.data(), with_static.size()}, "static", {});
   CHECK(lib->frees_own_eh_pool());
   auto plain = aoti_cuda::runtime::ModelLibrary::load({with_shared.data(), with_shared.size()}, "shared", {});
