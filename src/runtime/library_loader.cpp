@@ -263,6 +263,19 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   if (so.data == nullptr || so.size == 0) {
     throw Error(ErrorCode::kInvalidProgram, "the model library of " + label + " is empty");
   }
+  // 0. The copy into the file dlopen reads, the largest part of a load (an
+  // AOTInductor library is 2.3 MB and up, its libstdc++ linked in; on an H200
+  // machine ~1.5 ms, mostly the file's page allocation), starts first and
+  // overlaps every check below (~1 ms, most of it first touches of the
+  // mapped program). Copying runs none of the library's code: the trust pin
+  // is still checked before dlopen. `file` outlives `copy`, whose destructor
+  // waits for the helper thread when a check throws.
+  const auto t_start = common::Clock::now();
+  SoFile file;
+  std::future<void> copy;
+  if (so.size >= kCopyOnThreadFrom) {
+    copy = std::async(std::launch::async, [&file, so, &label] { write_so_file(file, so, label); });
+  }
   // 1. What is it? (parsing only; throws kInvalidProgram naming the failed check)
   ElfInfo elf = inspect_elf(so);
   if (elf.elf_class != 64 || elf.machine != kHostMachine || !elf.is_shared_object) {
@@ -284,19 +297,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                         ", which is not in LoadOptions::allowed_so_sha256");
     }
   }
-  // 3. The copy into the file dlopen reads (the largest part of a load: an
-  // AOTInductor library is 2.3 MB and up, its libstdc++ linked in) starts
-  // now and overlaps the checks below. `file` outlives `copy`, whose
-  // destructor waits for the helper thread when a check throws.
-  const auto t_start = common::Clock::now();
-  SoFile file;
-  std::future<void> copy;
-  if (so.size >= kCopyOnThreadFrom) {
-    copy = std::async(std::launch::async, [&file, so, &label] { write_so_file(file, so, label); });
-  } else {
-    write_so_file(file, so, label);
-  }
-  // 4. Every shim/cudart import must resolve, or dlopen(RTLD_NOW) would fail
+  // 3. Every shim/cudart import must resolve, or dlopen(RTLD_NOW) would fail
   // with only the first name; report all of them.
   std::vector<std::string> missing;
   {
@@ -311,7 +312,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
                                       " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
                                       " in the global symbol scope)");
   }
-  // 4b. Does it multiply through cuBLAS? (The Module opens cuBLAS after the libraries are loaded.)
+  // 3b. Does it multiply through cuBLAS? (The Module opens cuBLAS after the libraries are loaded.)
   for (const std::string& name : elf.undefined_symbols) {
     lib->cublas_use_ = std::max(lib->cublas_use_, shim::gemm::cublas_use(name.substr(0, name.find('@')).c_str()));
   }
@@ -319,14 +320,18 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   std::vector<std::size_t> unique_offsets;
   if (!env_flag("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS")) unique_offsets = gnu_unique_symbol_offsets(so);
   const double checks_ms = common::ms_since(t_start);
-  if (copy.valid()) copy.get();  // rethrows the copy's kIo error
+  if (copy.valid()) {
+    copy.get();  // rethrows the copy's kIo error
+  } else {
+    write_so_file(file, so, label);
+  }
   if (!patch_unique_bindings(file.fd, unique_offsets, so)) {
     const int err = errno;
     throw Error(ErrorCode::kIo, "writing the model library of " + label + " to " + file.path +
                                     " failed: " + errno_text(err));
   }
   const double copied_ms = common::ms_since(t_start);
-  // 5. Load from the anonymous file. Held from dlopen to the end (declared
+  // 4. Load from the anonymous file. Held from dlopen to the end (declared
   // after `lib`, so released before a failed load's ~ModelLibrary takes it again).
   std::unique_lock<std::mutex> dl(dl_mutex());
   (void)::dlerror();
@@ -351,11 +356,11 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   const double dlopen_ms = common::ms_since(t_start) - copied_ms;
   // AOTI_CUDA_KEEP_EH_POOL=1 leaves the pool alone (to measure the leak it prevents).
   if (!env_flag("AOTI_CUDA_KEEP_EH_POOL")) lib->freeres_ = own_freeres(lib->handle_, so);
-  // 6. The CUDA functions the SDK hooks, bound in the library's own import
+  // 5. The CUDA functions the SDK hooks, bound in the library's own import
   // slots whatever the process's symbol order (cuda_hooks.hpp).
   lib->hooks_ = bind_hooks(lib->handle_, so, label);  // throws: ~ModelLibrary dlcloses
   lib->hooks_.warnings = common::hooks::bypass_warnings(elf.undefined_symbols);
-  // 7. Entry points.
+  // 6. Entry points.
   bind_entry_points(lib->handle_, lib->api_, label);
   // AOTI_CUDA_TRACE_LOAD=1: where a library's load time goes (docs/benchmarks/executorch.md uses it).
   if (env_flag("AOTI_CUDA_TRACE_LOAD")) {
