@@ -23,7 +23,9 @@
 // Loading from memory: each embedded .so is written to an anonymous memfd (or,
 // where memfd/procfs is unavailable, to a temporary file in $TMPDIR or /tmp
 // that is deleted right after dlopen) and dlopen'ed from there; no file name is
-// derived from the program. Before that the bytes are checked: a 64-bit shared
+// derived from the program. The copy runs on a short-lived helper thread of
+// the constructor while the bytes are checked (the constructor joins it
+// before it returns or throws); dlopen waits for both. The checks: a 64-bit shared
 // object for this machine's architecture, the optional SHA-256 pin, and every
 // aoti_torch_* / aoti_cuda_* / cuda* import resolvable (all missing names are
 // listed). Diagnostic environment switches change some of this (the

@@ -204,7 +204,7 @@ def llm_markdown(res):
             step = 1000.0 / tok_s if tok_s else None
             # Cold starts are measured for aoti_cuda (graphs on) and ExecuTorch 1.2 only.
             cold = (e.get("cold") or {}).get({"aoti_cuda": "aoti_cuda_ms", "executorch": "executorch_ms"}.get(key, ""))
-            agree = f"{r['expect_match']}/{r['expect_count']}" if "expect_count" in r else "–"
+            agree = f"{int(r['expect_match'])}/{int(r['expect_count'])}" if "expect_count" in r else "–"
             cells = [label, fmt(r.get("load_ms")), fmt(cold)] + [fmt(r.get(f"p{n}_ttft_ms")) for n in lens] + \
                     [fmt(tok_s), fmt(step), fmt(r.get("gpu_mem_after_load_mib")),
                      fmt(r.get("peak_rss_mib")), agree]
