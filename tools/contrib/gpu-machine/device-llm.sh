@@ -29,7 +29,8 @@
 # Every step is a child process with a timeout (capped by the stage's deadline, BUDGET, default 560 s) and a log;
 # OUT/<stage>_results.json is rewritten after every step, so a stage cut short still returns what finished.
 # OUT gets at most 4 files per stage: <stage>_results.json, <stage>_logs.tgz and the raw JSON of the tools it ran.
-# Environment: WORK, BUDGET, ET12, ET13, WHL (default: beside BUILD: et12, et13, whl), LONG_EXPORTS, LONG_CTX,
+# Environment: WORK, BUDGET, ET12, ET13, WHL (default: beside BUILD: et12, et13, whl), LLM_PARTS (A's parts:
+# llm,int4 by default; int4 alone for the int4 rows), LONG_EXPORTS, LONG_CTX,
 # LONG_POSITIONS, LONG_WINDOW, CARRY (dry run: the carried paths to size, default .carry/llmjob).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -58,6 +59,12 @@ LONG_EXPORTS=${LONG_EXPORTS:-bf16mix}
 LONG_CTX=${LONG_CTX:-4096}
 LONG_POSITIONS=${LONG_POSITIONS:-128,1024,4000}
 LONG_WINDOW=${LONG_WINDOW:-64}
+# A's parts (bench/llm): llm = the stock bf16 export and its peers, int4 = the stock int4 export and eager int4.
+# LLM_PARTS=int4 in front of A1 and A2 makes the int4 rows alone (the int4 export is A1's long pole).
+LLM_PARTS=${LLM_PARTS:-llm,int4}
+case ",$LLM_PARTS," in *,llm,*|*,int4,*) ;; *) echo "LLM_PARTS must name llm and/or int4, got '$LLM_PARTS'"; exit 2 ;; esac
+# The exports those parts make, as bench/llm names their folders in WORK.
+A_EXPORTS=$(for part in ${LLM_PARTS//,/ }; do case $part in llm) echo bf16 ;; int4) echo int4 ;; esac; done | paste -sd, -)
 # The binaries the job runs from BUILD (examples/generate, the read_bw roofline, the CLI that bench/llm and the
 # ExecuTorch peer's script make executable, the load-order program and its cases library).
 PACK_FILES="aoti_cuda libaoti_cuda.so.0 examples/generate/generate bench/aoti_cuda_read_bw bench/aoti_cuda_bench
@@ -233,7 +240,7 @@ stage_A1() {
   # bench_llm's prepare phase runs the exports, the runner build, its packages and the weights concurrently;
   # int4 beside bf16 took 432 s on 2026-12-03 (bf16 344 s), hence the export timeout.
   step llm_prepare $((BUDGET - 25)) env LLM_BENCH_WORK="$WORK" LLM_BENCH_EXTRA="--stage prepare --export-timeout $((BUDGET - 70))" \
-    bash bench/llm/run_on_device.sh "$RES/llm_prepare" "$BUILD" 1b llm,int4 $((BUDGET - 40))
+    bash bench/llm/run_on_device.sh "$RES/llm_prepare" "$BUILD" 1b "$LLM_PARTS" $((BUDGET - 40))
   [[ $DRY == 1 ]] || cp "$RES/llm_prepare/llm_results.json" "$OUT/A1_llm_prepare.json" 2>/dev/null
   [[ -n "$suite_pid" ]] && wait "$suite_pid"
   finish_stage
@@ -241,29 +248,35 @@ stage_A1() {
 
 stage_A2() {
   start_stage A2
-  # The bf16 export is what every part needs (the upload check reads it); without int4 the rest still runs.
-  if [[ $DRY != 1 && ! -f "$WORK/bf16/manifest.json" ]]; then
-    echo "error: $WORK has no bf16 export: the machine was not warm from stage A1 (A2 must follow A1 within ~30 s)"
+  # Whatever A1 finished is measured; an export it did not finish is named in the results.
+  local present=() name
+  for name in ${A_EXPORTS//,/ }; do
+    if [[ $DRY == 1 || -f "$WORK/$name/manifest.json" ]]; then present+=("$name")
+    else printf '%s_export_present\tfailed (A1 did not finish it: its rows are missing)\t0\n' "$name" >> "$RES/steps.tsv"; fi
+  done
+  if (( ${#present[@]} == 0 )); then
+    echo "error: $WORK has none of the exports $A_EXPORTS: the machine was not warm from stage A1 (A2 must follow A1 within ~30 s)"
     printf 'exports_present\tfailed (no A1 exports in %s: run A1 then A2 back to back)\t0\n' "$WORK" >> "$RES/steps.tsv"
     finish_stage; return 4
   fi
-  [[ $DRY == 1 || -f "$WORK/int4/manifest.json" ]] ||
-    printf 'int4_export_present\tfailed (A1 did not finish it: its rows are missing)\t0\n' >> "$RES/steps.tsv"
+  local present_csv; present_csv=$(IFS=,; echo "${present[*]}")
   setup_python
   step llm_measure 240 env LLM_BENCH_WORK="$WORK" LLM_BENCH_EXTRA="--stage measure --graph-ab" \
-    bash bench/llm/run_on_device.sh "$RES/llm" "$BUILD" 1b llm,int4 225
+    bash bench/llm/run_on_device.sh "$RES/llm" "$BUILD" 1b "$LLM_PARTS" 225
   [[ $DRY == 1 ]] || cp "$RES/llm/llm_results.json" "$OUT/A2_llm_results.json" 2>/dev/null
   # Issue 30: the bf16 LLM's upload, C++ process (libcudart first, SDK RTLD_LOCAL) then PyTorch process, twice.
-  local order_env=(env AOTI_CUDA_LARGE_PROGRAM="$WORK/bf16/llm.pte" AOTI_CUDA_FIXTURES="$ROOT/tests/fixtures")
-  for round in 1 2; do
-    step "upload_cpp_$round" 60 "${order_env[@]}" "$BUILD/tests/aoti_cuda_load_order_tests" "$ORDER_FILTER"
-    step "upload_torch_$round" 90 "${order_env[@]}" python3 tests/load_order/torch_first.py "$BUILD" "$ORDER_FILTER"
-  done
-  [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" upload-check --cpp "$RES"/upload_cpp_*.log --torch "$RES"/upload_torch_*.log \
-    --llm-results "$RES/llm/llm_results.json" --out "$RES/summary_upload.json" > /dev/null
-  write_results
+  if [[ ,$present_csv, == *,bf16,* ]]; then
+    local order_env=(env AOTI_CUDA_LARGE_PROGRAM="$WORK/bf16/llm.pte" AOTI_CUDA_FIXTURES="$ROOT/tests/fixtures")
+    for round in 1 2; do
+      step "upload_cpp_$round" 60 "${order_env[@]}" "$BUILD/tests/aoti_cuda_load_order_tests" "$ORDER_FILTER"
+      step "upload_torch_$round" 90 "${order_env[@]}" python3 tests/load_order/torch_first.py "$BUILD" "$ORDER_FILTER"
+    done
+    [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" upload-check --cpp "$RES"/upload_cpp_*.log --torch "$RES"/upload_torch_*.log \
+      --llm-results "$RES/llm/llm_results.json" --out "$RES/summary_upload.json" > /dev/null
+    write_results
+  fi
   # Issue 31: ExecuTorch's own runtime on the same two files (its script unpacks the fixtures it checks for).
-  step executorch_llm 220 env PARTS=llm LLM_EXPORTS=bf16,int4 LLM_WORK="$WORK" BUDGET=200 BUILD_ET13="$ET13" \
+  step executorch_llm 220 env PARTS=llm LLM_EXPORTS="$present_csv" LLM_WORK="$WORK" BUDGET=200 BUILD_ET13="$ET13" \
     bash bench/peers/executorch/run_on_device.sh "$RES/et" "$BUILD" "$ET12"
   [[ $DRY == 1 ]] || cp "$RES/et/executorch_results.json" "$OUT/A2_executorch_results.json" 2>/dev/null
   # Issue 32: the decode attention kernel by position (its log is in the archive), when the pack has the bench.

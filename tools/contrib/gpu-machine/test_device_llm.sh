@@ -69,6 +69,16 @@ ln -s "$BUILD/tests/libaoti_cuda_load_order_cases.so" "$C/aoti/tests/libaoti_cud
 
 expect_pass "dry run passes again once everything is put back"
 
+# LLM_PARTS=int4: A measures the int4 export alone (no bf16 upload check, ExecuTorch on int4 only); a bad value stops.
+if LLM_PARTS=int4 CARRY="$C" bash "$HERE/device-llm.sh" --dry-run "$T/out" "$C/aoti" A2 > "$T/int4.log" 2>&1 &&
+   grep -q 'run_on_device.sh .* 1b int4 225' "$T/int4.log" && grep -q 'LLM_EXPORTS=int4 ' "$T/int4.log" &&
+   ! grep -q 'upload_cpp' "$T/int4.log"; then ok "LLM_PARTS=int4: A2 measures the int4 export alone"
+else cat "$T/int4.log"; bad "LLM_PARTS=int4: A2 measures the int4 export alone"; fi
+if LLM_PARTS=fp8 bash "$HERE/device-llm.sh" --dry-run "$T/out" "$C/aoti" A2 > "$T/bad_parts.log" 2>&1; then
+  bad "LLM_PARTS=fp8 was accepted"
+elif grep -q "LLM_PARTS must name llm and/or int4" "$T/bad_parts.log"; then ok "LLM_PARTS=fp8 is refused, saying why"
+else cat "$T/bad_parts.log"; bad "LLM_PARTS=fp8: no reason given"; fi
+
 # The real step machinery (not the dry run): timeouts, failures, the stage deadline, results after every step.
 MIN_STEP_S=1 STEP_MARGIN_S=1 BUDGET=8 bash "$HERE/device-llm.sh" "$T/self" "$C/aoti" selftest > "$T/self.log" 2>&1
 if python3 - "$T/self/selftest_results.json" <<'PY' 2>&1
