@@ -91,6 +91,7 @@ def llm_rows(res):
             row[f"tokens_{n}"] = r.get(f"p{n}_tokens")
             row[f"queued_{n}_ms"] = num(r.get(f"p{n}_prefill_queued_ms"))
         for k in ("library_ms", "container_ms", "weights_ms", "parse_ms", "expect_match", "expect_count",
+                  "forced_match", "forced_count",
                   "share_path", "gpu_mem_after_load_mib", "upload_gb_per_s", "upload_ms", "weights_uploaded_mib",
                   "weights_not_uploaded_mib", "graphs", "framework_warmup_ms", "load_phases_ms", "job"):
             if k in r:
@@ -324,7 +325,10 @@ def llm_markdown(res, rows, lens, targets, date, chart_lines=()):
         lines.append(f"- Check ({lens[0]}-token prompt): the first {int(phases['expect_match'])} of "
                      f"{int(phases['expect_count'])} tokens aoti_cuda generated equal eager PyTorch's"
                      + ("; " + "; ".join(agree) if agree else "")
-                     + " (bf16 rounding differs between kernels and random weights make near ties, so greedy runs part).")
+                     + " (bf16 rounding differs between kernels and random weights make near ties, so greedy runs part)"
+                     + (f"; fed eager's previous token at every step (teacher forcing), {int(phases['forced_match'])} of "
+                        f"{int(phases['forced_count'])} steps give eager's next token" if phases.get("forced_count") else "")
+                     + ".")
     jobs = res.get("jobs") or {}
     if jobs:
         for name in sorted(jobs):
@@ -334,7 +338,9 @@ def llm_markdown(res, rows, lens, targets, date, chart_lines=()):
     q = next((r for r in rows if r["key"] == "aoti_cuda_int4"), None)
     if q and q.get("expect_count"):
         lines.append(f"- int4: the first {int(q['expect_match'])} of {int(q['expect_count'])} tokens equal eager int4's "
-                     "(torchao's kernel and aoti_cuda's accumulate in another order; greedy paths part after a near tie).")
+                     "(torchao's kernel and aoti_cuda's accumulate in another order; greedy paths part after a near tie)"
+                     + (f"; teacher-forced, {int(q['forced_match'])} of {int(q['forced_count'])} steps agree"
+                        if q.get("forced_count") else "") + ".")
     et = exp.get("export_times")
     if et and int4.get("export_times"):
         lines.append(f"- int4 export: {fmt(int4['export_times'].get('total_s'))} s (run beside the bf16 export).")

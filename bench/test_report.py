@@ -33,7 +33,8 @@ def llm_results():
                 "p512_decode_tok_s": tok, "load_ms": 50.0}
     return {"params": {"prompt_lens": "128,512"}, "runs": {
         # The fastest aoti_cuda TTFT comes from an old job; the peer's job has a slower aoti_cuda program.
-        "aoti_cuda_bf16": run("old", 1.0, 2.0, 500.0),
+        "aoti_cuda_bf16": dict(run("old", 1.0, 2.0, 500.0), expect_match=13.0, expect_count=32.0, forced_match=31.0,
+                               forced_count=32.0),
         "aoti_cuda_bf16mix": run("new", 2.5, 3.0, 800.0),
         "libtorch_aoti": dict(run("new", 2.0, 2.5, 450.0), p128_prefill_queued_ms=0.4, p512_prefill_queued_ms=0.5),
         # A peer alone in its job: aoti_cuda's best from another job is named so.
@@ -99,6 +100,9 @@ def main() -> int:
         check("calls.md: the host I/O table", "Host I/O overhead" in calls_md)
         llm_md = open(os.path.join(out, "llm.md")).read()
         check("llm.md: the targets table", "## Targets" in llm_md)
+        check("llm.md: the token check, free-running and teacher-forced",
+              "the first 13 of 32 tokens aoti_cuda generated equal eager PyTorch's" in llm_md
+              and "(teacher forcing), 31 of 32 steps give eager's next token" in llm_md)
         check("llm.md: the prefill's queuing time beside the TTFT, for the runs that report it",
               "Host time of queuing the prefill" in llm_md and "libtorch AOTI runner (C++) 0.40 of 2.00 / 0.50 of 2.50"
               in llm_md and "eager" not in llm_md.split("Host time of queuing")[1].split("\n")[0])

@@ -26,6 +26,8 @@
 // steps at P..P+window-1 (JSON keys at<P>_decode_tok_s ...); with --profile-kernels also one profiled step at each
 // P (at<P>_decode_kernel_kinds, and every kernel by name in at<P>_decode_kernels). --max-ctx: the program's cache
 // length, checked before any step runs (a position past the cache would index outside it on the GPU).
+// --expect-tokens: the first prompt's generated ids are compared with these (how many lead the same), and then
+// each decode step is fed the expected previous id (teacher forcing): how many steps give the expected next one.
 #include <aoti_cuda/aoti_cuda.hpp>
 #include <cuda_runtime_api.h>
 
@@ -119,6 +121,10 @@ struct Generator {
     ro.profile_kernels = profile != nullptr;
     module.execute_into("decode", {at(ids, i, {1, 1}), at(positions, p, {1})}, {logits, at(ids, i + 1, {1, 1})}, ro);
   }
+  // Teacher forcing: decode step `i` at position `p` reads forced[i] (not its own previous output), writes ids[i + 1].
+  void decode_forced(const Tensor& forced, int64_t i, int64_t p) {
+    module.execute_into("decode", {at(forced, i, {1, 1}), at(positions, p, {1})}, {logits, at(ids, i + 1, {1, 1})}, run);
+  }
   void prefill_profiled(const Tensor& tokens_on_device, aoti_cuda::RunProfile* profile) {
     aoti_cuda::RunOptions ro = run;
     ro.profile = profile;
@@ -189,6 +195,32 @@ std::vector<int64_t> run_prompt(Generator& g, const std::vector<int64_t>& ids, c
   r.num(key + "decode_tok_s", o.new_tokens / (decode_ms / 1000.0));
   r.ids(key + "tokens", std::vector<int64_t>(out.begin(), out.begin() + std::min<size_t>(out.size(), 32)));
   return out;
+}
+
+// How many of the expected ids come out when every decode step is fed the expected previous id (teacher
+// forcing): the first from prefill, then step i from expect[i]. Free-running greedy generation parts from the
+// expected ids for good at the first near tie (random weights make them common); this counts each step on its own,
+// so a runtime or kernel error shows as many misses, a near tie as one.
+void teacher_forced(Generator& g, const std::vector<int64_t>& prompt, std::vector<int64_t> expect, int64_t slots,
+                    Report& r) {
+  if (static_cast<int64_t>(expect.size()) > slots - 1) expect.resize(static_cast<size_t>(slots - 1));
+  const int64_t len = static_cast<int64_t>(prompt.size());
+  Tensor host = Tensor::empty({static_cast<int64_t>(expect.size())}, DType::kInt64);
+  std::copy(expect.begin(), expect.end(), host.data_ptr<int64_t>());
+  const Tensor forced = host.to_device(0);
+  g.prefill(device_prompt(prompt));
+  for (size_t i = 0; i + 1 < expect.size(); ++i) g.decode_forced(forced, static_cast<int64_t>(i), len + static_cast<int64_t>(i));
+  const std::vector<int64_t> out = g.generated(static_cast<int64_t>(expect.size()));
+  size_t agree = 0;
+  std::string missed;
+  for (size_t i = 0; i < expect.size(); ++i) {
+    if (out[i] == expect[i]) ++agree;
+    else missed += (missed.empty() ? "" : ", ") + std::to_string(i);
+  }
+  std::printf("teacher-forced: %zu of %zu steps give the expected id%s%s\n", agree, expect.size(),
+              missed.empty() ? "" : "; missed at steps ", missed.c_str());
+  r.num("forced_match", static_cast<double>(agree));
+  r.num("forced_count", static_cast<double>(expect.size()));
 }
 
 // The kind of a kernel, from its name: Triton kernels as Inductor names them
@@ -380,6 +412,7 @@ int generate(const Options& o) {
         r.num("expect_count", static_cast<double>(o.expect.size()));
       }
     }
+    if (!o.expect.empty()) teacher_forced(g, prompts.front(), o.expect, slots, r);
     if (o.profile_kernels) {  // after the measurements: profiling slows the calls it profiles
       int64_t len = 0;
       for (const std::vector<int64_t>& prompt : prompts) {  // keys: prefill_ for the last prompt, as before

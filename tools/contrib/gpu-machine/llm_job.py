@@ -135,6 +135,8 @@ def long_summary(gen, manifest, ref=None, ref_manifest=None):
         res["p128_decode_tok_s"] = gen.get("p128_decode_tok_s")
         res["p128_ttft_ms"] = gen.get("p128_ttft_ms")
         res["expect_match"] = [gen.get("expect_match"), gen.get("expect_count")]
+        # Every step fed eager's previous token (generate's teacher forcing): a kernel error misses many steps.
+        res["forced_match"] = [gen.get("forced_match"), gen.get("forced_count")]
     if ref:
         res["reference"] = {"max_ctx": ((ref_manifest or {}).get("config") or {}).get("max_ctx"),
                             "export": {k: (ref_manifest or {}).get(k) for k in ("quant", "gemm", "sdpa")},
@@ -247,6 +249,11 @@ def markdown(doc):
                 lines.append(f"| {pos} (stock bf16, {ref.get('max_ctx')} positions) | {fmt(row.get('tok_s'))} | "
                              f"{fmt(row.get('step_ms'), 3)} | {'–' if share is None else f'{100 * share:.1f} %'} | "
                              f"{row.get('attention_verified')} |")
+        agree = [(label, val.get(k) or [None, None]) for label, k in
+                 (("leading the same", "expect_match"), ("teacher-forced steps", "forced_match"))]
+        said = [f"{label} {int(m)}/{int(n)}" for label, (m, n) in agree if n]
+        if said:
+            lines.append("\nTokens against the export's eager reference (128-token prompt): " + ", ".join(said) + ".")
     return "\n".join(lines)
 
 

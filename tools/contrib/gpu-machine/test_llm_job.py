@@ -102,6 +102,15 @@ def main() -> int:
         check("merge-et: fixture rows kept, LLM rows taken", merged["fixtures"] == kept["fixtures"]
               and "bf16" in merged["llm"] and kept["llm"] == {})
 
+        long_doc = {"long_x": {"max_ctx": 4096, "positions": {}, "expect_match": [1.0, 32.0],
+                               "forced_match": [31.0, 32.0]}}
+        check("markdown: the free-running and the teacher-forced token agreement",
+              "leading the same 1/32, teacher-forced steps 31/32." in llm_job.markdown(long_doc))
+        long_doc["long_x"]["forced_match"] = [None, None]
+        check("markdown: a run without teacher forcing says only what it measured",
+              "leading the same 1/32." in llm_job.markdown(long_doc)
+              and "teacher-forced" not in llm_job.markdown(long_doc))
+
         suite = os.path.join(t, "suite")
         os.makedirs(suite)
         with open(os.path.join(suite, "gpu_tests.log"), "w") as f:
