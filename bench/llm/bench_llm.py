@@ -74,6 +74,10 @@ EXPORTS = {
     # The int4 export (torchao, as "int4") with bf16dop's options: the remaining GEMMs on cuBLAS, decode's attention
     # through aoti_cuda's shim. Also only aoti_cuda runs it.
     "int4dop": ("int4decodeop", ["--quant", "int4", "--gemm", "cublas", "--sdpa", "decode-op"]),
+    # As bf16dop / int4dop with the operator's update form: it also stores the step's K and V rows, so decode has no
+    # separate kernels writing the cache (two fewer launches per layer).
+    "bf16dopu": ("decodeopu", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "decode-op-update"]),
+    "int4dopu": ("int4decodeopu", ["--quant", "int4", "--gemm", "cublas", "--sdpa", "decode-op-update"]),
 }
 
 
@@ -482,7 +486,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default="1b")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--parts", default="llm,int4,compile,fixtures",
-                    help="comma list of llm, int4, cublas (bf16 export with cuBLAS GEMMs), fast, int4fast, mix, mixfuse, flash, decodeop, int4decodeop (see EXPORTS), "
+                    help="comma list of llm, int4, cublas (bf16 export with cuBLAS GEMMs), fast, int4fast, mix, mixfuse, flash, decodeop, int4decodeop, decodeopu, int4decodeopu (see EXPORTS), "
                          "compile, fixtures")
     ap.add_argument("--budget", type=float, default=540, help="seconds for everything (the call limit is 600)")
     ap.add_argument("--export-timeout", type=float, default=330)
@@ -532,7 +536,7 @@ def main(argv=None) -> int:
         results["runs"]["compile_warm"] = s.json_of("compile_warm")  # also left by an earlier prepare
         if a.stage == "prepare":
             return 0
-        if a.parts & {"llm", "int4", "cublas", "fast", "int4fast", "mix", "mixfuse", "flash", "decodeop", "int4decodeop", "compile"}:
+        if a.parts & {"llm", "int4", "cublas", "fast", "int4fast", "mix", "mixfuse", "flash", "decodeop", "int4decodeop", "decodeopu", "int4decodeopu", "compile"}:
             phase2_llm(s, a, cfg_flags, results)
         if "fixtures" in a.parts:
             phase2_calls(s, a, results)

@@ -310,6 +310,17 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention(Ate
                                                                             AtenTensorHandle input_pos, double scale,
                                                                             AtenTensorHandle* ret0);
 
+/* Its update form, the C shim of aoti_cuda::aoti_cuda_decode_attention_update(Tensor q, Tensor k_new,
+ * Tensor v_new, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor input_pos, float scale) -> Tensor
+ * (--sdpa decode-op-update): for each batch b whose position p = input_pos[b] lies in [0, L), first
+ * k_cache[b, :, p, :] = k_new[b, :, 0, :] and v_cache likewise, then the attention above (which
+ * sees the new row). Positions outside [0, L) store nothing. k_new and v_new [B, Hkv, 1, D], the
+ * caches' dtype, 16-byte aligned with strides multiples of 8 elements. One kernel pass does both:
+ * an exported model then has no separate kernels writing the KV cache before its attention. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention_update(
+    AtenTensorHandle q, AtenTensorHandle k_new, AtenTensorHandle v_new, AtenTensorHandle k_cache,
+    AtenTensorHandle v_cache, AtenTensorHandle input_pos, double scale, AtenTensorHandle* ret0);
+
 /* Extern GEMMs (a program exported with Inductor's ATEN GEMM backend calls these instead of
  * Triton GEMM kernels), PyTorch's mm.out / addmm.out / bmm.out:
  *   mm:    out[M,N] = self[M,K] · mat2[K,N]

@@ -4,7 +4,9 @@
 // served in parts), positions 0, 1, 127, 128 (chunk edges), 1000 and L - 1 of a 1,024 cache, a
 // cache length that is not a multiple of the chunk, positions past the cache (clamped) and
 // negative (zeros), one position per sequence, a query with strided heads, and a CUDA-graph
-// capture replayed with the position changed in device memory. Without a GPU every case skips.
+// capture replayed with the position changed in device memory. The update form
+// (aoti_torch_cuda_aoti_cuda_decode_attention_update) likewise, with the caches read back and compared bit for bit
+// with the host's copy holding the stored rows. Without a GPU every case skips.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
@@ -250,6 +252,128 @@ TEST_CASE("gpu: decode attention in a CUDA graph replays for the position in dev
     REQUIRE(cudaGraphExecDestroy(exec) == cudaSuccess);
     REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
     out.reset();  // the output's block came from the arena: released before the arena is
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  }
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
+
+namespace {
+
+// The update form: the step's rows k_new / v_new [B, Hkv, 1, D] stored at each sequence's position (when in
+// [0, L)), then the attention. Checks the caches bit for bit against the host's copy with the same rows stored,
+// and the output against the float64 reference over those caches.
+struct StepRows {
+  Operand k_new, v_new;
+};
+
+StepRows step_rows(const Setup& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const std::vector<int64_t> sizes = {s.batch, s.kv_heads, 1, s.dim};
+  return {make(rng, sizes, dense(sizes), s.fp16), make(rng, sizes, dense(sizes), s.fp16)};
+}
+
+// Stores the step's rows in the host copies of the caches, as the shim must on the device.
+void store_on_host(const Setup& s, Operands& o, const StepRows& r, const std::vector<int64_t>& positions) {
+  for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t p = positions[positions.size() == 1 ? 0 : b];
+    if (p < 0 || p >= s.cache_len) continue;
+    for (int64_t h = 0; h < s.kv_heads; ++h) {
+      for (int64_t d = 0; d < s.dim; ++d) {
+        const int64_t from = (b * s.kv_heads + h) * s.dim + d;
+        o.k.host[b * o.k.strides[0] + h * o.k.strides[1] + p * o.k.strides[2] + d] = r.k_new.host[from];
+        o.v.host[b * o.v.strides[0] + h * o.v.strides[1] + p * o.v.strides[2] + d] = r.v_new.host[from];
+      }
+    }
+  }
+}
+
+bool caches_equal(const Operands& expected) {
+  return read(expected.k.device, expected.k.host.size()) == expected.k.host &&
+         read(expected.v.device, expected.v.host.size()) == expected.v.host;
+}
+
+void check_update(const Setup& s, const std::vector<std::vector<int64_t>>& position_sets, const char* what) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.dim));
+  const StepRows r = step_rows(s, 99);
+  for (const std::vector<int64_t>& positions : position_sets) {
+    Operands o = operands(s, 4321);  // fresh caches for every set
+    OwnedTensor pos = positions_tensor(positions);
+    OwnedTensor out;
+    const AOTITorchError rc = aoti_torch_cuda_aoti_cuda_decode_attention_update(
+        o.q.device.get(), r.k_new.device.get(), r.v_new.device.get(), o.k.device.get(), o.v.device.get(), pos.get(),
+        scale, out.out());
+    REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    store_on_host(s, o, r, positions);
+    std::string label = std::string(what) + (s.fp16 ? " fp16" : " bf16") + " D=" + std::to_string(s.dim) +
+                        " g=" + std::to_string(s.heads / s.kv_heads) + " L=" + std::to_string(s.cache_len) + " pos";
+    for (int64_t p : positions) label += " " + std::to_string(p);
+    CAPTURE(label);
+    CHECK(caches_equal(o));
+    CHECK(max_error(s, o, positions, scale, read(out, static_cast<std::size_t>(s.batch * s.heads * s.dim))) < 1.0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpu: decode attention, update form: the step's rows stored at the position, then attended" *
+          AOTI_CUDA_GPU_CASE) {
+  for (bool fp16 : {false, true}) {
+    for (int64_t dim : {64, 128}) {
+      // Chunk edges (63, 64), the first and the last position; a cache length that is not a multiple of the chunk.
+      check_update({fp16, 1, 8, 2, 1000, dim}, {{0}, {63}, {64}, {999}}, "grid");
+    }
+  }
+  check_update({false, 1, 6, 2, 300, 128}, {{0}, {200}}, "g3");     // groups served in parts
+  check_update({false, 1, 32, 2, 300, 64}, {{131}}, "g16");
+  check_update({false, 1, 8, 2, 512, 128}, {{512}, {5000}, {-1}}, "outside");  // nothing stored
+  check_update({false, 2, 8, 2, 512, 128}, {{3, 400}, {511, 0}, {77}}, "batch");
+  Setup strided{false, 2, 8, 4, 256, 64};
+  strided.q_strided_heads = true;
+  check_update(strided, {{100, 7}}, "strided q");
+}
+
+TEST_CASE("gpu: decode attention, update form, in a CUDA graph: each replay stores at the position in memory" *
+          AOTI_CUDA_GPU_CASE) {
+  const Setup s{false, 1, 16, 4, 4096, 128};
+  Operands o = operands(s, 78);
+  const StepRows r = step_rows(s, 79);
+  const double scale = 1.0 / std::sqrt(128.0);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  void* previous = nullptr;
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous) == 0);
+  {
+    aoti_cuda::shim::CaptureArena arena(0);
+    OwnedTensor pos = positions_tensor({100});
+    OwnedTensor out;
+    cudaGraph_t graph = nullptr;
+    AOTITorchError rc;
+    {
+      aoti_cuda::shim::CaptureArenaScope scope(&arena);
+      REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+      rc = aoti_torch_cuda_aoti_cuda_decode_attention_update(o.q.device.get(), r.k_new.device.get(),
+                                                             r.v_new.device.get(), o.k.device.get(),
+                                                             o.v.device.get(), pos.get(), scale, out.out());
+      REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+    }
+    REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+    cudaGraphExec_t exec = nullptr;
+    REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    CHECK(caches_equal(o));  // capturing ran nothing
+    for (int64_t p : {int64_t{5}, int64_t{4000}, int64_t{128}, int64_t{4095}}) {
+      REQUIRE(cudaMemcpyAsync(pos.data(), &p, 8, cudaMemcpyHostToDevice, stream) == cudaSuccess);
+      REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+      REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+      store_on_host(s, o, r, {p});  // the rows of earlier replays stay
+      CAPTURE(p);
+      CHECK(caches_equal(o));
+      CHECK(max_error(s, o, {p}, scale, read(out, static_cast<std::size_t>(s.heads * s.dim))) < 1.0);
+    }
+    REQUIRE(cudaGraphExecDestroy(exec) == cudaSuccess);
+    REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
+    out.reset();
     REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
   }
   REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);

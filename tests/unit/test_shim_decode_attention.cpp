@@ -1,4 +1,4 @@
-// aoti_torch_cuda_aoti_cuda_decode_attention argument validation, on CPU tensors (no GPU needed):
+// aoti_torch_cuda_aoti_cuda_decode_attention (and its _update form) argument validation, on CPU tensors (no GPU needed):
 // every malformed call fails with AOTI_TORCH_FAILURE and a message naming the problem, leaves no
 // handle behind and resets *ret0; well-formed CPU operands are refused for not being on CUDA.
 // The kernel's results are checked on the GPU (tests/gpu/test_decode_attention.cpp).
@@ -136,4 +136,52 @@ TEST_CASE("decode attention: the position tensor and the scale") {
   expect_failure(o.q.get(), o.k.get(), o.v.get(), o.pos.get(), "scale must be finite",
                  std::numeric_limits<double>::quiet_NaN());
   expect_failure(o.q.get(), o.k.get(), o.v.get(), o.pos.get(), "scale must be finite", INFINITY);
+}
+
+namespace {
+
+void expect_update_failure(AtenTensorHandle q, AtenTensorHandle k_new, AtenTensorHandle v_new, AtenTensorHandle k,
+                           AtenTensorHandle v, AtenTensorHandle pos, const std::string& needle) {
+  aoti_cuda_shim_clear_error();
+  const int64_t live = aoti_cuda_shim_live_handles();
+  AtenTensorHandle out = reinterpret_cast<AtenTensorHandle>(0x1);
+  CHECK(aoti_torch_cuda_aoti_cuda_decode_attention_update(q, k_new, v_new, k, v, pos, 0.125, &out) ==
+        AOTI_TORCH_FAILURE);
+  CHECK(out == nullptr);
+  CHECK(aoti_cuda_shim_live_handles() == live);
+  INFO("message: " << aoti_cuda_shim_last_error());
+  CHECK(last_error_contains("aoti_torch_cuda_aoti_cuda_decode_attention_update: "));
+  CHECK(last_error_contains(needle));
+}
+
+}  // namespace
+
+TEST_CASE("decode attention, update form: the step's rows are checked like the caches, then the device") {
+  Operands o;
+  OwnedTensor k_new = empty({1, 2, 1, 64}, {}, kBF16);
+  OwnedTensor v_new = empty({1, 2, 1, 64}, {}, kBF16);
+  // Well-formed, including a step row taken from a [B, 1, Hkv, D] projection (strided heads): refused on the CPU.
+  expect_update_failure(o.q.get(), k_new.get(), v_new.get(), o.k.get(), o.v.get(), o.pos.get(),
+                        "q must be a CUDA tensor");
+  OwnedTensor k_t = empty({1, 2, 1, 64}, {128, 64, 128, 1}, kBF16);
+  expect_update_failure(o.q.get(), k_t.get(), v_new.get(), o.k.get(), o.v.get(), o.pos.get(), "q must be a CUDA tensor");
+  expect_update_failure(o.q.get(), nullptr, v_new.get(), o.k.get(), o.v.get(), o.pos.get(), "k_new and v_new");
+  expect_update_failure(o.q.get(), k_new.get(), nullptr, o.k.get(), o.v.get(), o.pos.get(), "k_new and v_new");
+  OwnedTensor wide = empty({1, 2, 2, 64}, {}, kBF16);  // two rows: not one step
+  expect_update_failure(o.q.get(), wide.get(), v_new.get(), o.k.get(), o.v.get(), o.pos.get(),
+                        "k_new must be [batch, kv_heads, 1, head_dim] = [1, 2, 1, 64]");
+  OwnedTensor heads = empty({1, 4, 1, 64}, {}, kBF16);  // the query's heads, not the caches'
+  expect_update_failure(o.q.get(), k_new.get(), heads.get(), o.k.get(), o.v.get(), o.pos.get(),
+                        "v_new must be [batch, kv_heads, 1, head_dim]");
+  OwnedTensor half = empty({1, 2, 1, 64}, {}, kF16);
+  expect_update_failure(o.q.get(), half.get(), v_new.get(), o.k.get(), o.v.get(), o.pos.get(),
+                        "k_new must have the caches' dtype");
+  OwnedTensor three_d = empty({1, 2, 64}, {}, kBF16);
+  expect_update_failure(o.q.get(), three_d.get(), v_new.get(), o.k.get(), o.v.get(), o.pos.get(), "k_new must be 4-d");
+  OwnedTensor odd = empty({1, 2, 1, 64}, {68, 4, 68, 1}, kBF16);  // head stride 4 elements: not 16-byte rows
+  expect_update_failure(o.q.get(), k_new.get(), odd.get(), o.k.get(), o.v.get(), o.pos.get(),
+                        "k_new and v_new must be 16-byte aligned");
+  // The plain operator's checks still apply to the caches.
+  OwnedTensor k32 = empty({1, 2, 128, 64}, {}, kF32);
+  expect_update_failure(o.q.get(), k_new.get(), v_new.get(), k32.get(), o.v.get(), o.pos.get(), "k_cache must be");
 }

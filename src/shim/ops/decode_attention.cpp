@@ -1,5 +1,7 @@
-// Shim operator: aoti_torch_cuda_aoti_cuda_decode_attention, aoti_cuda's own shim for the custom
-// operator aoti_cuda::aoti_cuda_decode_attention (tools/export/llm/decode_attention_op.py). An
+// Shim operators: aoti_torch_cuda_aoti_cuda_decode_attention and its update form
+// aoti_torch_cuda_aoti_cuda_decode_attention_update (which also stores the step's K and V rows in
+// the caches), aoti_cuda's own shims for the custom operators aoti_cuda::aoti_cuda_decode_attention
+// and aoti_cuda::aoti_cuda_decode_attention_update (tools/export/llm/decode_attention_op.py). An
 // exporter that lists that operator in AOTInductor's aot_inductor.custom_ops_to_c_shims gets this
 // call in the generated code instead of a decomposed, masked attention over the whole cache.
 // Inductor names a custom op's shim aoti_torch_<device>_<operator name>, dropping the namespace:
@@ -106,6 +108,80 @@ decode_attention::Problem validate(const AtenTensorOpaque& q, const AtenTensorOp
   return p;
 }
 
+// The update form's step rows: [batch, kv_heads, 1, head_dim] each, the caches' dtype, 16-byte rows.
+void add_step_rows(decode_attention::Problem& p, const AtenTensorOpaque& k_cache, const AtenTensorOpaque& k_new,
+                   const AtenTensorOpaque& v_new) {
+  for (const AtenTensorOpaque* t : {&k_new, &v_new}) {
+    const char* name = t == &k_new ? "k_new" : "v_new";
+    expect(t->dtype == k_cache.dtype, [&] {
+      return std::string(name) + " must have the caches' dtype, got " + t->describe() + " for " + k_cache.describe();
+    });
+    expect(t->sizes[0] == p.batch && t->sizes[1] == p.kv_heads && t->sizes[2] == 1 && t->sizes[3] == p.head_dim, [&] {
+      return std::string(name) + " must be [batch, kv_heads, 1, head_dim] = [" + std::to_string(p.batch) + ", " +
+             std::to_string(p.kv_heads) + ", 1, " + std::to_string(p.head_dim) + "], got " + t->describe();
+    });
+  }
+  p.k_new = k_new.data_ptr();
+  p.v_new = v_new.data_ptr();
+  p.k_new_stride[0] = k_new.strides[0];
+  p.k_new_stride[1] = k_new.strides[1];
+  p.v_new_stride[0] = v_new.strides[0];
+  p.v_new_stride[1] = v_new.strides[1];
+  expect(decode_attention::aligned(p), [&] {
+    return "k_new and v_new must be 16-byte aligned with strides that are multiples of 8 elements, got " +
+           k_new.describe() + ", " + v_new.describe();
+  });
+}
+
+// Both entry points: validation, the output, the launch. `update`: the update form (k_new, v_new).
+void decode_attention_call(bool update, AtenTensorHandle q, AtenTensorHandle k_new, AtenTensorHandle v_new,
+                           AtenTensorHandle k_cache, AtenTensorHandle v_cache, AtenTensorHandle input_pos,
+                           double scale, AtenTensorHandle* ret0) {
+  AtenTensorHandle& out_handle = out_param(ret0, "ret0 (the attention output)");
+  out_handle = nullptr;
+  if (update) {
+    expect(k_new != nullptr && v_new != nullptr, [] { return std::string("k_new and v_new must both be given"); });
+  }
+  const AtenTensorOpaque& qt = operand(q, "q", "[batch, heads, 1, head_dim]");
+  const AtenTensorOpaque& kt = operand(k_cache, "k_cache", "[batch, kv_heads, cache_len, head_dim]");
+  const AtenTensorOpaque& vt = operand(v_cache, "v_cache", "[batch, kv_heads, cache_len, head_dim]");
+  const AtenTensorOpaque& pt = *checked_defined(input_pos, "input_pos");
+  decode_attention::Problem p = validate(qt, kt, vt, pt, scale);
+  const AtenTensorOpaque* knt = update ? &operand(k_new, "k_new", "[batch, kv_heads, 1, head_dim]") : nullptr;
+  const AtenTensorOpaque* vnt = update ? &operand(v_new, "v_new", "[batch, kv_heads, 1, head_dim]") : nullptr;
+  if (update) add_step_rows(p, kt, *knt, *vnt);
+  expect(qt.storage->is_cuda(), [&] { return "q must be a CUDA tensor, got " + qt.describe(); });
+  const int device = qt.storage->device_index;
+  expect_cuda(kt, "k_cache", device);
+  expect_cuda(vt, "v_cache", device);
+  if (update) {
+    expect_cuda(*knt, "k_new", device);
+    expect_cuda(*vnt, "v_new", device);
+  }
+  // The position stays on the device: the kernels read it, so a CUDA graph replays for any position.
+  expect_cuda(pt, "input_pos", device);
+  p.q = qt.data_ptr();
+  p.pos = reinterpret_cast<const int64_t*>(pt.data_ptr());
+
+  // The output is contiguous, as the operator's fake implementation declares it to Inductor.
+  HandleGuard out;
+  out.handle = new_empty_strided("decode attention output", 4, qt.sizes.data(), nullptr, qt.dtype,
+                                 static_cast<int32_t>(aoti_cuda::DeviceType::kCUDA), device, false);
+  p.out = out.handle->data_ptr();
+
+  DeviceSwitch on_device(device);
+  void* stream = current_stream(device);
+  // Stream-ordered scratch (inside a CUDA-graph capture: the capture's arena), freed after the kernels.
+  const std::size_t bytes = decode_attention::scratch_bytes(p);
+  StreamScratch scratch(bytes, device, stream);
+  aoti_cuda::common::KernelTimer::Launch timed(aoti_cuda::common::KernelTimer::current(), nullptr,
+                                               "aoti_cuda decode attention", stream);
+  const int err = decode_attention::launch(p, scratch.get(), stream);
+  timed.done(err == 0);
+  if (err != 0) throw_cuda_error(err, "decode attention kernel launch");
+  out_handle = out.release();
+}
+
 }  // namespace
 }  // namespace shim
 }  // namespace aoti_cuda
@@ -116,41 +192,17 @@ AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention(AtenTensorHandle q, At
                                                           AtenTensorHandle v_cache, AtenTensorHandle input_pos,
                                                           double scale, AtenTensorHandle* ret0) {
   using namespace aoti_cuda::shim;
-  return shim_call(__func__, [&] {
-    AtenTensorHandle& out_handle = out_param(ret0, "ret0 (the attention output)");
-    out_handle = nullptr;
-    const AtenTensorOpaque& qt = operand(q, "q", "[batch, heads, 1, head_dim]");
-    const AtenTensorOpaque& kt = operand(k_cache, "k_cache", "[batch, kv_heads, cache_len, head_dim]");
-    const AtenTensorOpaque& vt = operand(v_cache, "v_cache", "[batch, kv_heads, cache_len, head_dim]");
-    const AtenTensorOpaque& pt = *checked_defined(input_pos, "input_pos");
-    decode_attention::Problem p = validate(qt, kt, vt, pt, scale);
-    expect(qt.storage->is_cuda(), [&] { return "q must be a CUDA tensor, got " + qt.describe(); });
-    const int device = qt.storage->device_index;
-    expect_cuda(kt, "k_cache", device);
-    expect_cuda(vt, "v_cache", device);
-    // The position stays on the device: the kernels read it, so a CUDA graph replays for any position.
-    expect_cuda(pt, "input_pos", device);
-    p.q = qt.data_ptr();
-    p.pos = reinterpret_cast<const int64_t*>(pt.data_ptr());
+  return shim_call(__func__,
+                   [&] { decode_attention_call(false, q, nullptr, nullptr, k_cache, v_cache, input_pos, scale, ret0); });
+}
 
-    // The output is contiguous, as the operator's fake implementation declares it to Inductor.
-    HandleGuard out;
-    out.handle = new_empty_strided("decode attention output", 4, qt.sizes.data(), nullptr, qt.dtype,
-                                   static_cast<int32_t>(aoti_cuda::DeviceType::kCUDA), device, false);
-    p.out = out.handle->data_ptr();
-
-    DeviceSwitch on_device(device);
-    void* stream = current_stream(device);
-    // Stream-ordered scratch (inside a CUDA-graph capture: the capture's arena), freed after the kernels.
-    const std::size_t bytes = decode_attention::scratch_bytes(p);
-    StreamScratch scratch(bytes, device, stream);
-    aoti_cuda::common::KernelTimer::Launch timed(aoti_cuda::common::KernelTimer::current(), nullptr,
-                                                 "aoti_cuda decode attention", stream);
-    const int err = decode_attention::launch(p, scratch.get(), stream);
-    timed.done(err == 0);
-    if (err != 0) throw_cuda_error(err, "decode attention kernel launch");
-    out_handle = out.release();
-  });
+AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention_update(AtenTensorHandle q, AtenTensorHandle k_new,
+                                                                 AtenTensorHandle v_new, AtenTensorHandle k_cache,
+                                                                 AtenTensorHandle v_cache, AtenTensorHandle input_pos,
+                                                                 double scale, AtenTensorHandle* ret0) {
+  using namespace aoti_cuda::shim;
+  return shim_call(__func__,
+                   [&] { decode_attention_call(true, q, k_new, v_new, k_cache, v_cache, input_pos, scale, ret0); });
 }
 
 }  // extern "C"

@@ -14,6 +14,8 @@
 // Pass 2, one block of head_dim threads per (query head, batch): the chunks below n, weighted
 // by 2^(lse_c - max lse) and normalized; thread d writes column d.
 // Scores live in the log2 domain (exp2f), which saves a multiply per exponential.
+// The update form (decode_attention.hpp): in pass 1 the step's row comes from k_new / v_new, and the
+// block holding it writes it into the cache (step 0 below).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -50,6 +52,7 @@ __device__ __forceinline__ float to_float(const void* base, int64_t i) {
 
 // One 16-byte vector (8 elements) of a K or V row; global loads, issued for the whole chunk up front.
 __device__ __forceinline__ uint4 load16(const char* p) { return __ldg(reinterpret_cast<const uint4*>(p)); }
+__device__ __forceinline__ void store16(char* p, const uint4& v) { *reinterpret_cast<uint4*>(p) = v; }
 
 // The 8 elements of a 16-byte vector as floats.
 template <bool kHalf>
@@ -102,10 +105,20 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / kLanes, slice = lane % kLanes;  // this lane's row within the warp step; its 8 columns
-  const char* k_base = static_cast<const char*>(p.k) +
+  char* const k_base = static_cast<char*>(p.k) +
                        2 * (b * p.k_stride[0] + kv_head * p.k_stride[1] + start * p.k_stride[2] + slice * 8);
-  const char* v_base = static_cast<const char*>(p.v) +
+  char* const v_base = static_cast<char*>(p.v) +
                        2 * (b * p.v_stride[0] + kv_head * p.v_stride[1] + start * p.v_stride[2] + slice * 8);
+  // The update form: the step's row (position pos[b] < L, the last visible one) is read from k_new / v_new,
+  // never from the cache; `fresh` is its row in this chunk (-1 when not here or not the update form).
+  int fresh = -1;
+  const char* k_new_base = nullptr;
+  const char* v_new_base = nullptr;
+  if (p.k_new != nullptr && n == p.pos[b * p.pos_stride] + 1 && n - 1 - start < kChunk) {
+    fresh = static_cast<int>(n - 1 - start);
+    k_new_base = static_cast<const char*>(p.k_new) + 2 * (b * p.k_new_stride[0] + kv_head * p.k_new_stride[1] + slice * 8);
+    v_new_base = static_cast<const char*>(p.v_new) + 2 * (b * p.v_new_stride[0] + kv_head * p.v_new_stride[1] + slice * 8);
+  }
 
   // This thread's K and V vectors (kSteps rows each) are all requested before anything else, so that a block has
   // its whole chunk in flight at once (while it stages q); rows past n are not read (zeros).
@@ -114,12 +127,20 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
-    k_raw[step] = row < rows ? load16(k_base + 2 * row * p.k_stride[2]) : make_uint4(0, 0, 0, 0);
+    k_raw[step] = row >= rows ? make_uint4(0, 0, 0, 0)
+                  : load16(row == fresh ? k_new_base : k_base + 2 * row * p.k_stride[2]);
   }
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
-    v_raw[step] = row < rows ? load16(v_base + 2 * row * p.v_stride[2]) : make_uint4(0, 0, 0, 0);
+    v_raw[step] = row >= rows ? make_uint4(0, 0, 0, 0)
+                  : load16(row == fresh ? v_new_base : v_base + 2 * row * p.v_stride[2]);
+  }
+  // 0. The update form: the first head sub-group's block holding the step's row stores it in the cache (one
+  //    16-byte vector per lane of the row's lane group).
+  if (fresh >= 0 && blockIdx.y % sub_groups == 0 && warp == 0 && group == 0) {
+    store16(k_base + 2 * fresh * p.k_stride[2], load16(k_new_base));
+    store16(v_base + 2 * fresh * p.v_stride[2], load16(v_new_base));
   }
 
   // 1. q, scaled into the log2 domain.
@@ -283,7 +304,11 @@ bool aligned(const Problem& p) {
     return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
            stride[2] % 8 == 0;
   };
-  return ok(p.k, p.k_stride) && ok(p.v, p.v_stride);
+  auto ok_new = [](const void* ptr, const int64_t (&stride)[2]) {
+    return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && stride[0] % 8 == 0 && stride[1] % 8 == 0;
+  };
+  const bool update_ok = p.k_new == nullptr || (ok_new(p.k_new, p.k_new_stride) && ok_new(p.v_new, p.v_new_stride));
+  return ok(p.k, p.k_stride) && ok(p.v, p.v_stride) && update_ok;
 }
 
 std::size_t scratch_bytes(const Problem& p) {

@@ -16,6 +16,13 @@
 // heads and leave, per query head, the chunk's normalized output and its log-sum-exp in float32
 // scratch. Pass 2 (one block per query head and batch) merges the chunks below n. So the work
 // and the bytes read grow with pos; only the (cheap) empty blocks grow with L.
+//
+// The update form (k_new / v_new set, aoti_torch_cuda_aoti_cuda_decode_attention_update) also
+// stores the step's own K and V row at pos[b] (when 0 <= pos[b] < L) before anything reads it: pass 1
+// takes that row from k_new / v_new, and the block whose chunk holds it (first head sub-group)
+// writes it into the cache. No block of the call reads that cache row, so the write needs no
+// ordering within the call; the next call sees it. This replaces the two cache-writing kernels an
+// exported model otherwise runs before the attention.
 #pragma once
 
 #include <cstddef>
@@ -32,14 +39,18 @@ constexpr int64_t kChunk = 64;
 /// One call. Strides in elements (batch, head, sequence); the head dimension is unit-stride.
 struct Problem {
   const void* q = nullptr;        ///< [batch, heads, 1, head_dim]
-  const void* k = nullptr;        ///< [batch, kv_heads, cache_len, head_dim], 16-byte rows (see aligned())
-  const void* v = nullptr;        ///< same shape as k
+  void* k = nullptr;              ///< [batch, kv_heads, cache_len, head_dim], 16-byte rows (see aligned());
+                                  ///< written only by the update form, at row pos[b]
+  void* v = nullptr;              ///< same shape as k
+  const void* k_new = nullptr;    ///< update form: [batch, kv_heads, 1, head_dim], the step's K row; else null
+  const void* v_new = nullptr;    ///< update form: the step's V row, same shape as k_new
   const int64_t* pos = nullptr;   ///< device int64: pos[b * pos_stride] is the last visible position of batch b
   int64_t pos_stride = 0;         ///< 0: one position for every batch
   void* out = nullptr;            ///< [batch, heads, 1, head_dim] contiguous, the dtype of q
   int64_t batch = 0, heads = 0, kv_heads = 0, cache_len = 0;
   int head_dim = 0;
   int64_t q_stride[2] = {}, k_stride[3] = {}, v_stride[3] = {};  ///< q: batch, head
+  int64_t k_new_stride[2] = {}, v_new_stride[2] = {};           ///< k_new / v_new: batch, head
   float scale = 0;
   bool fp16 = false;              ///< fp16 operands; bf16 otherwise
 };
@@ -54,7 +65,8 @@ inline int64_t chunks(int64_t cache_len) { return (cache_len + kChunk - 1) / kCh
 /// divides the group size g (so g = 16 reads each KV head twice, g = 3 three times).
 int heads_per_block(int64_t group);
 
-/// K and V can be read as 16-byte vectors: aligned bases, strides multiples of 8 elements.
+/// K and V (and k_new / v_new in the update form) can be read as 16-byte vectors: aligned bases,
+/// strides multiples of 8 elements.
 bool aligned(const Problem& p);
 
 /// Float32 scratch launch() needs: per (batch, head, chunk) a head_dim output and a log-sum-exp.

@@ -21,6 +21,12 @@ that shim; `aoti_cuda inspect` labels programs that import it.
 
 Difference from eager, on purpose: for pos < 0 the eager mask hides every position (softmax of nothing: NaN), the
 shim returns zeros.
+
+    aoti_cuda::aoti_cuda_decode_attention_update(Tensor q, Tensor k_new, Tensor v_new, Tensor(a!) k_cache,
+                                                 Tensor(b!) v_cache, Tensor input_pos, float scale) -> Tensor
+
+The same with the step's own K and V rows stored in the caches first (tools/export/llm --sdpa decode-op-update):
+its C shim aoti_torch_cuda_aoti_cuda_decode_attention_update does both in one kernel pass.
 """
 
 from __future__ import annotations
@@ -61,6 +67,37 @@ def _(q, k_cache, v_cache, input_pos, scale):
     return torch.empty(q.shape, dtype=q.dtype, device=q.device)
 
 
+UPDATE_NAME = "aoti_cuda_decode_attention_update"
+UPDATE_QUALIFIED = f"{NAMESPACE}::{UPDATE_NAME}"
+UPDATE_SHIM = "aoti_torch_cuda_" + UPDATE_NAME
+UPDATE_SHIM_DECLARATION = (f"AOTITorchError {UPDATE_SHIM}(AtenTensorHandle q, AtenTensorHandle k_new, "
+                           "AtenTensorHandle v_new, AtenTensorHandle k_cache, AtenTensorHandle v_cache, "
+                           "AtenTensorHandle input_pos, double scale, AtenTensorHandle* ret0)")
+
+
+@torch.library.custom_op(UPDATE_QUALIFIED, mutates_args=("k_cache", "v_cache"))
+def decode_attention_update(q: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor, k_cache: torch.Tensor,
+                            v_cache: torch.Tensor, input_pos: torch.Tensor, scale: float) -> torch.Tensor:
+    """The update form: the step's K and V rows (k_new / v_new [B, Hkv, 1, D]) stored at each batch's position
+    (when it lies in [0, L)), then decode_attention over the updated caches. One operator instead of the model's
+    index_copy_ + attention, so that the exported program has no separate kernels writing the cache: AOTInductor
+    passes the cache buffers themselves to the shim (the mutation is declared, so it is not functionalized away)."""
+    length = k_cache.shape[2]
+    pos = input_pos.reshape(-1).to(k_cache.device)
+    for b in range(k_cache.shape[0]):
+        p = pos[b if pos.numel() > 1 else 0]
+        if 0 <= int(p) < length:
+            k_cache[b, :, int(p)] = k_new[b, :, 0]
+            v_cache[b, :, int(p)] = v_new[b, :, 0]
+    return decode_attention(q, k_cache, v_cache, input_pos, scale)
+
+
+@decode_attention_update.register_fake
+def _(q, k_new, v_new, k_cache, v_cache, input_pos, scale):
+    return torch.empty(q.shape, dtype=q.dtype, device=q.device)
+
+
 def custom_ops_to_c_shims():
-    """The aot_inductor.custom_ops_to_c_shims entry for this operator: {OpOverload: [C declaration]}."""
-    return {torch.ops.aoti_cuda.aoti_cuda_decode_attention.default: [SHIM_DECLARATION]}
+    """The aot_inductor.custom_ops_to_c_shims entries for both operators: {OpOverload: [C declaration]}."""
+    return {torch.ops.aoti_cuda.aoti_cuda_decode_attention.default: [SHIM_DECLARATION],
+            torch.ops.aoti_cuda.aoti_cuda_decode_attention_update.default: [UPDATE_SHIM_DECLARATION]}

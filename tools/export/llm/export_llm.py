@@ -2,7 +2,8 @@
 """Export the benchmark LLM (model.py) with ExecuTorch 1.2's CUDA backend: prefill + decode.
 
     python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
-        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash|decode-op] [--fusion executorch|inductor] [--layers N]
+        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash|decode-op|decode-op-update]
+        [--fusion executorch|inductor] [--layers N]
         [--max-ctx N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
 
 Writes DIR/llm.pte, DIR/aoti_cuda_blob.ptd and DIR/manifest.json (config, methods, timings by
@@ -42,8 +43,10 @@ aoti_cuda's custom operator aoti_cuda::aoti_cuda_decode_attention (decode_attent
 SDPA), mapped to its C shim aoti_torch_cuda_aoti_cuda_decode_attention through AOTInductor's
 aot_inductor.custom_ops_to_c_shims (../sdpa_backend.py, decode_op), a kernel whose cost grows with the position, not
 the cache size; prefill as `mixed` (the backend's Triton SDPA). Only aoti_cuda runs such a program ("decode_op_methods"
-in the manifest; `aoti_cuda inspect` says so). --max-ctx sets the cache length (e.g. 4096 for the position sweep of
-issue 32).
+in the manifest; `aoti_cuda inspect` says so). `decode-op-update`: the same with the operator's update form,
+aoti_cuda::aoti_cuda_decode_attention_update, which also stores the step's K and V rows in the cache (its shim
+aoti_torch_cuda_aoti_cuda_decode_attention_update), so decode has no separate kernels writing the cache. --max-ctx
+sets the cache length (e.g. 4096 for the position sweep of issue 32).
 """
 
 from __future__ import annotations
@@ -112,7 +115,8 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
-SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op")
+SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op", "decode-op-update")
+DECODE_OP_CHOICES = ("decode-op", "decode-op-update")
 
 
 def sdpa_decomposed(method: str, sdpa: str) -> bool:
@@ -134,15 +138,15 @@ def sdpa_flash(method: str, sdpa: str) -> bool:
 
 
 def sdpa_decode_op(method: str, sdpa: str) -> bool:
-    """Whether `method` attends through aoti_cuda's decode attention operator (--sdpa decode-op: decode only; its
-    SDPA is gone from the graph, so prefill is lowered as in "mixed")."""
+    """Whether `method` attends through aoti_cuda's decode attention operator (--sdpa decode-op or its update form
+    decode-op-update: decode only; its SDPA is gone from the graph, so prefill is lowered as in "mixed")."""
     if sdpa not in SDPA_CHOICES:
         raise ValueError(f"--sdpa {sdpa!r}: expected one of {', '.join(SDPA_CHOICES)}")
-    return sdpa == "decode-op" and method == "decode"
+    return sdpa in DECODE_OP_CHOICES and method == "decode"
 
 
 def decode_op_shims():
-    """{OpOverload: [C declaration]} of aoti_cuda's decode attention operator (imported with torch)."""
+    """{OpOverload: [C declaration]} of aoti_cuda's decode attention operators (imported with torch)."""
     import decode_attention_op
 
     return decode_attention_op.custom_ops_to_c_shims()
@@ -211,15 +215,17 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
     with gemm_backend.fusion_context(fusion, CudaBackend), gemm_backend.gemm_context(gemm, CudaBackend) as accepted, \
             sdpa_backend.flash_attention(CudaBackend, flash_methods, flash_sdpa_context) as emitted, \
             sdpa_backend.decode_op(CudaBackend, op_methods, decode_op_shims,
-                                   (decode_attention_op.QUALIFIED, decode_attention_op.SHIM)) as op_emitted, \
+                                   (decode_attention_op.QUALIFIED, decode_attention_op.SHIM,
+                                    decode_attention_op.UPDATE_QUALIFIED, decode_attention_op.UPDATE_SHIM)) as op_emitted, \
             bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
+    shim = decode_attention_op.UPDATE_SHIM if sdpa == "decode-op-update" else decode_attention_op.SHIM
     for name in op_methods:
         if name in op_emitted:
-            print(f"sdpa=decode-op: {name} calls {decode_attention_op.SHIM}", flush=True)
+            print(f"sdpa={sdpa}: {name} calls {shim}", flush=True)
         else:
-            print(f"sdpa=decode-op: warning: {name}'s lowering never asked for the operator", flush=True)
+            print(f"sdpa={sdpa}: warning: {name}'s lowering never asked for the operator", flush=True)
     for name in flash_methods:
         if name in emitted:
             print(f"sdpa=flash: {name} calls {sdpa_backend.FLASH_KERNEL}", flush=True)
@@ -249,7 +255,8 @@ def parse_args(argv):
                          "mixed: decomposed in decode only, prefill keeps the Triton SDPA kernel; flash: decode "
                          "decomposed, prefill calls PyTorch's flash attention (aoti_cuda's kernel; see ../sdpa_backend.py); "
                          "decode-op: decode calls aoti_cuda's own decode attention shim (cost grows with the position), "
-                         "prefill as mixed; only aoti_cuda runs it")
+                         "prefill as mixed; only aoti_cuda runs it; decode-op-update: the same, the operator "
+                         "also storing the step's K and V rows (no separate cache-write kernels)")
     ap.add_argument("--fusion", choices=gemm_backend.FUSION_CHOICES, default="executorch",
                     help="executorch: the backend's Inductor settings; inductor: AOTInductor's defaults for "
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
@@ -325,14 +332,15 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         "stub_backend": bool(args.stub_backend),
         "torch": torch.__version__,
     }
-    if args.sdpa == "decode-op":
+    if args.sdpa in DECODE_OP_CHOICES:
         import decode_attention_op
 
         text = json.dumps(imports)
-        if decode_attention_op.SHIM not in text:
-            print(f"sdpa=decode-op: warning: the libraries do not import {decode_attention_op.SHIM}", flush=True)
+        shim = decode_attention_op.UPDATE_SHIM if args.sdpa == "decode-op-update" else decode_attention_op.SHIM
+        if shim not in text:
+            print(f"sdpa={args.sdpa}: warning: the libraries do not import {shim}", flush=True)
         if "proxy_executor" in text:  # Inductor's runtime-dispatch path, which needs libtorch: not runnable here
-            print("sdpa=decode-op: warning: the libraries call the operator through AOTInductor's proxy executor",
+            print(f"sdpa={args.sdpa}: warning: the libraries call the operator through AOTInductor's proxy executor",
                   flush=True)
     if flash_methods and sdpa_backend.FLASH_KERNEL not in json.dumps(imports):
         print(f"sdpa=flash: warning: the libraries do not import {sdpa_backend.FLASH_KERNEL}", flush=True)
@@ -364,10 +372,11 @@ def main(argv=None) -> int:
           flush=True)
     model, reference = prepare_model(args, cfg, device, times)
 
-    if args.sdpa == "decode-op":
+    if args.sdpa in DECODE_OP_CHOICES:
         from model import use_decode_attention_op
 
-        use_decode_attention_op(model)  # before torch.export; after the eager reference, which stays plain PyTorch
+        # Before torch.export; after the eager reference, which stays plain PyTorch.
+        use_decode_attention_op(model, update=args.sdpa == "decode-op-update")
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)

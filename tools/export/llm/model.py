@@ -145,7 +145,9 @@ class Attention(nn.Module):
         cache = (1, cfg.n_kv_heads, cfg.max_ctx, hd)
         self.register_buffer("k_cache", torch.zeros(cache, dtype=dtype))
         self.register_buffer("v_cache", torch.zeros(cache, dtype=dtype))
-        self.decode_op = False  # decode through aoti_cuda's operator (use_decode_attention_op)
+        # Decode through aoti_cuda's operator (use_decode_attention_op): False, True, or "update" (the operator that
+        # also stores the step's K and V rows, instead of index_copy_ before it).
+        self.decode_op = False
 
     def forward(self, x, cos, sin, pos, mask):
         """x: [1, T, dim]; pos: i64[T] cache positions; mask: None for prefill (causal over the
@@ -159,9 +161,14 @@ class Attention(nn.Module):
         v = qkv[..., (h + hkv) * hd :].reshape(1, t, hkv, hd)
         q = apply_rope(q, cos, sin)  # [1, T, h, hd]
         k = apply_rope(k, cos, sin)  # [1, T, hkv, hd], contiguous (cat)
+        q = q.transpose(1, 2)  # [1, h, T, hd]
+        if mask is not None and self.decode_op == "update":
+            # The operator stores the step's K and V rows at pos, then attends over positions 0..pos.
+            y = torch.ops.aoti_cuda.aoti_cuda_decode_attention_update(
+                q, k.transpose(1, 2), v.transpose(1, 2), self.k_cache, self.v_cache, pos, 1.0 / math.sqrt(hd))
+            return self.wo(y.reshape(1, 1, h * hd))
         self.k_cache.index_copy_(2, pos, k.transpose(1, 2))
         self.v_cache.index_copy_(2, pos, v.transpose(1, 2))
-        q = q.transpose(1, 2)  # [1, h, T, hd]
         if mask is None:
             # Each KV head repeated n_rep times. Expanded in the [1, T, hkv, n_rep, hd] layout of a
             # contiguous tensor: expanding the transposed view instead makes torch.export emit a
@@ -249,13 +256,14 @@ class Llama(nn.Module):
             layer.attention.v_cache.zero_()
 
 
-def use_decode_attention_op(model: Llama, enabled: bool = True) -> None:
+def use_decode_attention_op(model: Llama, enabled: bool = True, update: bool = False) -> None:
     """Decode's attention through aoti_cuda::aoti_cuda_decode_attention (registered on first use) instead of a
-    masked SDPA over the whole cache; prefill is unchanged."""
+    masked SDPA over the whole cache; with update, through aoti_cuda::aoti_cuda_decode_attention_update, which
+    also stores the step's K and V rows (no index_copy_ in decode). Prefill is unchanged."""
     if enabled:
-        import decode_attention_op  # noqa: F401  (defines the operator)
+        import decode_attention_op  # noqa: F401  (defines the operators)
     for layer in model.layers:
-        layer.attention.decode_op = enabled
+        layer.attention.decode_op = ("update" if update else True) if enabled else False
 
 
 class PrefillMethod(nn.Module):

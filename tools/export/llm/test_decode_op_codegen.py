@@ -10,7 +10,9 @@ aoti_torch_cuda_aoti_cuda_decode_attention with the same arguments. Checks, in t
 - the declaration given in the option is written as an extern "C" declaration;
 - the operator is one direct call: (q, k_cache, v_cache, input_pos, scale as a double literal, &output handle),
   not AOTInductor's proxy executor (which needs libtorch);
-- the output's strides it asserts are contiguous (what the shim allocates).
+- the output's strides it asserts are contiguous (what the shim allocates);
+- the update form on a module whose caches are buffers: one direct call that passes the buffers themselves, and no
+  other code writes them.
 """
 
 from __future__ import annotations
@@ -63,9 +65,49 @@ def main() -> int:
           and code.count(f"{cpu_shim}(") == 2)  # the declaration and the call
     check("scale passed as a double literal", call is not None and float(call.group(5)) == 0.125)
     check("no proxy executor", "proxy_executor_call_function" not in code)
-    check("the output is asserted contiguous [1, 8, 1, 64]",
+    # torch 2.12+ asserts the strides of a custom op's output in the wrapper; 2.11 writes no such check.
+    asserted = re.search(r"assert_size_stride\([^;]*\"torch\.ops\.aoti_cuda\.aoti_cuda_decode_attention", code)
+    if asserted is None:
+        print(f"  (torch {torch.__version__} writes no stride assertion for the operator's output)")
+    check("the output, where its strides are asserted, is asserted contiguous [1, 8, 1, 64]",
+          asserted is None or
           re.search(r"assert_size_stride\(\w+, \{1L, 8L, 1L, 64L\}, \{512L, 64L, 64L, 1L\}, "
                     r"\"torch\.ops\.aoti_cuda\.aoti_cuda_decode_attention", code) is not None)
+
+    # The update form on a module whose KV caches are buffers, as in the model's decode: AOTInductor must pass the
+    # buffers themselves (constants) to the shim, with the projections before it fused, and write no cache elsewhere.
+    class CachedStep(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("k_cache", torch.zeros(1, 2, 32, 64))
+            self.register_buffer("v_cache", torch.zeros(1, 2, 32, 64))
+
+        def forward(self, q, k, v, pos):
+            return torch.ops.aoti_cuda.aoti_cuda_decode_attention_update(q, k * 2, v + 1, self.k_cache, self.v_cache,
+                                                                          pos, 0.125) + 1
+
+    args = (torch.randn(1, 8, 1, 64), torch.randn(1, 2, 1, 64), torch.randn(1, 2, 1, 64), torch.tensor([5]))
+    ep = torch.export.export(CachedStep(), args)
+    cpu_update = dao.UPDATE_SHIM.replace("aoti_torch_cuda_", "aoti_torch_cpu_")
+    update_declaration = dao.UPDATE_SHIM_DECLARATION.replace(dao.UPDATE_SHIM, cpu_update)
+    options = {"aot_inductor.custom_ops_to_c_shims":
+               {torch.ops.aoti_cuda.aoti_cuda_decode_attention_update.default: [update_declaration]},
+               "aot_inductor.package_cpp_only": True}
+    with tempfile.TemporaryDirectory() as tmp:
+        package = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, "cached.pt2"),
+                                                           inductor_configs=options)
+        with zipfile.ZipFile(package) as z:
+            z.extractall(tmp)
+        wrappers = glob.glob(os.path.join(tmp, "**", "*.wrapper.cpp"), recursive=True)
+        code = open(wrappers[0]).read() if len(wrappers) == 1 else ""
+    call = re.search(rf"{cpu_update}\((\w+), (\w+), (\w+), (\w+), (\w+), (\w+), ([0-9.e+-]+), &(\w+)\)", code)
+    check("update form: one direct call (q, k_new, v_new, k_cache, v_cache, input_pos, scale, &out)",
+          call is not None and code.count(f"{cpu_update}(") == 2)
+    check("update form: the cache buffers themselves are passed (no copies of them)",
+          call is not None and call.group(4) == "k_cache" and call.group(5) == "v_cache"
+          and "k_cache = constants_->at(" in code.replace("auto& ", "").replace("[[maybe_unused]] ", ""))
+    check("update form: nothing else writes the caches (no copy_ or clone of them)",
+          re.search(r"(copy_|clone)\w*\([^;]*[kv]_cache", code) is None)
     failed = results.count(False)
     print(f"decode op codegen: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

@@ -75,6 +75,36 @@ def check_decode_op(check, cfg) -> None:
           and "aten.scaled_dot_product_attention.default" not in dec)
     check("export with the op: prefill keeps its SDPA", "aten.scaled_dot_product_attention.default" in pre)
 
+    # The update form: the step's rows stored at each batch's position (not outside [0, L)), then the same attention.
+    upd = torch.ops.aoti_cuda.aoti_cuda_decode_attention_update
+    k_new = torch.randn(b, hkv, 1, d, generator=g, dtype=torch.float64)
+    v_new = torch.randn(b, hkv, 1, d, generator=g, dtype=torch.float64)
+    kc, vc = k.clone(), v.clone()
+    out = upd(q, k_new, v_new, kc, vc, torch.tensor([7, 39]), 0.3)
+    ke, ve = k.clone(), v.clone()
+    ke[0, :, 7], ve[0, :, 7], ke[1, :, 39], ve[1, :, 39] = k_new[0, :, 0], v_new[0, :, 0], k_new[1, :, 0], v_new[1, :, 0]
+    check("update op: stores the step's rows at each sequence's position, nothing else",
+          torch.equal(kc, ke) and torch.equal(vc, ve))
+    check("update op: then attends over the updated caches",
+          torch.allclose(out, op(q, ke, ve, torch.tensor([7, 39]), 0.3), atol=1e-12))
+    kc, vc = k.clone(), v.clone()
+    upd(q, k_new, v_new, kc, vc, torch.tensor([40]), 0.3)
+    check("update op: a position past the cache stores nothing", torch.equal(kc, k) and torch.equal(vc, v))
+    with torch.no_grad():
+        use_decode_attention_op(m, update=True)
+        m.prefill(toks[:, :11])
+        through_update, _ = m.decode(toks[:, 11:12], torch.tensor([11]))
+        use_decode_attention_op(m, False)
+    check("decode through the update op == masked decode",
+          torch.allclose(masked, through_update, atol=1e-5, rtol=1e-5))
+    bu = build_model(cfg, device="cpu")
+    use_decode_attention_op(bu, update=True)
+    progs = export_methods(bu, cfg, 16, "cpu")
+    dec = [str(n.target) for n in progs["decode"].graph.nodes if n.op == "call_function"]
+    check("export with the update op: one call per layer in decode, no index_copy and no SDPA left there",
+          dec.count("aoti_cuda.aoti_cuda_decode_attention_update.default") == cfg.n_layers
+          and not any("index_copy" in t for t in dec) and "aten.scaled_dot_product_attention.default" not in dec)
+
 
 def main() -> int:
     try:
