@@ -218,44 +218,62 @@ TEST_CASE("gpu: decode attention with operands on the host or another dtype fail
   CHECK(last_error_contains("v_cache must be a CUDA tensor"));
 }
 
-TEST_CASE("gpu: decode attention in a CUDA graph replays for the position in device memory" * AOTI_CUDA_GPU_CASE) {
-  const Setup s{false, 1, 16, 4, 4096, 128};  // the 4,096-context 1b model's layer shape
-  const Operands o = operands(s, 77);
-  const double scale = 1.0 / std::sqrt(128.0);
+namespace {
+
+// Runs `call` once under a CUDA-graph capture on a fresh stream (made current for the shim, with the capture
+// arena a Module installs), then `replays(exec, stream)`; everything is torn down afterwards, the output's arena
+// block (`out`, reset by the caller's lambda before the arena goes) included.
+template <typename Call, typename Replays>
+void in_captured_graph(Call call, Replays replays) {
   cudaStream_t stream = nullptr;
   REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
   void* previous = nullptr;
   REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous) == 0);
   {
     aoti_cuda::shim::CaptureArena arena(0);  // what a Module installs while it captures a graph
-    OwnedTensor pos = positions_tensor({100});
-    OwnedTensor out;
     cudaGraph_t graph = nullptr;
     AOTITorchError rc;
     {
       aoti_cuda::shim::CaptureArenaScope scope(&arena);
       REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-      rc = aoti_torch_cuda_aoti_cuda_decode_attention(o.q.device.get(), o.k.device.get(), o.v.device.get(), pos.get(),
-                                                      scale, out.out());
+      rc = call();
       REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
     }
     REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
     cudaGraphExec_t exec = nullptr;
     REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
-    for (int64_t p : {int64_t{5}, int64_t{4000}, int64_t{128}, int64_t{4095}}) {
-      REQUIRE(cudaMemcpyAsync(pos.data(), &p, 8, cudaMemcpyHostToDevice, stream) == cudaSuccess);
-      REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
-      REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-      CAPTURE(p);
-      CHECK(max_error(s, o, {p}, scale, read(out, static_cast<std::size_t>(s.heads * s.dim))) < 1.0);
-    }
+    replays(exec, stream);
     REQUIRE(cudaGraphExecDestroy(exec) == cudaSuccess);
     REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
-    out.reset();  // the output's block came from the arena: released before the arena is
     REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
   }
   REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
+
+}  // namespace
+
+TEST_CASE("gpu: decode attention in a CUDA graph replays for the position in device memory" * AOTI_CUDA_GPU_CASE) {
+  const Setup s{false, 1, 16, 4, 4096, 128};  // the 4,096-context 1b model's layer shape
+  const Operands o = operands(s, 77);
+  const double scale = 1.0 / std::sqrt(128.0);
+  OwnedTensor pos = positions_tensor({100});
+  OwnedTensor out;
+  in_captured_graph(
+      [&] {
+        return aoti_torch_cuda_aoti_cuda_decode_attention(o.q.device.get(), o.k.device.get(), o.v.device.get(),
+                                                          pos.get(), scale, out.out());
+      },
+      [&](cudaGraphExec_t exec, cudaStream_t stream) {
+        for (int64_t p : {int64_t{5}, int64_t{4000}, int64_t{128}, int64_t{4095}}) {
+          REQUIRE(cudaMemcpyAsync(pos.data(), &p, 8, cudaMemcpyHostToDevice, stream) == cudaSuccess);
+          REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+          REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+          CAPTURE(p);
+          CHECK(max_error(s, o, {p}, scale, read(out, static_cast<std::size_t>(s.heads * s.dim))) < 1.0);
+        }
+        out.reset();  // the output's block came from the arena: released before the arena is
+      });
 }
 
 namespace {
@@ -340,42 +358,25 @@ TEST_CASE("gpu: decode attention, update form, in a CUDA graph: each replay stor
   Operands o = operands(s, 78);
   const StepRows r = step_rows(s, 79);
   const double scale = 1.0 / std::sqrt(128.0);
-  cudaStream_t stream = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
-  void* previous = nullptr;
-  REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous) == 0);
-  {
-    aoti_cuda::shim::CaptureArena arena(0);
-    OwnedTensor pos = positions_tensor({100});
-    OwnedTensor out;
-    cudaGraph_t graph = nullptr;
-    AOTITorchError rc;
-    {
-      aoti_cuda::shim::CaptureArenaScope scope(&arena);
-      REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
-      rc = aoti_torch_cuda_aoti_cuda_decode_attention_update(o.q.device.get(), r.k_new.device.get(),
-                                                             r.v_new.device.get(), o.k.device.get(),
-                                                             o.v.device.get(), pos.get(), scale, out.out());
-      REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
-    }
-    REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
-    cudaGraphExec_t exec = nullptr;
-    REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
-    CHECK(caches_equal(o));  // capturing ran nothing
-    for (int64_t p : {int64_t{5}, int64_t{4000}, int64_t{128}, int64_t{4095}}) {
-      REQUIRE(cudaMemcpyAsync(pos.data(), &p, 8, cudaMemcpyHostToDevice, stream) == cudaSuccess);
-      REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
-      REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-      store_on_host(s, o, r, {p});  // the rows of earlier replays stay
-      CAPTURE(p);
-      CHECK(caches_equal(o));
-      CHECK(max_error(s, o, {p}, scale, read(out, static_cast<std::size_t>(s.heads * s.dim))) < 1.0);
-    }
-    REQUIRE(cudaGraphExecDestroy(exec) == cudaSuccess);
-    REQUIRE(cudaGraphDestroy(graph) == cudaSuccess);
-    out.reset();
-    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-  }
-  REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
-  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  OwnedTensor pos = positions_tensor({100});
+  OwnedTensor out;
+  in_captured_graph(
+      [&] {
+        return aoti_torch_cuda_aoti_cuda_decode_attention_update(o.q.device.get(), r.k_new.device.get(),
+                                                                 r.v_new.device.get(), o.k.device.get(),
+                                                                 o.v.device.get(), pos.get(), scale, out.out());
+      },
+      [&](cudaGraphExec_t exec, cudaStream_t stream) {
+        CHECK(caches_equal(o));  // capturing ran nothing
+        for (int64_t p : {int64_t{5}, int64_t{4000}, int64_t{128}, int64_t{4095}}) {
+          REQUIRE(cudaMemcpyAsync(pos.data(), &p, 8, cudaMemcpyHostToDevice, stream) == cudaSuccess);
+          REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+          REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+          store_on_host(s, o, r, {p});  // the rows of earlier replays stay
+          CAPTURE(p);
+          CHECK(caches_equal(o));
+          CHECK(max_error(s, o, {p}, scale, read(out, static_cast<std::size_t>(s.heads * s.dim))) < 1.0);
+        }
+        out.reset();
+      });
 }

@@ -27,6 +27,18 @@ import zipfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
+def generated_wrapper(torch, ep, options):
+    """The C++ wrapper AOTInductor generates for `ep` with `options` (package_cpp_only: generated, not built), or
+    None when the package does not hold exactly one."""
+    with tempfile.TemporaryDirectory() as tmp:
+        package = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, "program.pt2"),
+                                                           inductor_configs=options)
+        with zipfile.ZipFile(package) as z:
+            z.extractall(tmp)
+        wrappers = glob.glob(os.path.join(tmp, "**", "*.wrapper.cpp"), recursive=True)
+        return open(wrappers[0]).read() if len(wrappers) == 1 else None
+
+
 def main() -> int:
     try:
         import torch
@@ -51,14 +63,9 @@ def main() -> int:
     declaration = dao.SHIM_DECLARATION.replace(dao.SHIM, cpu_shim)
     options = {"aot_inductor.custom_ops_to_c_shims": {torch.ops.aoti_cuda.aoti_cuda_decode_attention.default: [declaration]},
                "aot_inductor.package_cpp_only": True}
-    with tempfile.TemporaryDirectory() as tmp:
-        package = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, "step.pt2"),
-                                                           inductor_configs=options)
-        with zipfile.ZipFile(package) as z:
-            z.extractall(tmp)
-        wrappers = glob.glob(os.path.join(tmp, "**", "*.wrapper.cpp"), recursive=True)
-        check("one generated wrapper", len(wrappers) == 1)
-        code = open(wrappers[0]).read() if wrappers else ""
+    code = generated_wrapper(torch, ep, options)
+    check("one generated wrapper", code is not None)
+    code = code or ""
     check("the declaration is written as given", f"extern {declaration};" in code)
     call = re.search(rf"{cpu_shim}\((\w+), (\w+), (\w+), (\w+), ([0-9.e+-]+), &(\w+)\)", code)
     check("one direct call (q, k_cache, v_cache, input_pos, scale, &out)", call is not None
@@ -93,13 +100,7 @@ def main() -> int:
     options = {"aot_inductor.custom_ops_to_c_shims":
                {torch.ops.aoti_cuda.aoti_cuda_decode_attention_update.default: [update_declaration]},
                "aot_inductor.package_cpp_only": True}
-    with tempfile.TemporaryDirectory() as tmp:
-        package = torch._inductor.aoti_compile_and_package(ep, package_path=os.path.join(tmp, "cached.pt2"),
-                                                           inductor_configs=options)
-        with zipfile.ZipFile(package) as z:
-            z.extractall(tmp)
-        wrappers = glob.glob(os.path.join(tmp, "**", "*.wrapper.cpp"), recursive=True)
-        code = open(wrappers[0]).read() if len(wrappers) == 1 else ""
+    code = generated_wrapper(torch, ep, options) or ""
     call = re.search(rf"{cpu_update}\((\w+), (\w+), (\w+), (\w+), (\w+), (\w+), ([0-9.e+-]+), &(\w+)\)", code)
     check("update form: one direct call (q, k_new, v_new, k_cache, v_cache, input_pos, scale, &out)",
           call is not None and code.count(f"{cpu_update}(") == 2)
