@@ -2,7 +2,8 @@
 # the job's binaries from this build, stub ExecuTorch runners and wheel names; ~13 s, no GPU, no torch. Only in
 # builds that have every binary the job runs (the load-order program too: tests/load_order/extra.cmake defines it
 # in every test build, after this file, so it is not a TARGET yet here).
-if(TARGET generate AND TARGET aoti_cuda_read_bw AND TARGET aoti_cuda_bench AND TARGET aoti_cuda_cli)
+if(TARGET generate AND TARGET aoti_cuda_read_bw AND TARGET aoti_cuda_bench AND TARGET aoti_cuda_cli
+   AND TARGET aoti_cuda_graph_trace)
   find_program(AOTI_CUDA_BASH bash)
   find_program(AOTI_CUDA_PYTHON3 python3)  # the job's scripts call python3 (stdlib only)
   if(AOTI_CUDA_BASH AND AOTI_CUDA_PYTHON3)

@@ -24,7 +24,9 @@
 #   B   (~420 s; stands alone) the best bf16 export (LONG_EXPORTS, default bf16mix) with a 4096-position cache
 #       (export_llm.py --max-ctx), then `generate --decode-at 128,1024,4000 --decode-window 64 --profile-kernels`:
 #       decode tokens/s at those positions and each profiled step's attention share (llm_job.py long-summary);
-#       when A's stock bf16 export is still in WORK, the same at 128 and 896 on it (1024-position cache).
+#       when A's stock bf16 export is still in WORK, the same at 128 and 896 on it (1024-position cache); then one
+#       short generate of each export (and of the stock bf16) with bench/graph_trace.cpp preloaded: one decode graph
+#       replay kernel by kernel, against the untraced step time (issue 32's "the runtime adds nothing").
 #
 # Every step is a child process with a timeout (capped by the stage's deadline, BUDGET, default 560 s) and a log;
 # OUT/<stage>_results.json is rewritten after every step, so a stage cut short still returns what finished.
@@ -66,9 +68,9 @@ case ",$LLM_PARTS," in *,llm,*|*,int4,*) ;; *) echo "LLM_PARTS must name llm and
 # The exports those parts make, as bench/llm names their folders in WORK.
 A_EXPORTS=$(for part in ${LLM_PARTS//,/ }; do case $part in llm) echo bf16 ;; int4) echo int4 ;; esac; done | paste -sd, -)
 # The binaries the job runs from BUILD (examples/generate, the read_bw roofline, the CLI that bench/llm and the
-# ExecuTorch peer's script make executable, the load-order program and its cases library).
+# ExecuTorch peer's script make executable, the load-order program and its cases library, B's graph tracer).
 PACK_FILES="aoti_cuda libaoti_cuda.so.0 examples/generate/generate bench/aoti_cuda_read_bw bench/aoti_cuda_bench
-tests/aoti_cuda_load_order_tests tests/libaoti_cuda_load_order_cases.so"
+tests/aoti_cuda_load_order_tests tests/libaoti_cuda_load_order_cases.so bench/libaoti_cuda_graph_trace.so"
 # The flags each stage passes to generate; the dry run finds every one in `generate --help`.
 GENERATE_FLAGS="--prompt-lens --new-tokens --reps --profile-kernels --expect-tokens --no-graphs --json --decode-at
 --decode-window --max-ctx"
@@ -319,10 +321,23 @@ stage_B() {
       --new-tokens 64 --reps 1 --decode-at 128,896 --decode-window 64 --max-ctx 1024 --profile-kernels \
       --json "$RES/generate_ref.json"
   fi
+  # One decode graph replay kernel by kernel (CUPTI, bench/graph_trace.cpp) per export, when the pack has the tracer:
+  # issue 32's "the runtime adds nothing" (step time against the summed kernel time).
+  local tracer="$BUILD/bench/libaoti_cuda_graph_trace.so" traced
+  if [[ -f "$tracer" ]]; then
+    for traced in ${LONG_EXPORTS//,/ } ref; do
+      local pte="$WORK/long_${traced}_$LONG_CTX/llm.pte"; [[ $traced == ref ]] && pte="$WORK/bf16/llm.pte"
+      [[ $DRY == 1 || -f "$pte" ]] || continue
+      step "trace_$traced" 60 env AOTI_CUDA_GRAPH_TRACE="$RES/trace_$traced.json" LD_PRELOAD="$tracer" \
+        "$BUILD/examples/generate/generate" "$pte" --prompt-lens 128 --new-tokens 64 --reps 1
+    done
+  fi
   if [[ $DRY != 1 ]]; then
     for name in ${LONG_EXPORTS//,/ }; do
       local ref=()
       [[ -f "$RES/generate_ref.json" ]] && ref=(--ref "$RES/generate_ref.json" --ref-manifest "$WORK/bf16/manifest.json")
+      [[ -f "$RES/trace_$name.json" ]] && ref+=(--trace "$RES/trace_$name.json")
+      [[ -f "$RES/generate_ref.json" && -f "$RES/trace_ref.json" ]] && ref+=(--ref-trace "$RES/trace_ref.json")
       python3 "$HERE/llm_job.py" long-summary --generate "$RES/generate_$name.json" \
         --manifest "$WORK/long_${name}_$LONG_CTX/manifest.json" "${ref[@]}" \
         --out "$RES/summary_long_$name.json" > /dev/null

@@ -109,7 +109,7 @@ def attention_share(kernels, manifest):
     return att, total, verified, sorted(set(names))
 
 
-def long_summary(gen, manifest, ref=None, ref_manifest=None):
+def long_summary(gen, manifest, ref=None, ref_manifest=None, trace=None, ref_trace=None):
     def rows(g, m):
         out = {}
         if not g:
@@ -141,6 +141,10 @@ def long_summary(gen, manifest, ref=None, ref_manifest=None):
         res["reference"] = {"max_ctx": ((ref_manifest or {}).get("config") or {}).get("max_ctx"),
                             "export": {k: (ref_manifest or {}).get(k) for k in ("quant", "gemm", "sdpa")},
                             "positions": rows(ref, ref_manifest)}
+    if trace:
+        res["trace"] = trace_summary(trace, gen)
+    if ref and ref_trace:
+        res["reference"]["trace"] = trace_summary(ref_trace, ref)
     at128 = res["positions"].get("128") or {}
     share = at128.get("attention_share")
     res["attention_dominates_at_128"] = None if share is None else share > 0.5
@@ -189,6 +193,22 @@ def merge_et(kept, new):
     out["llm"] = new.get("llm") or {}
     out["llm_run"] = {"machine": new.get("machine"), "params": new.get("params")}
     return out
+
+
+def trace_summary(trace, gen, key="p128_decode_tok_s"):
+    """One graph replay's kernels (bench/graph_trace.cpp's last traced launch) against the step time generate
+    measured without the tracer: issue 32's "the runtime adds nothing" check is step / summed kernel time <= 1.03."""
+    launches = (trace or {}).get("launches") or []
+    if not launches:
+        return {"error": "no graph launch traced"}
+    last = launches[-1]
+    kernel_ms, span_ms = last["kernel_ns"] / 1e6, last["span_ns"] / 1e6
+    tok_s = (gen or {}).get(key)
+    step_ms = 1000.0 / tok_s if tok_s else None
+    return {"kernels": last["kernels"], "kernel_ms": kernel_ms, "span_ms": span_ms,
+            "span_over_kernels": span_ms / kernel_ms if kernel_ms else None,
+            "step_ms": step_ms, "step_over_kernels": step_ms / kernel_ms if step_ms and kernel_ms else None,
+            "launches_traced": trace.get("graph_launches_traced")}
 
 
 def suite_summary(suite_dir, et_ops_log=None):
@@ -249,6 +269,12 @@ def markdown(doc):
                 lines.append(f"| {pos} (stock bf16, {ref.get('max_ctx')} positions) | {fmt(row.get('tok_s'))} | "
                              f"{fmt(row.get('step_ms'), 3)} | {'–' if share is None else f'{100 * share:.1f} %'} | "
                              f"{row.get('attention_verified')} |")
+        for who, tr in (("this export", val.get("trace")), ("the stock bf16 export", (ref or {}).get("trace"))):
+            if tr and tr.get("step_over_kernels"):
+                lines.append(f"\nOne decode graph replay of {who} after a 128-token prompt, kernel by kernel (CUPTI): "
+                             f"{tr['kernels']} kernels, {fmt(tr['kernel_ms'], 3)} ms of kernel time, span "
+                             f"{fmt(tr['span_ms'], 3)} ms; step {fmt(tr['step_ms'], 3)} ms = "
+                             f"{fmt(tr['step_over_kernels'], 3)}x the kernels' time.")
         agree = [(label, val.get(k) or [None, None]) for label, k in
                  (("leading the same", "expect_match"), ("teacher-forced steps", "forced_match"))]
         said = [f"{label} {int(m)}/{int(n)}" for label, (m, n) in agree if n]
@@ -270,6 +296,8 @@ def main(argv=None) -> int:
     s.add_argument("--manifest", required=True)
     s.add_argument("--ref")
     s.add_argument("--ref-manifest")
+    s.add_argument("--trace", help="bench/graph_trace.cpp's JSON of a traced run of the same export")
+    s.add_argument("--ref-trace", help="the same for the reference export")
     s.add_argument("--out", required=True)
     c = sub.add_parser("carry-size")
     c.add_argument("paths", nargs="+")
@@ -279,6 +307,10 @@ def main(argv=None) -> int:
     m.add_argument("kept")
     m.add_argument("new")
     m.add_argument("out")
+    ts = sub.add_parser("trace-summary")
+    ts.add_argument("--trace", required=True)
+    ts.add_argument("--generate", required=True)
+    ts.add_argument("--out", required=True)
     ss = sub.add_parser("suite-summary")
     ss.add_argument("suite_dir")
     ss.add_argument("et_ops_log", nargs="?")
@@ -301,7 +333,10 @@ def main(argv=None) -> int:
         res = upload_check(a.cpp, a.torch, a.llm_results)
     elif a.cmd == "long-summary":
         res = long_summary(load_json(a.generate), load_json(a.manifest), load_json(a.ref) if a.ref else None,
-                           load_json(a.ref_manifest) if a.ref_manifest else None)
+                           load_json(a.ref_manifest) if a.ref_manifest else None,
+                           load_json(a.trace) if a.trace else None, load_json(a.ref_trace) if a.ref_trace else None)
+    elif a.cmd == "trace-summary":
+        res = trace_summary(load_json(a.trace), load_json(a.generate))
     elif a.cmd == "suite-summary":
         res = suite_summary(a.suite_dir, a.et_ops_log)
     elif a.cmd == "carry-size":

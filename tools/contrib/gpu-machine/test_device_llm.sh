@@ -22,7 +22,8 @@ if python3 "$HERE/test_llm_job.py" > "$T/helpers.log" 2>&1; then ok "llm_job.py 
 # The carry folder device-llm.sh --prepare makes, from links to this build (same layout, nothing copied).
 C="$T/carry"
 for f in aoti_cuda libaoti_cuda.so.0 examples/generate/generate bench/aoti_cuda_read_bw bench/aoti_cuda_bench \
-         tests/aoti_cuda_load_order_tests tests/libaoti_cuda_load_order_cases.so CMakeCache.txt; do
+         tests/aoti_cuda_load_order_tests tests/libaoti_cuda_load_order_cases.so bench/libaoti_cuda_graph_trace.so \
+         CMakeCache.txt; do
   mkdir -p "$C/aoti/$(dirname "$f")"; ln -s "$BUILD/$f" "$C/aoti/$f"
 done
 stub_runner() {  # the strings et_runner's generate parses (the dry run greps the binary for them)

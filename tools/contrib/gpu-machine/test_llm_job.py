@@ -111,6 +111,18 @@ def main() -> int:
               "leading the same 1/32." in llm_job.markdown(long_doc)
               and "teacher-forced" not in llm_job.markdown(long_doc))
 
+        trace = {"graph_launches_traced": 70, "launches": [
+            {"kernels": 250, "span_ns": 990000, "kernel_ns": 800000},
+            {"kernels": 250, "span_ns": 1000000, "kernel_ns": 900000}]}
+        r = llm_job.trace_summary(trace, {"p128_decode_tok_s": 1000.0})
+        check("trace summary: the last replay's kernel time and span against the untraced step time",
+              r["kernels"] == 250 and abs(r["kernel_ms"] - 0.9) < 1e-9 and abs(r["step_over_kernels"] - 1.0 / 0.9) < 1e-9
+              and abs(r["span_over_kernels"] - 1.0 / 0.9) < 1e-9)
+        check("trace summary: no traced launch says so", llm_job.trace_summary({"launches": []}, {}) ==
+              {"error": "no graph launch traced"})
+        md = llm_job.markdown({"long_x": {"max_ctx": 4096, "positions": {}, "trace": r}})
+        check("markdown: the traced replay's line", "250 kernels, 0.900 ms of kernel time" in md and "1.111x" in md)
+
         suite = os.path.join(t, "suite")
         os.makedirs(suite)
         with open(os.path.join(suite, "gpu_tests.log"), "w") as f:
