@@ -15,7 +15,8 @@
 // (2 * (pos + 1) * Hkv * D * 2) per second. Beside it, what attending over the whole cache costs,
 // as a masked decode does whatever the position: the same kernel at the last position, and the
 // flash attention kernel with the decode's query heads folded into rows (q [1, Hkv, g, D], no
-// mask) over all positions.
+// mask) over all positions. Each decode line also gives the time per call with 50 calls captured in one CUDA
+// graph (as in a decode step's graph), and the update form's (aoti_torch_cuda_aoti_cuda_decode_attention_update).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -73,6 +74,22 @@ double time_launch(Launch&& launch, cudaStream_t stream) {
   return samples[samples.size() / 2];
 }
 
+// The same, with the 50 calls captured in one CUDA graph and replayed (what a decode step's graph sees: no host
+// launch cost between the kernels).
+template <class Launch>
+double time_graph(Launch&& launch, cudaStream_t stream) {
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  for (int i = 0; i < 50; ++i) check(static_cast<cudaError_t>(launch()), "launch");
+  check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  const double us = time_launch([&] { return cudaGraphLaunch(exec, stream); }, stream) / 50;
+  check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+  check(cudaGraphDestroy(graph), "cudaGraphDestroy");
+  return us;
+}
+
 void* device_random(size_t elems, std::mt19937& rng) {
   std::normal_distribution<float> dist(0.f, 1.f);
   std::vector<uint16_t> host(elems);
@@ -97,6 +114,8 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   void* q = device_random(static_cast<size_t>(heads * dim), rng);
   void* k = device_random(kv_elems, rng);
   void* v = device_random(kv_elems, rng);
+  void* k_new = device_random(static_cast<size_t>(kvh * dim), rng);
+  void* v_new = device_random(static_cast<size_t>(kvh * dim), rng);
   void *out = nullptr, *pos = nullptr, *scratch = nullptr;
   check(cudaMalloc(&out, static_cast<size_t>(heads * dim) * 2), "cudaMalloc");
   check(cudaMalloc(&pos, 8), "cudaMalloc");
@@ -115,18 +134,32 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   p.q_stride[1] = dim;
   const int64_t kvs[3] = {kvh * cache * dim, cache * dim, dim};
   for (int d = 0; d < 3; ++d) p.k_stride[d] = p.v_stride[d] = kvs[d];
+  p.k_new_stride[0] = p.v_new_stride[0] = kvh * dim;
+  p.k_new_stride[1] = p.v_new_stride[1] = dim;
   p.scale = 1.0f / std::sqrt(static_cast<float>(dim));
   check(cudaMalloc(&scratch, da::scratch_bytes(p)), "cudaMalloc");
   std::vector<int64_t> all = positions;
   all.push_back(cache - 1);
   for (int64_t position : all) {
     check(cudaMemcpy(pos, &position, 8, cudaMemcpyHostToDevice), "cudaMemcpy");
-    const double us = time_launch([&] { return da::launch(p, scratch, stream); }, stream);
+    const auto call = [&] { return da::launch(p, scratch, stream); };
+    const double us = time_launch(call, stream);
+    const double graph_us = time_graph(call, stream);
     const double bytes = 2.0 * static_cast<double>(std::min(position + 1, cache)) * kvh * dim * 2;
-    std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  decode kernel          %8.2f us  %7.1f GB/s%s\n",
+    std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  decode kernel          %8.2f us  %7.1f GB/s"
+                "  (in a graph %.2f us)%s\n",
                 static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
                 static_cast<long long>(dim), static_cast<long long>(position), us, bytes / (us * 1e-6) / 1e9,
-                position == cache - 1 ? "  (the whole cache)" : "");
+                graph_us, position == cache - 1 ? "  (the whole cache)" : "");
+    // The update form: the step's K/V row read from k_new / v_new and stored at the position (one more 16-byte
+    // store per lane of one block); against the plain form's graph time above.
+    p.k_new = k_new;
+    p.v_new = v_new;
+    const double update_us = time_graph(call, stream);
+    p.k_new = p.v_new = nullptr;
+    std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  update form, in a graph %8.2f us\n",
+                static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
+                static_cast<long long>(dim), static_cast<long long>(position), update_us);
   }
   // Every position, the way a masked decode attends: the flash kernel with the g query heads of a KV head as rows.
   Problem f;
@@ -150,7 +183,7 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  all positions: flash kernel, folded q %8.2f us  %7.1f GB/s\n",
               static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
               static_cast<long long>(dim), us, 2.0 * cache * kvh * dim * 2 / (us * 1e-6) / 1e9);
-  for (void* ptr : {q, k, v, out, pos, scratch}) cudaFree(ptr);
+  for (void* ptr : {q, k, v, k_new, v_new, out, pos, scratch}) cudaFree(ptr);
   cudaStreamDestroy(stream);
   return 0;
 }
