@@ -258,6 +258,40 @@ void promote_self_to_global() noexcept {
 
 std::vector<std::size_t> gnu_unique_symbol_offsets(ByteView elf) { return format::gnu_unique_symbol_offsets(elf); }
 
+namespace {
+
+// Throws kLoad naming every shim/cudart import this process does not provide.
+void check_imports(const ElfInfo& elf, const std::string& label) {
+  std::vector<std::string> missing;
+  {
+    std::lock_guard<std::mutex> dl(dl_mutex());
+    promote_self_to_global();
+    missing = missing_imports(elf);
+  }
+  if (missing.empty()) return;
+  throw Error(ErrorCode::kLoad, "the model library of " + label + " imports " + std::to_string(missing.size()) +
+                                    " symbol(s) this process does not provide: " + common::join(missing) +
+                                    " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
+                                    " in the global symbol scope)");
+}
+
+// After dlopen failed (dlerror() not yet read): the C/C++ runtime versions the
+// library was linked against (GLIBC_2.38, ...) when some are missing (dlopen
+// names only the first, and less plainly), else dlopen's own message. The
+// versions are checked only here: a library that loads has them all.
+[[noreturn]] void throw_dlopen_failure(ByteView so, const std::string& label) {
+  const char* why = ::dlerror();
+  const std::string dl_error = why != nullptr ? why : "unknown error";
+  const LibraryCheck versions = check_symbol_versions(so);
+  if (versions.status == CheckStatus::kFail) {
+    throw Error(ErrorCode::kLoad, "the model library of " + label + " cannot be loaded on this machine: " +
+                                      versions.detail);
+  }
+  throw Error(ErrorCode::kLoad, "dlopen of the model library of " + label + " failed: " + dl_error);
+}
+
+}  // namespace
+
 std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string& label,
                                                  const std::vector<std::string>& allowed_sha256) {
   if (so.data == nullptr || so.size == 0) {
@@ -299,19 +333,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   }
   // 3. Every shim/cudart import must resolve, or dlopen(RTLD_NOW) would fail
   // with only the first name; report all of them.
-  std::vector<std::string> missing;
-  {
-    std::lock_guard<std::mutex> dl(dl_mutex());
-    promote_self_to_global();
-    missing = missing_imports(elf);
-  }
-  if (!missing.empty()) {
-    const std::string names = common::join(missing);
-    throw Error(ErrorCode::kLoad, "the model library of " + label + " imports " + std::to_string(missing.size()) +
-                                      " symbol(s) this process does not provide: " + names +
-                                      " (the library needs a newer aoti_cuda shim, or libaoti_cuda/cudart are not"
-                                      " in the global symbol scope)");
-  }
+  check_imports(elf, label);
   // 3b. Does it multiply through cuBLAS? (The Module opens cuBLAS after the libraries are loaded.)
   for (const std::string& name : elf.undefined_symbols) {
     lib->cublas_use_ = std::max(lib->cublas_use_, shim::gemm::cublas_use(name.substr(0, name.find('@')).c_str()));
@@ -340,19 +362,7 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   // AOTI_CUDA_DLOPEN_LAZY=1 switches to lazy binding (for measurements).
   const int mode = env_flag("AOTI_CUDA_DLOPEN_LAZY") ? RTLD_LAZY : RTLD_NOW;
   lib->handle_ = loader_fault() ? nullptr : ::dlopen(file.path.c_str(), mode | RTLD_LOCAL);
-  if (lib->handle_ == nullptr) {
-    const char* why = ::dlerror();
-    const std::string dl_error = why != nullptr ? why : "unknown error";
-    // The C/C++ runtime versions it was linked against (GLIBC_2.38, ...):
-    // dlopen names only the first missing one, and less plainly. Checked
-    // only here, when the load failed (a library that loads has them all).
-    const LibraryCheck versions = check_symbol_versions(so);
-    if (versions.status == CheckStatus::kFail) {
-      throw Error(ErrorCode::kLoad, "the model library of " + label + " cannot be loaded on this machine: " +
-                                        versions.detail);
-    }
-    throw Error(ErrorCode::kLoad, "dlopen of the model library of " + label + " failed: " + dl_error);
-  }
+  if (lib->handle_ == nullptr) throw_dlopen_failure(so, label);
   const double dlopen_ms = common::ms_since(t_start) - copied_ms;
   // AOTI_CUDA_KEEP_EH_POOL=1 leaves the pool alone (to measure the leak it prevents).
   if (!env_flag("AOTI_CUDA_KEEP_EH_POOL")) lib->freeres_ = own_freeres(lib->handle_, so);
