@@ -188,31 +188,6 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   return 0;
 }
 
-// Median time of one call, in microseconds.
-double time_call(const Problem& p, int rows, int stages, cudaStream_t stream) {
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> samples;
-  for (int round = 0; round < 10; ++round) {
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    for (int i = 0; i < 50; ++i) {
-      const int err = rows > 0 ? aoti_cuda::shim::attention::launch_rows(p, stream, rows, stages)
-                               : aoti_cuda::shim::attention::launch(p, stream);
-      check(static_cast<cudaError_t>(err), "launch");
-    }
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (round > 0) samples.push_back(ms * 1000.0 / 50);  // round 0 warms up
-  }
-  std::sort(samples.begin(), samples.end());
-  check(cudaEventDestroy(start), "cudaEventDestroy");
-  check(cudaEventDestroy(stop), "cudaEventDestroy");
-  return samples[samples.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -286,7 +261,12 @@ int main(int argc, char** argv) {
       for (int rows : {0, 64, 32, 16}) {
         for (int stages : {4, 2}) {
           if (rows == 0 && stages == 2) continue;  // the default dispatch has one depth
-          const double us = time_call(p, rows, stages, stream);
+          const double us = time_launch(
+              [&] {
+                return rows > 0 ? aoti_cuda::shim::attention::launch_rows(p, stream, rows, stages)
+                                : aoti_cuda::shim::attention::launch(p, stream);
+              },
+              stream);
           const std::string variant =
               rows == 0 ? "default(" + std::to_string(aoti_cuda::shim::attention::rows_per_block(p)) + " rows, " +
                               std::to_string(aoti_cuda::shim::attention::kDefaultStages) + " stages)"

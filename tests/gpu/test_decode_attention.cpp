@@ -22,9 +22,12 @@
 #include "aoti_cuda/shim.h"
 #include "shim/allocator.hpp"
 #include "support/gpu.hpp"
+#include "support/half_bits.hpp"
 #include "support/shim_testing.hpp"
 
 using aoti_cuda_test::empty;
+using aoti_cuda_test::from16;
+using aoti_cuda_test::to16;
 using aoti_cuda_test::last_error_contains;
 using aoti_cuda_test::OwnedTensor;
 
@@ -34,22 +37,6 @@ constexpr int32_t kBF16 = 15;
 constexpr int32_t kF16 = 5;
 constexpr int32_t kI64 = 4;
 constexpr int32_t kCUDA = 1;
-
-float from16(uint16_t bits, bool fp16) {
-  if (fp16) return __half2float(__ushort_as_half(bits));
-  uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
-uint16_t to16(float f, bool fp16) {  // round to nearest even (finite inputs)
-  if (fp16) return __half_as_ushort(__float2half_rn(f));
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  u += 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(u >> 16);
-}
 
 // A [B, H, L, D] tensor of random 16-bit values with the given strides, on the GPU and its host copy.
 struct Operand {
