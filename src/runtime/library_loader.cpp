@@ -290,6 +290,15 @@ void check_imports(const ElfInfo& elf, const std::string& label) {
   throw Error(ErrorCode::kLoad, "dlopen of the model library of " + label + " failed: " + dl_error);
 }
 
+// AOTI_CUDA_TRACE_LOAD=1: where a library's load time went (docs/benchmarks/executorch.md uses it).
+void log_load_phases(const std::string& label, std::size_t bytes, double total_ms, double checks_ms,
+                     double copied_ms, double dlopen_ms) {
+  char phases[160];
+  std::snprintf(phases, sizeof phases, "%.3f ms (%zu bytes; checks %.3f, copy done at %.3f, dlopen %.3f)", total_ms,
+                bytes, checks_ms, copied_ms, dlopen_ms);
+  log(LogLevel::kInfo, label + ": library loaded in " + phases);
+}
+
 }  // namespace
 
 std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string& label,
@@ -372,12 +381,8 @@ std::unique_ptr<ModelLibrary> ModelLibrary::load(ByteView so, const std::string&
   lib->hooks_.warnings = common::hooks::bypass_warnings(elf.undefined_symbols);
   // 6. Entry points.
   bind_entry_points(lib->handle_, lib->api_, label);
-  // AOTI_CUDA_TRACE_LOAD=1: where a library's load time goes (docs/benchmarks/executorch.md uses it).
   if (env_flag("AOTI_CUDA_TRACE_LOAD")) {
-    char phases[160];
-    std::snprintf(phases, sizeof phases, "%.3f ms (%zu bytes; checks %.3f, copy done at %.3f, dlopen %.3f)",
-                  common::ms_since(t_start), so.size, checks_ms, copied_ms, dlopen_ms);
-    log(LogLevel::kInfo, label + ": library loaded in " + phases);
+    log_load_phases(label, so.size, common::ms_since(t_start), checks_ms, copied_ms, dlopen_ms);
   }
   return lib;
 }
