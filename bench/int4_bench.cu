@@ -2,7 +2,7 @@
 // weight bandwidth, for the shapes of docs/benchmarks/int4.md. Not a test: prints numbers.
 //
 //   aoti_cuda_int4_bench [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants]
-//                        [--shapes NxK,NxK,...] [--m M,M,...] [--no-stream]
+//                        [--shapes NxK,NxK,...] [--m M,M,...] [--no-stream] [--dependent-launch on|off]
 //
 // --shapes/--m replace the default weight shapes (N x K: the 1.1B model's wqkv, wo, w13, w2 and
 // output head, then 4096x4096, 11008x4096, 4096x11008) and row counts.
@@ -15,6 +15,9 @@
 //               weights (R x bytes >= 256 MiB, so every call reads HBM), captured in a CUDA graph
 //               and replayed after a flush; time / R. This is how a decode step runs them (one
 //               graph, layer after layer) and what the bandwidth target is measured on.
+//
+// --dependent-launch off launches the kernels plainly (OpSettings::dependent_launch; default on, which
+// lets each back-to-back call start while the one before finishes: src/shim/ops/dependent_launch.hpp).
 //
 // --variants times the kernels' tuning candidates (weight_int4pack_mm.hpp) for M <= 64 directly
 // (no shim), innerKTiles 8, and prints one table per candidate.
@@ -41,6 +44,7 @@
 #include "aoti_cuda/shim.h"
 #include "l2_flush.cuh"
 #include "stream_read.cuh"
+#include "shim/op_settings.hpp"
 #include "shim/ops/weight_int4pack_mm.hpp"
 
 namespace {
@@ -344,6 +348,7 @@ int main(int argc, char** argv) {
   std::string json;
   int iters = 30, group = 128, ikt = 8;
   bool variants = false, stream = true;
+  aoti_cuda::shim::OpSettings settings;  // installed below for every call this process makes
   // The 1.1B model (tools/export/llm, config 1b): wqkv, wo, w13 (gate+up), w2 (down), output head.
   Shapes shapes = {{3072, 2048}, {2048, 2048}, {11264, 2048}, {2048, 5632}, {32000, 2048},
                    {4096, 4096}, {11008, 4096}, {4096, 11008}};
@@ -378,19 +383,22 @@ int main(int argc, char** argv) {
     else if (a == "--inner-k-tiles" && i + 1 < argc) ikt = std::atoi(argv[++i]);
     else if (a == "--variants") variants = true;
     else if (a == "--no-stream") stream = false;
+    else if (a == "--dependent-launch" && i + 1 < argc && (std::string(argv[i + 1]) == "on" || std::string(argv[i + 1]) == "off"))
+      settings.dependent_launch = std::string(argv[++i]) == "on";
     else {
-      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants] [--shapes NxK,...] [--m M,...] [--no-stream]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants] [--shapes NxK,...] [--m M,...] [--no-stream] [--dependent-launch on|off]\n", argv[0]);
       return 2;
     }
   }
+  const aoti_cuda::shim::OpSettingsScope scope(&settings);
   const std::size_t flush_bytes = std::size_t{512} << 20;
   void* flush = nullptr;
   check(cudaMalloc(&flush, flush_bytes), "cudaMalloc(flush)");
   check(cudaMemset(flush, 1, flush_bytes), "cudaMemset(flush)");
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::printf("device %s, %d SMs; group %d, innerKTiles %d, median of %d\n", prop.name, prop.multiProcessorCount,
-              group, ikt, iters);
+  std::printf("device %s, %d SMs; group %d, innerKTiles %d, median of %d; dependent launch %s\n", prop.name,
+              prop.multiProcessorCount, group, ikt, iters, settings.dependent_launch ? "on" : "off");
   const aoti_cuda_bench::ReadBandwidth bw = aoti_cuda_bench::measure_read_bandwidth();
   if (bw.median_gbps <= 0) {
     std::fprintf(stderr, "int4_bench: the streaming-read measurement failed\n");

@@ -165,6 +165,12 @@ struct TuningOptions {
   /// MiB of cuBLAS workspace per stream, 0..4096 (0: cuBLAS picks algorithms
   /// that need none). Default 32. AOTI_CUDA_CUBLAS_WORKSPACE_MIB.
   std::optional<std::size_t> cublas_workspace_mib;
+  /// On sm_90 and newer, the SDK's decode kernels (few-row GEMV, int4
+  /// weight streaming, decode attention) launch with programmatic dependent
+  /// launch: each may start while the kernel before it finishes, and
+  /// prefetches its weights meanwhile. Same results either way. Default
+  /// true. AOTI_CUDA_DEPENDENT_LAUNCH=1|0 (also true/false, on/off, yes/no).
+  std::optional<bool> dependent_launch;
 };
 
 /// `tuning` with every unset field filled as a load would fill it (the

@@ -110,6 +110,9 @@ TuningOptions resolve_tuning(const TuningOptions& t) {
   r.cublas_workspace_mib =
       resolve_integer(t.cublas_workspace_mib, {"cublas_workspace_mib", "AOTI_CUDA_CUBLAS_WORKSPACE_MIB", 0, 4096,
                                                static_cast<int64_t>(ops.cublas_workspace_bytes >> 20)});
+  const std::optional<bool> dependent = env_bool("AOTI_CUDA_DEPENDENT_LAUNCH");
+  r.dependent_launch = resolve_switch(t.dependent_launch, "dependent_launch", "AOTI_CUDA_DEPENDENT_LAUNCH", dependent,
+                                      dependent.value_or(ops.dependent_launch) ? "on" : "off", ops.dependent_launch);
   return r;
 }
 
@@ -127,6 +130,7 @@ shim::OpSettings op_settings_of(const TuningOptions& resolved) {
   s.gemv_max_rows = resolved.gemv_max_rows.value_or(s.gemv_max_rows);
   s.int4_dequant_min_m = resolved.int4_dequant_min_m.value_or(s.int4_dequant_min_m);
   if (resolved.cublas_workspace_mib) s.cublas_workspace_bytes = *resolved.cublas_workspace_mib << 20;
+  s.dependent_launch = resolved.dependent_launch.value_or(s.dependent_launch);
   return s;
 }
 

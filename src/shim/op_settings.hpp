@@ -1,10 +1,12 @@
 // aoti_cuda shim — the tuning the operator shims read while a model runs
 // (private to the shim; the Module installs it).
 //
-// Three settings of LoadOptions::tuning are read deep inside operator shims
+// Four settings of LoadOptions::tuning are read deep inside operator shims
 // that a model library calls with no Module at hand: the few-row GEMM limit
 // (gemm.hpp), the M from which int4 matmuls dequantize for cuBLAS
-// (weight_int4pack_mm.cpp) and the cuBLAS workspace size. They travel the way
+// (weight_int4pack_mm.cpp), the cuBLAS workspace size and whether the
+// decode kernels launch with programmatic dependent launch
+// (ops/dependent_launch.hpp). They travel the way
 // the call's stream and block cache already do: the Module's executor
 // installs its method's OpSettings on the calling thread for the duration of
 // the call (OpSettingsScope, beside CurrentStreamScope and BlockCacheScope),
@@ -39,6 +41,11 @@ struct OpSettings {
   int64_t int4_dequant_min_m = 65;
   /// cuBLAS workspace per stream, in bytes (0: none).
   std::size_t cublas_workspace_bytes = std::size_t{32} << 20;
+  /// The few-row GEMV, the int4 weight-streaming and the decode attention
+  /// kernels launch with programmatic dependent launch on sm_90 and newer
+  /// (they start while the previous kernel finishes and prefetch their
+  /// weights); false: plain launches.
+  bool dependent_launch = true;
 };
 
 /// The calling thread's settings: those of the innermost OpSettingsScope,

@@ -241,7 +241,8 @@ def test_tuning(fake_programs):
         t = m.tuning()
         assert t["block_cache_mib"] == 0 and t["staging"] == "wc"
         assert set(t) == {"upload_threads", "staging", "page_lock_weights", "block_cache_mib", "small_copy_kernels",
-                          "gemv_max_rows", "int4_dequant_min_m", "cublas_workspace_mib"}
+                          "gemv_max_rows", "int4_dequant_min_m", "cublas_workspace_mib",
+                          "dependent_launch"}
         np.testing.assert_array_equal(m.forward(*affine_inputs())[0], affine_inputs()[0] * W + 1)
 
 

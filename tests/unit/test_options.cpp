@@ -54,10 +54,11 @@ struct EnvVar {
 
 // Every tuning variable unset for the scope (the machine running the tests may set some).
 struct CleanTuningEnv {
-  EnvVar vars[8] = {{"AOTI_CUDA_UPLOAD_THREADS", nullptr},  {"AOTI_CUDA_STAGING", nullptr},
+  EnvVar vars[9] = {{"AOTI_CUDA_UPLOAD_THREADS", nullptr},  {"AOTI_CUDA_STAGING", nullptr},
                     {"AOTI_CUDA_PAGE_LOCK_WEIGHTS", nullptr}, {"AOTI_CUDA_BLOCK_CACHE_MIB", nullptr},
                     {"AOTI_CUDA_SMALL_COPY", nullptr},       {"AOTI_CUDA_GEMV_MAX_ROWS", nullptr},
-                    {"AOTI_CUDA_INT4_DEQUANT_M", nullptr},   {"AOTI_CUDA_CUBLAS_WORKSPACE_MIB", nullptr}};
+                    {"AOTI_CUDA_INT4_DEQUANT_M", nullptr},   {"AOTI_CUDA_CUBLAS_WORKSPACE_MIB", nullptr},
+                    {"AOTI_CUDA_DEPENDENT_LAUNCH", nullptr}};
 };
 
 // Captures the log for the scope.
@@ -212,11 +213,13 @@ TEST_CASE("tuning: defaults when nothing is set") {
   CHECK(r.gemv_max_rows == 1);
   CHECK(r.int4_dequant_min_m == 65);
   CHECK(r.cublas_workspace_mib == 32u);
+  CHECK(r.dependent_launch == true);
   // The shims' built-in defaults (outside any Module call) are the same.
   const aoti_cuda::shim::OpSettings from_tuning = aoti_cuda::runtime::op_settings_of(r), builtin;
   CHECK(from_tuning.gemv_max_rows == builtin.gemv_max_rows);
   CHECK(from_tuning.int4_dequant_min_m == builtin.int4_dequant_min_m);
   CHECK(from_tuning.cublas_workspace_bytes == builtin.cublas_workspace_bytes);
+  CHECK(from_tuning.dependent_launch == builtin.dependent_launch);
   CHECK(aoti_cuda::runtime::block_cache_bytes(r) == aoti_cuda::shim::BlockCache::kDefaultCapacity);
 }
 
@@ -230,6 +233,7 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   const EnvVar rows("AOTI_CUDA_GEMV_MAX_ROWS", "8");
   const EnvVar int4("AOTI_CUDA_INT4_DEQUANT_M", "0");
   const EnvVar ws("AOTI_CUDA_CUBLAS_WORKSPACE_MIB", "4096");
+  const EnvVar pdl("AOTI_CUDA_DEPENDENT_LAUNCH", "off");
   const TuningOptions r = aoti_cuda::resolve_tuning({});
   CHECK(r.upload_threads == 5);
   CHECK(r.staging == StagingMemory::kWriteCombined);
@@ -239,10 +243,12 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   CHECK(r.gemv_max_rows == 8);
   CHECK(r.int4_dequant_min_m == 0);
   CHECK(r.cublas_workspace_mib == 4096u);
+  CHECK(r.dependent_launch == false);
   const aoti_cuda::shim::OpSettings ops = aoti_cuda::runtime::op_settings_of(r);
   CHECK(ops.gemv_max_rows == 8);
   CHECK(ops.int4_dequant_min_m == 0);
   CHECK(ops.cublas_workspace_bytes == (std::size_t{4096} << 20));
+  CHECK(ops.dependent_launch == false);
   const aoti_cuda::runtime::StagedUploadOptions up = aoti_cuda::runtime::upload_options(r);
   CHECK(up.threads == 5);
   CHECK(up.memory == StagingMemory::kWriteCombined);
@@ -251,12 +257,16 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   set.upload_threads = 2;
   set.staging = StagingMemory::kHostAlloc;
   set.gemv_max_rows = 8;  // equal to the variable: nothing to report
+  set.dependent_launch = true;
   LogCapture log;
   const TuningOptions mixed = aoti_cuda::resolve_tuning(set);
   CHECK(mixed.upload_threads == 2);
   CHECK(mixed.staging == StagingMemory::kHostAlloc);
   CHECK(mixed.gemv_max_rows == 8);
   CHECK(mixed.cublas_workspace_mib == 4096u);  // unset: the variable
+  CHECK(mixed.dependent_launch == true);
+  CHECK(log.has(aoti_cuda::LogLevel::kInfo,
+                "AOTI_CUDA_DEPENDENT_LAUNCH=off is not used: LoadOptions::tuning.dependent_launch"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo,
                 "AOTI_CUDA_UPLOAD_THREADS=5 is not used: LoadOptions::tuning.upload_threads"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo, "AOTI_CUDA_STAGING=wc is not used: LoadOptions::tuning.staging"));
@@ -273,7 +283,8 @@ TEST_CASE("tuning: every variable's bad values are kInvalidArgument naming the v
       {"AOTI_CUDA_SMALL_COPY", {"memcpy", "1"}},
       {"AOTI_CUDA_GEMV_MAX_ROWS", {"9", "-1", "one"}},
       {"AOTI_CUDA_INT4_DEQUANT_M", {"-5", "2147483648", "65k"}},
-      {"AOTI_CUDA_CUBLAS_WORKSPACE_MIB", {"4097", "-32", "32MiB"}}};
+      {"AOTI_CUDA_CUBLAS_WORKSPACE_MIB", {"4097", "-32", "32MiB"}},
+      {"AOTI_CUDA_DEPENDENT_LAUNCH", {"2", "pdl"}}};
   for (const auto& [name, values] : cases) {
     for (const char* value : values) {
       CAPTURE(name);

@@ -82,6 +82,11 @@ void add_tuning_options(CLI::App& cmd, aoti_cuda::TuningOptions& t) {
          "cuBLAS workspace per stream in MiB, 0..4096 (default 32)")
       ->check(CLI::NonNegativeNumber)
       ->group(group);
+  cmd.add_option_function<std::string>(
+         "--dependent-launch", [&t](const std::string& v) { t.dependent_launch = v == "on"; },
+         "sm_90+: decode kernels start while the previous kernel finishes, on or off (default on)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->group(group);
 }
 
 std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
@@ -92,7 +97,8 @@ std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
          num(r.block_cache_mib) + " MiB, small copies " +
          (r.small_copy_kernels.value_or(true) ? "kernel" : "dma") + ", gemv rows " + num(r.gemv_max_rows) +
          ", int4 dequantize from M " + num(r.int4_dequant_min_m) + ", cuBLAS workspace " +
-         num(r.cublas_workspace_mib) + " MiB";
+         num(r.cublas_workspace_mib) + " MiB, dependent launch " +
+         (r.dependent_launch.value_or(true) ? "on" : "off");
 }
 
 nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
@@ -108,6 +114,7 @@ nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
   put("gemv_max_rows", r.gemv_max_rows);
   put("int4_dequant_min_m", r.int4_dequant_min_m);
   put("cublas_workspace_mib", r.cublas_workspace_mib);
+  put("dependent_launch", r.dependent_launch);
   return j;
 }
 

@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "shim/ops/decode_attention.hpp"
+#include "shim/ops/dependent_launch.hpp"
 
 namespace aoti_cuda {
 namespace shim {
@@ -93,6 +94,10 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   __shared__ float red_s[kWarps][kHeads][kDim];
   __shared__ float max_s[kHeads], sum_s[kHeads];
 
+  // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before the
+  // wait, not even the position (the step that wrote it may be the kernel before).
+  pdl::wait_for_predecessor();
+  pdl::allow_dependents();
   const int64_t chunk = blockIdx.x;
   const int64_t sub_groups = p.heads / p.kv_heads / kHeads;
   const int64_t kv_head = blockIdx.y / sub_groups;
@@ -247,6 +252,8 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
 
 template <bool kHalf, int kDim>
 __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
+  pdl::wait_for_predecessor();  // the chunks' results (dependent_launch.hpp)
+  pdl::allow_dependents();
   const int64_t h = blockIdx.x, b = blockIdx.y;
   const int d = threadIdx.x;
   const int64_t n = visible(p, b);
@@ -270,12 +277,15 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, cudaStream_
     const int64_t sub_groups = p.heads / p.kv_heads / kHeads;
     const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.kv_heads * sub_groups),
                     static_cast<unsigned>(p.batch));
-    chunk_kernel<kHalf, kDim, kHeads><<<grid, kWarps * 32, 0, stream>>>(p, part_out, part_lse);
-    if (const cudaError_t err = cudaGetLastError(); err != cudaSuccess) return static_cast<int>(err);
+    const cudaError_t err =
+        pdl::launch(chunk_kernel<kHalf, kDim, kHeads>, grid, dim3(kWarps * 32), 0, stream, p, part_out, part_lse);
+    const cudaError_t last = cudaGetLastError();  // clears what a failed launch left
+    if (err != cudaSuccess || last != cudaSuccess) return static_cast<int>(err != cudaSuccess ? err : last);
   }
   const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
-  combine_kernel<kHalf, kDim><<<grid, kDim, 0, stream>>>(p, part_out, part_lse);
-  return static_cast<int>(cudaGetLastError());
+  const cudaError_t err = pdl::launch(combine_kernel<kHalf, kDim>, grid, dim3(kDim), 0, stream, p, part_out, part_lse);
+  const cudaError_t last = cudaGetLastError();
+  return static_cast<int>(err != cudaSuccess ? err : last);
 }
 
 template <bool kHalf, int kDim>

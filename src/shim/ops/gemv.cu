@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "shim/ops/dependent_launch.hpp"
 #include "shim/ops/gemv.hpp"
 
 namespace aoti_cuda {
@@ -92,6 +93,15 @@ __global__ void __launch_bounds__(kDotThreads) dot_kernel(Args p) {
   const int64_t col = static_cast<int64_t>(blockIdx.x) * (kDotThreads / kLanes / p.split) + warp / p.split;
   const int slice = warp % p.split;
   const int64_t batch = blockIdx.y;
+  // Launched with programmatic dependent launch (dependent_launch.hpp): while the kernel before
+  // finishes, each column's weights go to L2 (the first warp of the column asks, its lanes taking
+  // 4 KiB pieces); then the wait, before a, or c for beta, is read.
+  if (col < p.n && slice == 0) {
+    pdl::prefetch_l2_pieces(static_cast<const T*>(p.b) + batch * p.b_bs + col * p.b_cs,
+                            static_cast<uint64_t>(p.k) * sizeof(T), lane, kLanes);
+  }
+  pdl::wait_for_predecessor();
+  pdl::allow_dependents();
   float acc[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
@@ -147,13 +157,16 @@ int launch_typed(Args p, int64_t count, cudaStream_t stream) {
   dim3 grid;
   grid.y = static_cast<unsigned>(count);
   grid.x = static_cast<unsigned>((p.n + kDotThreads / kLanes / p.split - 1) / (kDotThreads / kLanes / p.split));
+  const dim3 block(kDotThreads);
+  cudaError_t err = cudaSuccess;
   switch (rows) {
-    case 1: dot_kernel<T, 1><<<grid, kDotThreads, 0, stream>>>(p); break;
-    case 2: dot_kernel<T, 2><<<grid, kDotThreads, 0, stream>>>(p); break;
-    case 4: dot_kernel<T, 4><<<grid, kDotThreads, 0, stream>>>(p); break;
-    default: dot_kernel<T, 8><<<grid, kDotThreads, 0, stream>>>(p); break;
+    case 1: err = pdl::launch(dot_kernel<T, 1>, grid, block, 0, stream, p); break;
+    case 2: err = pdl::launch(dot_kernel<T, 2>, grid, block, 0, stream, p); break;
+    case 4: err = pdl::launch(dot_kernel<T, 4>, grid, block, 0, stream, p); break;
+    default: err = pdl::launch(dot_kernel<T, 8>, grid, block, 0, stream, p); break;
   }
-  return static_cast<int>(cudaGetLastError());
+  const cudaError_t last = cudaGetLastError();  // clears what a failed launch left
+  return static_cast<int>(err != cudaSuccess ? err : last);
 }
 
 int itemsize(Element e) { return e == Element::kFloat32 ? 4 : 2; }

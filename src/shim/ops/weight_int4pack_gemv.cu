@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "shim/ops/dependent_launch.hpp"
 #include "shim/ops/ptx.cuh"
 #include "shim/ops/weight_int4pack_gemv.hpp"
 
@@ -109,6 +110,23 @@ struct Int4Gemv {
     const int g = lane >> 2;
     const int c = lane & 3;
     const int pair0 = blockIdx.x * NP;
+    // Launched with programmatic dependent launch (dependent_launch.hpp): while the kernel before
+    // finishes, this block's packed weights (its n-tiles are contiguous) and its columns of every
+    // scale/zero row go to L2; then the wait, before x or out is touched.
+    {
+      const int nt0 = 2 * pair0;
+      const int nt_end = min(2 * (pair0 + NP), sh.n_tiles);
+      if (nt0 < nt_end) {
+        const size_t tile_words = static_cast<size_t>(sh.k_super) * kLanes * kWords;
+        pdl::prefetch_l2_pieces(w + nt0 * tile_words, (nt_end - nt0) * tile_words * 4, threadIdx.x, blockDim.x);
+        const int groups = (sh.k + (1 << sh.group_shift) - 1) >> sh.group_shift;
+        for (int gi = threadIdx.x; gi < groups; gi += blockDim.x) {
+          pdl::prefetch_l2(sz + static_cast<size_t>(gi) * sh.n + nt0 * 8, static_cast<uint32_t>((nt_end - nt0) * 8 * 4));
+        }
+      }
+    }
+    pdl::wait_for_predecessor();
+    pdl::allow_dependents();
     float acc[NP][T][4];
 #pragma unroll
     for (int j = 0; j < NP; ++j)
@@ -245,14 +263,14 @@ cudaError_t launch_gemv(const Problem& p, const Shape& s, cudaStream_t stream) {
   const auto* w = static_cast<const uint32_t*>(p.w);
   const auto* sz = static_cast<const uint32_t*>(p.sz);
   auto* out = static_cast<__nv_bfloat16*>(p.out);
-  if (p.m <= 8) {
-    const int smem = kw * NP * 4 * kLanes * 4;
-    int4_gemv_kernel<IKT, U, NP, 1><<<grid, kw * kLanes, smem, stream>>>(x, w, sz, out, sh);
-  } else {
-    const int smem = kw * NP * 2 * 4 * kLanes * 4;
-    int4_gemv_kernel<IKT, U, NP, 2><<<grid, kw * kLanes, smem, stream>>>(x, w, sz, out, sh);
-  }
-  return cudaGetLastError();
+  const dim3 block(static_cast<unsigned>(kw * kLanes));
+  const cudaError_t err =
+      p.m <= 8 ? pdl::launch(int4_gemv_kernel<IKT, U, NP, 1>, grid, block, kw * NP * 4 * kLanes * 4, stream, x, w, sz,
+                             out, sh)
+               : pdl::launch(int4_gemv_kernel<IKT, U, NP, 2>, grid, block, kw * NP * 2 * 4 * kLanes * 4, stream, x, w,
+                             sz, out, sh);
+  const cudaError_t last = cudaGetLastError();  // clears what a failed launch left
+  return err != cudaSuccess ? err : last;
 }
 
 // The dispatch's choice for M <= 8 (bench/int4_bench.cu --variants, docs/benchmarks/int4.md):

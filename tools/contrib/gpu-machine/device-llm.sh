@@ -27,6 +27,10 @@
 #       when A's stock bf16 export is still in WORK, the same at 128 and 896 on it (1024-position cache); then one
 #       short generate of each export (and of the stock bf16) with bench/graph_trace.cpp preloaded: one decode graph
 #       replay kernel by kernel, against the untraced step time (issue 32's "the runtime adds nothing").
+#   C   (~480 s; stands alone) what programmatic dependent launch buys (TuningOptions::dependent_launch): the
+#       LONG_EXPORTS exports as in B, then `generate` of each with AOTI_CUDA_DEPENDENT_LAUNCH on, off, on again
+#       (same process settings otherwise), and the int4 bench's back-to-back calls on the model's shapes with the
+#       overlap on and off; the GPU suite beside the exports when the pack has it (llm_job.py pdl-summary).
 #
 # Every step is a child process with a timeout (capped by the stage's deadline, BUDGET, default 560 s) and a log;
 # OUT/<stage>_results.json is rewritten after every step, so a stage cut short still returns what finished.
@@ -51,7 +55,7 @@ esac
 # timeout_s 600. README.md quotes them; the dry run checks that it still does.
 CALL_PREFIX='bash tools/contrib/gpu-machine/device-llm.sh "$OUT" .carry/llmjob/aoti'
 if [[ $MODE == calls ]]; then
-  for s in A1 A2 B; do echo "$CALL_PREFIX $s"; done
+  for s in A1 A2 B C; do echo "$CALL_PREFIX $s"; done
   exit 0
 fi
 
@@ -227,18 +231,24 @@ print('--expect-tokens ' + ','.join(map(str, t)) if t and r.get('prompt_len') ==
 }
 
 # ---- stages ----------------------------------------------------------------------------------------------------
+# The GPU suite (tests, CLI over every fixture, examples) and the 1.3/1.4 operator checks against PyTorch, in the
+# background beside a stage's exports (CPU-bound), when BUILD is a whole device pack (--prepare with SUITE=1);
+# SUITE_PID is then the job to wait for.
+SUITE_PID=""
+start_suite() {
+  SUITE_PID=""
+  [[ -x "$BUILD/tests/aoti_cuda_gpu_tests" ]] || return 0
+  { step gpu_suite 300 env DEVICE_SUITE_NO_BENCH=1 bash "$HERE/device-suite.sh" "$BUILD" "$RES/suite"
+    step gpu_et_ops 120 python3 tests/gpu/et_ops_reference.py "$BUILD/libaoti_cuda.so.0"
+    [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" suite-summary "$RES/suite" "$RES/gpu_et_ops.log" \
+      --out "$RES/summary_suite.json" > /dev/null; } &
+  SUITE_PID=$!
+}
+
 stage_A1() {
   start_stage A1; setup_python
-  # The GPU suite (tests, CLI over every fixture, examples) and the 1.3/1.4 operator checks against PyTorch,
-  # beside the exports (CPU-bound): when BUILD is a whole device pack (--prepare with SUITE=1).
-  local suite_pid=""
-  if [[ -x "$BUILD/tests/aoti_cuda_gpu_tests" ]]; then
-    { step gpu_suite 300 env DEVICE_SUITE_NO_BENCH=1 bash "$HERE/device-suite.sh" "$BUILD" "$RES/suite"
-      step gpu_et_ops 120 python3 tests/gpu/et_ops_reference.py "$BUILD/libaoti_cuda.so.0"
-      [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" suite-summary "$RES/suite" "$RES/gpu_et_ops.log" \
-        --out "$RES/summary_suite.json" > /dev/null; } &
-    suite_pid=$!
-  fi
+  start_suite
+  local suite_pid=$SUITE_PID
   # bench_llm's prepare phase runs the exports, the runner build, its packages and the weights concurrently;
   # int4 beside bf16 took 432 s on 2026-12-03 (bf16 344 s), hence the export timeout.
   step llm_prepare $((BUDGET - 25)) env LLM_BENCH_WORK="$WORK" LLM_BENCH_EXTRA="--stage prepare --export-timeout $((BUDGET - 70))" \
@@ -288,24 +298,29 @@ stage_A2() {
   finish_stage
 }
 
-stage_B() {
-  start_stage B; setup_python
+# The LONG_EXPORTS exports with a LONG_CTX-position cache into WORK/long_<name>_<ctx>, concurrently when several are
+# asked for (one took 260-300 s on 2026-12-03); TIMEOUT_S each.
+long_exports() {
+  local timeout_s=$1 name flags pids=()
   export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor" TRITON_CACHE_DIR="$WORK/cache/triton"
   mkdir -p "$TORCHINDUCTOR_CACHE_DIR" "$TRITON_CACHE_DIR" 2>/dev/null
-  local name flags pids=() dirs=()
-  # The long-context exports, concurrently when several are asked for (one took 260-300 s on 2026-12-03).
   for name in ${LONG_EXPORTS//,/ }; do
     flags=$(export_flags "$name") || { problem "LONG_EXPORTS: $name is not one of bench_llm.EXPORTS"; continue; }
-    local dir="$WORK/long_${name}_$LONG_CTX"; dirs+=("$dir")
-    local cmd=(python3 tools/export/llm/export_llm.py --out "$dir" --config 1b --max-ctx "$LONG_CTX" $flags)
+    local cmd=(python3 tools/export/llm/export_llm.py --out "$WORK/long_${name}_$LONG_CTX" --config 1b
+               --max-ctx "$LONG_CTX" $flags)
     if [[ $DRY == 1 ]]; then
-      step "export_$name" $((BUDGET - 150)) "${cmd[@]}"  # in this shell: its mismatches must count
+      step "export_$name" "$timeout_s" "${cmd[@]}"  # in this shell: its mismatches must count
     else
-      step "export_$name" $((BUDGET - 150)) "${cmd[@]}" &
+      step "export_$name" "$timeout_s" "${cmd[@]}" &
       pids+=($!)
     fi
   done
   for p in "${pids[@]}"; do wait "$p"; done
+}
+
+stage_B() {
+  start_stage B; setup_python
+  long_exports $((BUDGET - 150))
   local positions_args=(--decode-at "$LONG_POSITIONS" --decode-window "$LONG_WINDOW" --max-ctx "$LONG_CTX")
   for name in ${LONG_EXPORTS//,/ }; do
     local dir="$WORK/long_${name}_$LONG_CTX"
@@ -344,6 +359,34 @@ stage_B() {
       cp "$RES/generate_$name.json" "$OUT/B_generate_$name.json" 2>/dev/null
     done
   fi
+  finish_stage
+}
+
+# What dependent launch buys, in one job: each export's generate with the overlap on, off, and on again (a drift
+# between the two "on" runs bounds the noise), then the int4 kernels back to back (bench/int4_bench.cu) both ways.
+stage_C() {
+  start_stage C; setup_python
+  start_suite
+  long_exports $((BUDGET - 170))
+  local name mode
+  for name in ${LONG_EXPORTS//,/ }; do
+    local dir="$WORK/long_${name}_$LONG_CTX"
+    [[ $DRY == 1 || -f "$dir/llm.pte" ]] || continue
+    for mode in on off on2; do
+      step "generate_${name}_$mode" 60 env AOTI_CUDA_DEPENDENT_LAUNCH=$([[ $mode == off ]] && echo 0 || echo 1) \
+        "$BUILD/examples/generate/generate" "$dir/llm.pte" --prompt-lens 128 --new-tokens 256 --reps 3 \
+        --decode-at "$LONG_POSITIONS" --decode-window "$LONG_WINDOW" --max-ctx "$LONG_CTX" \
+        --json "$RES/generate_${name}_$mode.json" $([[ $DRY == 1 ]] || expect_tokens "$dir/manifest.json")
+    done
+  done
+  if [[ -x "$BUILD/bench/aoti_cuda_int4_bench" ]]; then
+    for mode in on off; do
+      step "int4_bench_$mode" 90 "$BUILD/bench/aoti_cuda_int4_bench" --dependent-launch "$mode" --iters 15 \
+        --shapes 3072x2048,2048x2048,11264x2048,2048x5632,32000x2048 --m 1,4 --json "$RES/int4_bench_$mode.json"
+    done
+  fi
+  [[ -n "$SUITE_PID" ]] && wait "$SUITE_PID"
+  [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" pdl-summary "$RES" --out "$RES/summary_pdl.json" > /dev/null
   finish_stage
 }
 
@@ -436,10 +479,11 @@ case "$STAGE" in
   A1) stage_A1 ;;
   A2) stage_A2 ;;
   B) stage_B ;;
+  C) stage_C ;;
   selftest) stage_selftest ;;
   all) [[ $DRY == 1 ]] || { echo "STAGE all is for the dry run"; exit 2; }
-       stage_A1; stage_A2; stage_B ;;
-  *) echo "unknown STAGE $STAGE (A1, A2, B)"; exit 2 ;;
+       stage_A1; stage_A2; stage_B; stage_C ;;
+  *) echo "unknown STAGE $STAGE (A1, A2, B, C)"; exit 2 ;;
 esac
 rc=$?
 if [[ $DRY == 1 ]]; then

@@ -8,6 +8,9 @@
     python3 llm_job.py merge-et KEPT.json NEW.json OUT.json   # the fixture rows of a kept ExecuTorch-peer run
                                                   # with the LLM rows of stage A2's (report.py reads one file)
     python3 llm_job.py markdown A2_results.json|B_results.json   # the upload / long-context tables for docs/
+    python3 llm_job.py pdl-summary RES_DIR --out JSON   # stage C: decode tokens/s and int4 back-to-back us with
+                                                  # dependent launch on / off (generate_<export>_<on|off|on2>.json,
+                                                  # int4_bench_<on|off>.json in RES_DIR)
 
 upload-check (issue 30's target "the LLM's weights upload within 10 % of the rate in a plain C++ process"): the
 load-order program's large-program case (tests/load_order/gpu_cases.cpp, AOTI_CUDA_LARGE_PROGRAM = the bf16 LLM)
@@ -236,6 +239,42 @@ def suite_summary(suite_dir, et_ops_log=None):
     return res
 
 
+def pdl_summary(res_dir):
+    """Stage C: per export and position, decode tokens/s with dependent launch on (the better of the two "on"
+    runs, which ran before and after the "off" one), off, and on/off; the token agreement of each run; per int4
+    shape and M, the back-to-back microseconds both ways."""
+    out = {"exports": {}, "int4": []}
+    runs = {}
+    for path in sorted(glob.glob(os.path.join(res_dir, "generate_*_*.json"))):
+        m = re.match(r"generate_(.+)_(on|off|on2)\.json$", os.path.basename(path))
+        doc = load_json(path)
+        if m and doc:
+            runs.setdefault(m.group(1), {})[m.group(2)] = doc
+    for name, modes in sorted(runs.items()):
+        positions = {}
+        keys = sorted({k for d in modes.values() for k in d if re.fullmatch(r"(at\d+|p\d+)_decode_tok_s", k)})
+        for key in keys:
+            on = [modes[m][key] for m in ("on", "on2") if m in modes and modes[m].get(key)]
+            off = modes.get("off", {}).get(key)
+            row = {"on": max(on) if on else None, "on_runs": on, "off": off}
+            row["on_over_off"] = row["on"] / off if on and off else None
+            positions[key[: -len("_decode_tok_s")]] = row
+        agree = {m: [modes[m].get("expect_match"), modes[m].get("forced_match"), modes[m].get("expect_count")]
+                 for m in modes}
+        out["exports"][name] = {"positions": positions, "tokens_free_forced_count": agree}
+    on_bench, off_bench = (load_json(os.path.join(res_dir, f"int4_bench_{m}.json")) for m in ("on", "off"))
+    if on_bench and off_bench:
+        off_rows = {(r["m"], r["n"], r["k"]): r for r in off_bench.get("results", [])}
+        for r in on_bench.get("results", []):
+            o = off_rows.get((r["m"], r["n"], r["k"]))
+            if o and r.get("stream_us") and o.get("stream_us"):
+                out["int4"].append({"m": r["m"], "n": r["n"], "k": r["k"], "on_us": r["stream_us"],
+                                    "off_us": o["stream_us"], "off_over_on": o["stream_us"] / r["stream_us"],
+                                    "read_floor_us": r.get("floor_read_us")})
+        out["read_gbps"] = on_bench.get("read_gbps")
+    return out
+
+
 def fmt(x, digits=1):
     return "–" if x is None else f"{x:.{digits}f}"
 
@@ -315,6 +354,9 @@ def main(argv=None) -> int:
     ss.add_argument("suite_dir")
     ss.add_argument("et_ops_log", nargs="?")
     ss.add_argument("--out", required=True)
+    pd = sub.add_parser("pdl-summary")
+    pd.add_argument("res_dir")
+    pd.add_argument("--out", required=True)
     md = sub.add_parser("markdown")
     md.add_argument("results")
     a = ap.parse_args(argv)
@@ -339,6 +381,8 @@ def main(argv=None) -> int:
         res = trace_summary(load_json(a.trace), load_json(a.generate))
     elif a.cmd == "suite-summary":
         res = suite_summary(a.suite_dir, a.et_ops_log)
+    elif a.cmd == "pdl-summary":
+        res = pdl_summary(a.res_dir)
     elif a.cmd == "carry-size":
         print(json.dumps(carry_size(a.paths)))
         return 0

@@ -5,6 +5,7 @@ No torch. Prints "llm_job: N passed, M failed"; exit status 1 on any failure."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -136,6 +137,28 @@ def main() -> int:
               r["gpu_tests"][0].endswith("1 failed | 0 skipped") and len(r["gpu_tests"]) == 2
               and r["cli_run_failures"] == ["  FAILED: outputs differ"] and r["et_ops"][-1] == "432 checks, 0 failed")
         check("suite summary: a missing log says so", r["unit_tests"] == "no log")
+
+        pdl = os.path.join(t, "pdl")
+        os.makedirs(pdl)
+        for mode, rate in (("on", 1000.0), ("off", 900.0), ("on2", 1010.0)):
+            with open(os.path.join(pdl, f"generate_int4dopu_{mode}.json"), "w") as f:
+                json.dump({"at128_decode_tok_s": rate, "p128_decode_tok_s": rate - 50, "expect_match": 10,
+                           "forced_match": 31, "expect_count": 32}, f)
+        for mode, us in (("on", 8.0), ("off", 10.0)):
+            with open(os.path.join(pdl, f"int4_bench_{mode}.json"), "w") as f:
+                json.dump({"read_gbps": 4500.0, "results": [{"m": 1, "n": 2048, "k": 2048, "us": 5.0, "stream_us": us,
+                                                             "floor_read_us": 2.3}, {"m": 64, "n": 2048, "k": 2048,
+                                                                                     "us": 9.0}]}, f)
+        r = llm_job.pdl_summary(pdl)
+        at = r["exports"]["int4dopu"]["positions"]["at128"]
+        check("pdl summary: the better 'on' run against 'off', per position",
+              at["on"] == 1010.0 and at["off"] == 900.0 and abs(at["on_over_off"] - 1010.0 / 900.0) < 1e-12
+              and r["exports"]["int4dopu"]["positions"]["p128"]["off"] == 850.0)
+        check("pdl summary: the token agreement of every run",
+              r["exports"]["int4dopu"]["tokens_free_forced_count"]["off"] == [10, 31, 32])
+        check("pdl summary: int4 back to back both ways, rows without a back-to-back time left out",
+              r["int4"] == [{"m": 1, "n": 2048, "k": 2048, "on_us": 8.0, "off_us": 10.0, "off_over_on": 1.25,
+                             "read_floor_us": 2.3}])
 
     failed = results.count(False)
     print(f"llm_job: {len(results) - failed} passed, {failed} failed")
