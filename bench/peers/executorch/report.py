@@ -189,6 +189,9 @@ def llm_markdown(res):
             lines += [f"### {name}", "", f"Export missing: `{e['missing']}`.", ""]
             continue
         lines += [f"### {name}", ""]
+        run_date = (((e.get("run") or {}).get("machine")) or {}).get("date_utc")
+        if run_date:
+            lines += [f"Measured in the run of {run_date} UTC (both runtimes in the same job).", ""]
         hdr = "| runtime | load ms | cold start to first token ms | " + " | ".join(f"TTFT {n} ms" for n in lens) + \
               " | decode tok/s (after 128) | decode step ms | GPU MiB after load | peak host RSS MiB | tokens vs eager |"
         lines += [hdr, "|" + "---|" * (hdr.count("|") - 1)]

@@ -191,10 +191,23 @@ def check_wheels(folder):
 
 def merge_et(kept, new):
     """Stage A2 runs the ExecuTorch peer's LLM part only (PARTS=llm): its `llm` rows go into a copy of a kept run
-    that has the fixture parts, so that bench/peers/executorch/report.py rewrites executorch.md with both."""
+    that has the fixture parts, so that bench/peers/executorch/report.py rewrites executorch.md with both. Per
+    export: one the new run measured replaces the kept one; one it did not (missing, or not asked for, as with
+    LLM_PARTS=int4) keeps the kept run's rows. Each export's rows carry the run they come from (`run`)."""
     out = json.loads(json.dumps(kept))
-    out["llm"] = new.get("llm") or {}
-    out["llm_run"] = {"machine": new.get("machine"), "params": new.get("params")}
+    kept_run = kept.get("llm_run") or {"machine": kept.get("machine"), "params": kept.get("params")}
+    llm = {}
+    for name, e in (kept.get("llm") or {}).items():
+        llm[name] = dict(e)
+        llm[name].setdefault("run", kept_run)
+    new_run = {"machine": new.get("machine"), "params": new.get("params")}
+    for name, e in (new.get("llm") or {}).items():
+        if "missing" in e and name in llm and "missing" not in llm[name]:
+            continue
+        llm[name] = dict(e)
+        llm[name]["run"] = new_run
+    out["llm"] = llm
+    out["llm_run"] = new_run
     return out
 
 

@@ -102,6 +102,14 @@ def main() -> int:
         merged = llm_job.merge_et(kept, {"llm": {"bf16": {"aoti_cuda": {}}}, "params": {"parts": "llm"}})
         check("merge-et: fixture rows kept, LLM rows taken", merged["fixtures"] == kept["fixtures"]
               and "bf16" in merged["llm"] and kept["llm"] == {})
+        both = {"fixtures": {}, "llm": {"bf16": {"aoti_cuda": {"load_ms": 70}}, "int4": {"missing": "x"}},
+                "llm_run": {"machine": {"date_utc": "09:09"}}}
+        merged = llm_job.merge_et(both, {"llm": {"int4": {"aoti_cuda": {"load_ms": 27}}, "bf16": {"missing": "y"}},
+                                         "machine": {"date_utc": "11:28"}})
+        check("merge-et: per export, a measured row replaces a missing one and is never replaced by one",
+              merged["llm"]["bf16"]["aoti_cuda"] == {"load_ms": 70} and merged["llm"]["int4"]["aoti_cuda"] ==
+              {"load_ms": 27} and merged["llm"]["bf16"]["run"]["machine"]["date_utc"] == "09:09"
+              and merged["llm"]["int4"]["run"]["machine"]["date_utc"] == "11:28")
 
         long_doc = {"long_x": {"max_ctx": 4096, "positions": {}, "expect_match": [1.0, 32.0],
                                "forced_match": [31.0, 32.0]}}
