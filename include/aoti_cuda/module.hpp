@@ -167,8 +167,8 @@ struct TuningOptions {
   std::optional<std::size_t> cublas_workspace_mib;
   /// On sm_90 and newer, the SDK's decode kernels (few-row GEMV, int4
   /// weight streaming, decode attention) launch with programmatic dependent
-  /// launch: each may start while the kernel before it finishes, and
-  /// prefetches its weights meanwhile. Same results either way. Default
+  /// launch: each one's launch and start overlap the end of the kernel
+  /// before it. Same results either way. Default
   /// true. AOTI_CUDA_DEPENDENT_LAUNCH=1|0 (also true/false, on/off, yes/no).
   std::optional<bool> dependent_launch;
 };

@@ -43,8 +43,8 @@ struct OpSettings {
   std::size_t cublas_workspace_bytes = std::size_t{32} << 20;
   /// The few-row GEMV, the int4 weight-streaming and the decode attention
   /// kernels launch with programmatic dependent launch on sm_90 and newer
-  /// (they start while the previous kernel finishes and prefetch their
-  /// weights); false: plain launches.
+  /// (their launch overlaps the end of the previous kernel); false: plain
+  /// launches.
   bool dependent_launch = true;
 };
 

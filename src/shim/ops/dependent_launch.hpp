@@ -6,14 +6,20 @@
 // (docs/benchmarks/int4.md: an empty kernel alone costs 0.6-1.3 us per call in a graph). A kernel
 // launched with cudaLaunchAttributeProgrammaticStreamSerialization may start while its predecessor
 // in the stream is still finishing (once every block of the predecessor has exited, or has said
-// so with griddepcontrol.launch_dependents). Our kernels use that window for work that does not
-// depend on the predecessor, prefetching their weights into L2, then wait (griddepcontrol.wait)
-// for the predecessor's completion and memory before anything else.
+// so with griddepcontrol.launch_dependents): its launch, block scheduling and prologue overlap the
+// predecessor's tail, then it waits (griddepcontrol.wait) for the predecessor's completion and
+// memory before anything else.
+//
+// What was tried and dropped (H200, 2026-12-04, stage C of the LLM job): prefetching each kernel's
+// weights into L2 (cp.async.bulk.prefetch.L2) before the wait. It made the int4 kernels 7-28 %
+// faster back to back, but the bf16 decode step 8 % slower (whole weight matrices prefetched into
+// L2 ahead of use evict one another), and the int4 GPU tests that ran in that build failed on
+// some calls with stale-looking data, which no reordering explains; so no kernel reads or
+// prefetches anything before its wait.
 //
 // The contract every kernel launched through launch() keeps, which makes the overlap safe whatever
 // the predecessor is (a Triton kernel of the model library, one of ours, a copy):
-//   * before wait_for_predecessor(): no global memory read except L2 prefetches (an L2 prefetch
-//     cannot return stale data: L2 is where every SM's writes meet), no global write at all;
+//   * before wait_for_predecessor(): no global memory access at all;
 //   * every thread that reads or writes global memory calls wait_for_predecessor() first;
 //   * allow_dependents() only after that wait, so a chain of such kernels never runs more than
 //     one grid ahead of the data.
@@ -25,7 +31,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdint>
 #include <utility>
 
 namespace aoti_cuda {
@@ -73,31 +78,6 @@ __device__ __forceinline__ void allow_dependents() {
 #endif
 }
 
-/// Asks L2 to fetch [p, p + bytes) rounded down to whole 16-byte units; returns at once. A hint:
-/// it changes no result, only what the next loads of those bytes cost. Nothing for a p that is not
-/// 16-byte aligned (the bulk prefetch requires it).
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  bytes &= ~15u;
-  if (bytes == 0 || (reinterpret_cast<uintptr_t>(p) & 15u) != 0) return;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
-/// Prefetches [p, p + bytes) in pieces of at most 4 KiB: piece i by thread `first + i * step`
-/// of the calling ones (the block: threadIdx.x, blockDim.x; one thread: 0, 1).
-__device__ __forceinline__ void prefetch_l2_pieces(const void* p, uint64_t bytes, unsigned first, unsigned step) {
-  constexpr uint64_t kPiece = 4096;
-  const auto* base = static_cast<const char*>(p);
-  const uint64_t pieces = (bytes + kPiece - 1) / kPiece;
-  for (uint64_t i = first; i < pieces; i += step) {
-    const uint64_t offset = i * kPiece;
-    prefetch_l2(base + offset, static_cast<uint32_t>(bytes - offset < kPiece ? bytes - offset : kPiece));
-  }
-}
 #endif  // __CUDACC__
 
 }  // namespace pdl

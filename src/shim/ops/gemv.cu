@@ -93,13 +93,7 @@ __global__ void __launch_bounds__(kDotThreads) dot_kernel(Args p) {
   const int64_t col = static_cast<int64_t>(blockIdx.x) * (kDotThreads / kLanes / p.split) + warp / p.split;
   const int slice = warp % p.split;
   const int64_t batch = blockIdx.y;
-  // Launched with programmatic dependent launch (dependent_launch.hpp): while the kernel before
-  // finishes, each column's weights go to L2 (the first warp of the column asks, its lanes taking
-  // 4 KiB pieces); then the wait, before a, or c for beta, is read.
-  if (col < p.n && slice == 0) {
-    pdl::prefetch_l2_pieces(static_cast<const T*>(p.b) + batch * p.b_bs + col * p.b_cs,
-                            static_cast<uint64_t>(p.k) * sizeof(T), lane, kLanes);
-  }
+  // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before.
   pdl::wait_for_predecessor();
   pdl::allow_dependents();
   float acc[R];

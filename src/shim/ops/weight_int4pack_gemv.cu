@@ -110,21 +110,7 @@ struct Int4Gemv {
     const int g = lane >> 2;
     const int c = lane & 3;
     const int pair0 = blockIdx.x * NP;
-    // Launched with programmatic dependent launch (dependent_launch.hpp): while the kernel before
-    // finishes, this block's packed weights (its n-tiles are contiguous) and its columns of every
-    // scale/zero row go to L2; then the wait, before x or out is touched.
-    {
-      const int nt0 = 2 * pair0;
-      const int nt_end = min(2 * (pair0 + NP), sh.n_tiles);
-      if (nt0 < nt_end) {
-        const size_t tile_words = static_cast<size_t>(sh.k_super) * kLanes * kWords;
-        pdl::prefetch_l2_pieces(w + nt0 * tile_words, (nt_end - nt0) * tile_words * 4, threadIdx.x, blockDim.x);
-        const int groups = (sh.k + (1 << sh.group_shift) - 1) >> sh.group_shift;
-        for (int gi = threadIdx.x; gi < groups; gi += blockDim.x) {
-          pdl::prefetch_l2(sz + static_cast<size_t>(gi) * sh.n + nt0 * 8, static_cast<uint32_t>((nt_end - nt0) * 8 * 4));
-        }
-      }
-    }
+    // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before.
     pdl::wait_for_predecessor();
     pdl::allow_dependents();
     float acc[NP][T][4];
