@@ -16,8 +16,9 @@
 //               and replayed after a flush; time / R. This is how a decode step runs them (one
 //               graph, layer after layer) and what the bandwidth target is measured on.
 //
-// --dependent-launch off launches the kernels plainly (OpSettings::dependent_launch; default on, which
-// lets each back-to-back call start while the one before finishes: src/shim/ops/dependent_launch.hpp).
+// --dependent-launch on launches the kernels with programmatic dependent launch, which lets each
+// back-to-back call start while the one before finishes (OpSettings::dependent_launch, off by default
+// as in the SDK: src/shim/ops/dependent_launch.hpp).
 //
 // --variants times the kernels' tuning candidates (weight_int4pack_mm.hpp) for M <= 64 directly
 // (no shim), innerKTiles 8, and prints one table per candidate.

@@ -44,8 +44,9 @@ struct OpSettings {
   /// The few-row GEMV, the int4 weight-streaming and the decode attention
   /// kernels launch with programmatic dependent launch on sm_90 and newer
   /// (their launch overlaps the end of the previous kernel); false: plain
-  /// launches.
-  bool dependent_launch = true;
+  /// launches. Off by default until the H200 runs of 2026-12-04 are
+  /// explained (ops/dependent_launch.hpp).
+  bool dependent_launch = false;
 };
 
 /// The calling thread's settings: those of the innermost OpSettingsScope,

@@ -58,6 +58,9 @@ OwnedTensor device_tensor(const std::vector<T>& host, const std::vector<int64_t>
                           const std::vector<int64_t>& strides, int32_t dtype) {
   OwnedTensor t = empty(sizes, strides, dtype, kCUDA, 0);
   REQUIRE(cudaMemcpy(t.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  // From pageable memory cudaMemcpy may return before its DMA has landed, and the kernels run on a
+  // non-blocking stream that does not wait for the legacy stream's copy: wait for it here.
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   return t;
 }
 

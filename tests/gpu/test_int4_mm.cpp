@@ -51,6 +51,9 @@ template <class T>
 OwnedTensor upload(const std::vector<T>& host, const std::vector<int64_t>& sizes, int32_t dtype) {
   OwnedTensor t = empty(sizes, {}, dtype, kCUDA, 0);
   REQUIRE(cudaMemcpy(t.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  // From pageable memory cudaMemcpy may return before its DMA has landed, and the kernels run on a
+  // non-blocking stream that does not wait for the legacy stream's copy: wait for it here.
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   return t;
 }
 

@@ -84,7 +84,7 @@ void add_tuning_options(CLI::App& cmd, aoti_cuda::TuningOptions& t) {
       ->group(group);
   cmd.add_option_function<std::string>(
          "--dependent-launch", [&t](const std::string& v) { t.dependent_launch = v == "on"; },
-         "sm_90+: decode kernels launch while the previous kernel finishes, on or off (default on)")
+         "sm_90+: decode kernels launch while the previous kernel finishes, on or off (default off)")
       ->check(CLI::IsMember({"on", "off"}))
       ->group(group);
 }
@@ -98,7 +98,7 @@ std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
          (r.small_copy_kernels.value_or(true) ? "kernel" : "dma") + ", gemv rows " + num(r.gemv_max_rows) +
          ", int4 dequantize from M " + num(r.int4_dequant_min_m) + ", cuBLAS workspace " +
          num(r.cublas_workspace_mib) + " MiB, dependent launch " +
-         (r.dependent_launch.value_or(true) ? "on" : "off");
+         (r.dependent_launch.value_or(false) ? "on" : "off");
 }
 
 nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
