@@ -23,6 +23,7 @@
 #include "aoti_cuda/shim.h"
 #include "shim/op_settings.hpp"
 #include "support/gpu.hpp"
+#include "support/half_bits.hpp"
 #include "support/shim_testing.hpp"
 
 using aoti_cuda_test::empty;
@@ -40,18 +41,8 @@ constexpr int32_t kCUDA = 1;
 constexpr int64_t kIn = 8192, kHeads = 16, kKvHeads = 4, kDim = 128, kModel = kHeads * kDim, kCache = 2048;
 constexpr int64_t kWide = 11264, kOut = 1024, kGroup = 128, kInnerKTiles = 8;
 
-uint16_t bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
-float from_bf16(uint16_t b) {
-  const uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+uint16_t bf16(float f) { return aoti_cuda_test::to16(f, false); }
+float from_bf16(uint16_t b) { return aoti_cuda_test::from16(b, false); }
 
 template <class T>
 OwnedTensor device_tensor(const std::vector<T>& host, const std::vector<int64_t>& sizes,

@@ -27,6 +27,16 @@ shim returns zeros.
 
 The same with the step's own K and V rows stored in the caches first (tools/export/llm --sdpa decode-op-update):
 its C shim aoti_torch_cuda_aoti_cuda_decode_attention_update does both in one kernel pass.
+
+    aoti_cuda::aoti_cuda_decode_attention_qkv(Tensor qkv, Tensor rope_cos, Tensor rope_sin, Tensor(a!) k_cache,
+                                              Tensor(b!) v_cache, Tensor input_pos, int n_heads, float scale) -> Tensor
+
+The qkv form (tools/export/llm --sdpa decode-op-qkv): the fused q/k/v projection's output itself, qkv [B, 1,
+(n_heads + 2 Hkv) D] (q's heads, then k's, then v's), and the whole rotary tables rope_cos / rope_sin [R, D/2]
+(float32, row p for position p). q and the step's K row are rotated with row input_pos[b] (clamped to [0, R)), as
+the model's apply_rope does it (float32, the halves' products rounded separately, then rounded to qkv's dtype), and
+then the update form runs. An exported decode step then has no kernel between the projection and the attention:
+no rotary embeddings of q and k, no copy of v into its own buffer.
 """
 
 from __future__ import annotations
@@ -97,7 +107,54 @@ def _(q, k_new, v_new, k_cache, v_cache, input_pos, scale):
     return torch.empty(q.shape, dtype=q.dtype, device=q.device)
 
 
+QKV_NAME = "aoti_cuda_decode_attention_qkv"
+QKV_QUALIFIED = f"{NAMESPACE}::{QKV_NAME}"
+QKV_SHIM = "aoti_torch_cuda_" + QKV_NAME
+QKV_SHIM_DECLARATION = (f"AOTITorchError {QKV_SHIM}(AtenTensorHandle qkv, AtenTensorHandle rope_cos, "
+                        "AtenTensorHandle rope_sin, AtenTensorHandle k_cache, AtenTensorHandle v_cache, "
+                        "AtenTensorHandle input_pos, int64_t n_heads, double scale, AtenTensorHandle* ret0)")
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """x [B, 1, h, D] rotated by cos / sin [B or 1, D/2] (float32): the model's apply_rope, one row per batch."""
+    half = x.shape[-1] // 2
+    c = cos[:, None, None, :]
+    s = sin[:, None, None, :]
+    x1 = x[..., :half].float()
+    x2 = x[..., half:].float()
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1).to(x.dtype)
+
+
+@torch.library.custom_op(QKV_QUALIFIED, mutates_args=("k_cache", "v_cache"))
+def decode_attention_qkv(qkv: torch.Tensor, rope_cos: torch.Tensor, rope_sin: torch.Tensor, k_cache: torch.Tensor,
+                         v_cache: torch.Tensor, input_pos: torch.Tensor, n_heads: int, scale: float) -> torch.Tensor:
+    """The qkv form: q and the step's K row rotated with the tables' row at each batch's position, then the
+    update form with the step's V row as it is."""
+    b, rows, width = qkv.shape
+    hkv, d = k_cache.shape[1], k_cache.shape[3]
+    if rows != 1 or width != (n_heads + 2 * hkv) * d:
+        raise ValueError(f"{QKV_QUALIFIED}: qkv {tuple(qkv.shape)} must be [B, 1, (n_heads + 2 * kv_heads) * "
+                         f"head_dim] = [B, 1, {(n_heads + 2 * hkv) * d}]")
+    row = input_pos.reshape(-1).to(qkv.device).clamp(0, rope_cos.shape[0] - 1)
+    cos, sin = rope_cos.index_select(0, row), rope_sin.index_select(0, row)
+    q = rotate(qkv[..., : n_heads * d].reshape(b, 1, n_heads, d), cos, sin)
+    k = rotate(qkv[..., n_heads * d : (n_heads + hkv) * d].reshape(b, 1, hkv, d), cos, sin)
+    v = qkv[..., (n_heads + hkv) * d :].reshape(b, 1, hkv, d)
+    return decode_attention_update(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), k_cache, v_cache,
+                                   input_pos, scale)
+
+
+@decode_attention_qkv.register_fake
+def _(qkv, rope_cos, rope_sin, k_cache, v_cache, input_pos, n_heads, scale):
+    return torch.empty((qkv.shape[0], n_heads, 1, k_cache.shape[3]), dtype=qkv.dtype, device=qkv.device)
+
+
 def custom_ops_to_c_shims():
-    """The aot_inductor.custom_ops_to_c_shims entries for both operators: {OpOverload: [C declaration]}."""
+    """The aot_inductor.custom_ops_to_c_shims entries for the three operators: {OpOverload: [C declaration]}."""
     return {torch.ops.aoti_cuda.aoti_cuda_decode_attention.default: [SHIM_DECLARATION],
-            torch.ops.aoti_cuda.aoti_cuda_decode_attention_update.default: [UPDATE_SHIM_DECLARATION]}
+            torch.ops.aoti_cuda.aoti_cuda_decode_attention_update.default: [UPDATE_SHIM_DECLARATION],
+            torch.ops.aoti_cuda.aoti_cuda_decode_attention_qkv.default: [QKV_SHIM_DECLARATION]}
+
+
+# The shim each exporter choice (export_llm.py --sdpa) makes decode call.
+SHIM_OF_CHOICE = {"decode-op": SHIM, "decode-op-update": UPDATE_SHIM, "decode-op-qkv": QKV_SHIM}

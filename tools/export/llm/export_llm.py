@@ -2,7 +2,7 @@
 """Export the benchmark LLM (model.py) with ExecuTorch 1.2's CUDA backend: prefill + decode.
 
     python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
-        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash|decode-op|decode-op-update]
+        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash|decode-op|decode-op-update|decode-op-qkv]
         [--fusion executorch|inductor] [--layers N]
         [--max-ctx N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
 
@@ -45,7 +45,10 @@ aot_inductor.custom_ops_to_c_shims (../sdpa_backend.py, decode_op), a kernel who
 the cache size; prefill as `mixed` (the backend's Triton SDPA). Only aoti_cuda runs such a program ("decode_op_methods"
 in the manifest; `aoti_cuda inspect` says so). `decode-op-update`: the same with the operator's update form,
 aoti_cuda::aoti_cuda_decode_attention_update, which also stores the step's K and V rows in the cache (its shim
-aoti_torch_cuda_aoti_cuda_decode_attention_update), so decode has no separate kernels writing the cache. --max-ctx
+aoti_torch_cuda_aoti_cuda_decode_attention_update), so decode has no separate kernels writing the cache.
+`decode-op-qkv`: the qkv form, aoti_cuda::aoti_cuda_decode_attention_qkv (shim
+aoti_torch_cuda_aoti_cuda_decode_attention_qkv), which takes the q/k/v projection's output and the rotary tables and
+rotates q and k itself, so decode has no kernel between the projection and the attention. --max-ctx
 sets the cache length (e.g. 4096 for the position sweep of issue 32).
 """
 
@@ -115,8 +118,8 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
-SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op", "decode-op-update")
-DECODE_OP_CHOICES = ("decode-op", "decode-op-update")
+SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op", "decode-op-update", "decode-op-qkv")
+DECODE_OP_CHOICES = ("decode-op", "decode-op-update", "decode-op-qkv")
 
 
 def sdpa_decomposed(method: str, sdpa: str) -> bool:
@@ -216,11 +219,12 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
             sdpa_backend.flash_attention(CudaBackend, flash_methods, flash_sdpa_context) as emitted, \
             sdpa_backend.decode_op(CudaBackend, op_methods, decode_op_shims,
                                    (decode_attention_op.QUALIFIED, decode_attention_op.SHIM,
-                                    decode_attention_op.UPDATE_QUALIFIED, decode_attention_op.UPDATE_SHIM)) as op_emitted, \
+                                    decode_attention_op.UPDATE_QUALIFIED, decode_attention_op.UPDATE_SHIM,
+                                    decode_attention_op.QKV_QUALIFIED, decode_attention_op.QKV_SHIM)) as op_emitted, \
             bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
-    shim = decode_attention_op.UPDATE_SHIM if sdpa == "decode-op-update" else decode_attention_op.SHIM
+    shim = decode_attention_op.SHIM_OF_CHOICE.get(sdpa, decode_attention_op.SHIM)
     for name in op_methods:
         if name in op_emitted:
             print(f"sdpa={sdpa}: {name} calls {shim}", flush=True)
@@ -256,7 +260,8 @@ def parse_args(argv):
                          "decomposed, prefill calls PyTorch's flash attention (aoti_cuda's kernel; see ../sdpa_backend.py); "
                          "decode-op: decode calls aoti_cuda's own decode attention shim (cost grows with the position), "
                          "prefill as mixed; only aoti_cuda runs it; decode-op-update: the same, the operator "
-                         "also storing the step's K and V rows (no separate cache-write kernels)")
+                         "also storing the step's K and V rows (no separate cache-write kernels); decode-op-qkv: "
+                         "the same, the operator also rotating q and k (no kernel between projection and attention)")
     ap.add_argument("--fusion", choices=gemm_backend.FUSION_CHOICES, default="executorch",
                     help="executorch: the backend's Inductor settings; inductor: AOTInductor's defaults for "
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
@@ -336,7 +341,7 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         import decode_attention_op
 
         text = json.dumps(imports)
-        shim = decode_attention_op.UPDATE_SHIM if args.sdpa == "decode-op-update" else decode_attention_op.SHIM
+        shim = decode_attention_op.SHIM_OF_CHOICE[args.sdpa]
         if shim not in text:
             print(f"sdpa={args.sdpa}: warning: the libraries do not import {shim}", flush=True)
         if "proxy_executor" in text:  # Inductor's runtime-dispatch path, which needs libtorch: not runnable here
@@ -376,7 +381,7 @@ def main(argv=None) -> int:
         from model import use_decode_attention_op
 
         # Before torch.export; after the eager reference, which stays plain PyTorch.
-        use_decode_attention_op(model, update=args.sdpa == "decode-op-update")
+        use_decode_attention_op(model, form={"decode-op-update": "update", "decode-op-qkv": "qkv"}.get(args.sdpa, ""))
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)

@@ -145,8 +145,9 @@ class Attention(nn.Module):
         cache = (1, cfg.n_kv_heads, cfg.max_ctx, hd)
         self.register_buffer("k_cache", torch.zeros(cache, dtype=dtype))
         self.register_buffer("v_cache", torch.zeros(cache, dtype=dtype))
-        # Decode through aoti_cuda's operator (use_decode_attention_op): False, True, or "update" (the operator that
-        # also stores the step's K and V rows, instead of index_copy_ before it).
+        # Decode through aoti_cuda's operator (use_decode_attention_op): False, True, "update" (the operator that
+        # also stores the step's K and V rows, instead of index_copy_ before it) or "qkv" (the operator that takes
+        # the projection's output and the whole rotary tables, and rotates q and k itself).
         self.decode_op = False
 
     def forward(self, x, cos, sin, pos, mask):
@@ -156,6 +157,11 @@ class Attention(nn.Module):
         t = x.shape[1]
         h, hkv, hd = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         qkv = self.wqkv(x)
+        if mask is not None and self.decode_op == "qkv":
+            # cos / sin are the whole tables here (Llama.decode): the operator picks row pos and rotates q and k.
+            y = torch.ops.aoti_cuda.aoti_cuda_decode_attention_qkv(
+                qkv, cos, sin, self.k_cache, self.v_cache, pos, h, 1.0 / math.sqrt(hd))
+            return self.wo(y.reshape(1, 1, h * hd))
         q = qkv[..., : h * hd].reshape(1, t, h, hd)
         k = qkv[..., h * hd : (h + hkv) * hd].reshape(1, t, hkv, hd)
         v = qkv[..., (h + hkv) * hd :].reshape(1, t, hkv, hd)
@@ -242,8 +248,11 @@ class Llama(nn.Module):
 
     def decode(self, token, pos):
         cfg = self.cfg
-        cos = self.rope_cos.index_select(0, pos)
-        sin = self.rope_sin.index_select(0, pos)
+        if self.layers[0].attention.decode_op == "qkv":  # the operator reads the tables' row itself
+            cos, sin = self.rope_cos, self.rope_sin
+        else:
+            cos = self.rope_cos.index_select(0, pos)
+            sin = self.rope_sin.index_select(0, pos)
         mask = (self.positions <= pos).reshape(1, 1, 1, cfg.max_ctx).expand(1, 1, cfg.n_rep, cfg.max_ctx)
         x = self.tok_embeddings(token)
         for layer in self.layers:
@@ -256,14 +265,19 @@ class Llama(nn.Module):
             layer.attention.v_cache.zero_()
 
 
-def use_decode_attention_op(model: Llama, enabled: bool = True, update: bool = False) -> None:
+def use_decode_attention_op(model: Llama, enabled: bool = True, update: bool = False, form: str = "") -> None:
     """Decode's attention through aoti_cuda::aoti_cuda_decode_attention (registered on first use) instead of a
-    masked SDPA over the whole cache; with update, through aoti_cuda::aoti_cuda_decode_attention_update, which
-    also stores the step's K and V rows (no index_copy_ in decode). Prefill is unchanged."""
+    masked SDPA over the whole cache; with update (or form "update"), through
+    aoti_cuda::aoti_cuda_decode_attention_update, which also stores the step's K and V rows (no index_copy_ in
+    decode); with form "qkv", through aoti_cuda::aoti_cuda_decode_attention_qkv, which also rotates q and k (no
+    kernel between the q/k/v projection and the attention). Prefill is unchanged."""
+    if form not in ("", "update", "qkv"):
+        raise ValueError(f"decode attention operator form {form!r}: expected '', 'update' or 'qkv'")
     if enabled:
         import decode_attention_op  # noqa: F401  (defines the operators)
+    mode = form or ("update" if update else True)
     for layer in model.layers:
-        layer.attention.decode_op = ("update" if update else True) if enabled else False
+        layer.attention.decode_op = mode if enabled else False
 
 
 class PrefillMethod(nn.Module):

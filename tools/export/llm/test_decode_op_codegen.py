@@ -12,7 +12,9 @@ aoti_torch_cuda_aoti_cuda_decode_attention with the same arguments. Checks, in t
   not AOTInductor's proxy executor (which needs libtorch);
 - the output's strides it asserts are contiguous (what the shim allocates);
 - the update form on a module whose caches are buffers: one direct call that passes the buffers themselves, and no
-  other code writes them.
+  other code writes them;
+- the qkv form after a projection: one direct call that takes the projection's output, the rotary tables and the
+  caches as they are (no generated kernel at all: nothing left between the projection and the attention).
 """
 
 from __future__ import annotations
@@ -108,7 +110,42 @@ def main() -> int:
           call is not None and call.group(4) == "k_cache" and call.group(5) == "v_cache"
           and "k_cache = constants_->at(" in code.replace("auto& ", "").replace("[[maybe_unused]] ", ""))
     check("update form: nothing else writes the caches (no copy_ or clone of them)",
-          re.search(r"(copy_|clone)\w*\([^;]*[kv]_cache", code) is None)
+          re.search(r"(copy_|clone)\w*\([^;]*\b[kv]_cache\b", code) is None)
+
+    # The qkv form right after the fused q/k/v projection, with the rotary tables as buffers (the model's decode).
+    class QkvStep(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wqkv = torch.nn.Linear(256, (8 + 2 * 2) * 64, bias=False)
+            self.register_buffer("k_cache", torch.zeros(1, 2, 32, 64))
+            self.register_buffer("v_cache", torch.zeros(1, 2, 32, 64))
+            self.register_buffer("rope_cos", torch.ones(32, 32))
+            self.register_buffer("rope_sin", torch.zeros(32, 32))
+
+        def forward(self, x, pos):
+            return torch.ops.aoti_cuda.aoti_cuda_decode_attention_qkv(self.wqkv(x), self.rope_cos, self.rope_sin,
+                                                                       self.k_cache, self.v_cache, pos, 8, 0.125)
+
+    ep = torch.export.export(QkvStep(), (torch.randn(1, 1, 256), torch.tensor([5])))
+    cpu_qkv = dao.QKV_SHIM.replace("aoti_torch_cuda_", "aoti_torch_cpu_")
+    qkv_declaration = dao.QKV_SHIM_DECLARATION.replace(dao.QKV_SHIM, cpu_qkv)
+    options = {"aot_inductor.custom_ops_to_c_shims":
+               {torch.ops.aoti_cuda.aoti_cuda_decode_attention_qkv.default: [qkv_declaration]},
+               "aot_inductor.package_cpp_only": True}
+    code = generated_wrapper(torch, ep, options) or ""
+    call = re.search(rf"{cpu_qkv}\((.+?), (\w+), (\w+), (\w+), (\w+), (\w+), (\d+)L?, ([0-9.e+-]+), &(\w+)\)", code)
+    projection = re.search(r"aoti_torch_cpu_(?:mm|addmm)_out\((\w+),", code)
+    check("qkv form: one direct call (qkv, rope_cos, rope_sin, k_cache, v_cache, input_pos, n_heads, scale, &out)",
+          call is not None and code.count(f"{cpu_qkv}(") == 2)
+    check("qkv form: n_heads and scale as literals", call is not None and call.group(7) == "8"
+          and float(call.group(8)) == 0.125)
+    check("qkv form: the tables and the caches are the buffers themselves",
+          call is not None and (call.group(2), call.group(3), call.group(4), call.group(5)) ==
+          ("rope_cos", "rope_sin", "k_cache", "v_cache"))
+    check("qkv form: the projection's output buffer is the operator's qkv (a view of it, not a copy)",
+          call is not None and projection is not None and re.search(rf"\b{projection.group(1)}\b", call.group(1)))
+    check("qkv form: no generated kernel (nothing left between the projection and the operator)",
+          "cpp_fused" not in code)
     failed = results.count(False)
     print(f"decode op codegen: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

@@ -105,6 +105,63 @@ def check_decode_op(check, cfg) -> None:
           dec.count("aoti_cuda.aoti_cuda_decode_attention_update.default") == cfg.n_layers
           and not any("index_copy" in t for t in dec) and "aten.scaled_dot_product_attention.default" not in dec)
 
+    # The qkv form: the projection's output and the whole rotary tables; the operator rotates q and k itself.
+    import decode_attention_op
+    from model import apply_rope
+
+    h = hkv * group  # query heads
+    angles = torch.arange(50, dtype=torch.float64)[:, None] / 10000.0 ** (torch.arange(d // 2) / (d // 2))[None, :]
+    cos_t, sin_t = torch.cos(angles).float(), torch.sin(angles).float()  # 50 rows: more than the 40-row cache
+    qkv_op = torch.ops.aoti_cuda.aoti_cuda_decode_attention_qkv
+    width = (h + 2 * hkv) * d
+    qkv = torch.randn(b, 1, width, generator=g, dtype=torch.float64).to(torch.bfloat16)
+    kb, vb = k.to(torch.bfloat16), v.to(torch.bfloat16)
+    pos2 = torch.tensor([7, 39])
+    kc, vc = kb.clone(), vb.clone()
+    out = qkv_op(qkv, cos_t, sin_t, kc, vc, pos2, h, 0.3)
+    qr, kr = [], []
+    for i, p in enumerate((7, 39)):  # the model's apply_rope, one sequence at a time with its own row
+        rows = qkv[i : i + 1]
+        qr.append(apply_rope(rows[..., : h * d].reshape(1, 1, h, d), cos_t[p : p + 1], sin_t[p : p + 1]))
+        kr.append(apply_rope(rows[..., h * d : (h + hkv) * d].reshape(1, 1, hkv, d), cos_t[p : p + 1], sin_t[p : p + 1]))
+    qr, kr = torch.cat(qr).transpose(1, 2), torch.cat(kr).transpose(1, 2)
+    vr = qkv[..., (h + hkv) * d :].reshape(b, 1, hkv, d).transpose(1, 2)
+    ke, ve = kb.clone(), vb.clone()
+    upd(qr, kr, vr, ke, ve, pos2, 0.3)
+    check("qkv op: the model's rotary embeddings at each sequence's position, stored rows bit for bit",
+          torch.equal(kc, ke) and torch.equal(vc, ve))
+    check("qkv op: the same attention as the update op on the rotated rows",
+          torch.equal(out, op(qr, ke, ve, pos2, 0.3)))
+    kc, vc = kb[:1].clone(), vb[:1].clone()
+    qkv_op(qkv[:1], cos_t, sin_t, kc, vc, torch.tensor([10**6]), h, 0.3)
+    check("qkv op: a position past the tables rotates with their last row and stores nothing",
+          torch.equal(kc, kb[:1]) and torch.equal(vc, vb[:1]))
+    try:
+        qkv_op(qkv[..., :-d], cos_t, sin_t, kb.clone(), vb.clone(), pos2, h, 0.3)
+        check("qkv op: a qkv of the wrong width is refused", False)
+    except ValueError as e:
+        check("qkv op: a qkv of the wrong width is refused, naming the width it needs", str(width) in str(e))
+    with torch.no_grad():
+        use_decode_attention_op(m, form="qkv")
+        m.prefill(toks[:, :11])
+        through_qkv, _ = m.decode(toks[:, 11:12], torch.tensor([11]))
+        use_decode_attention_op(m, False)
+    check("decode through the qkv op == masked decode", torch.allclose(masked, through_qkv, atol=1e-5, rtol=1e-5))
+    bq = build_model(cfg, device="cpu")
+    use_decode_attention_op(bq, form="qkv")
+    progs = export_methods(bq, cfg, 16, "cpu")
+    dec = [str(n.target) for n in progs["decode"].graph.nodes if n.op == "call_function"]
+    check("export with the qkv op: one call per layer in decode; no index_copy, SDPA, cat or index_select left there",
+          dec.count("aoti_cuda.aoti_cuda_decode_attention_qkv.default") == cfg.n_layers
+          and not any("index_copy" in t or "index_select" in t or "aten.cat" in t for t in dec)
+          and "aten.scaled_dot_product_attention.default" not in dec)
+    try:
+        use_decode_attention_op(bq, form="fused")
+        check("use_decode_attention_op: an unknown form is refused", False)
+    except ValueError:
+        check("use_decode_attention_op: an unknown form is refused", True)
+    assert decode_attention_op.SHIM_OF_CHOICE["decode-op-qkv"] == decode_attention_op.QKV_SHIM
+
 
 def main() -> int:
     try:
