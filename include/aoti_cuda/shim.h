@@ -321,6 +321,20 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention_upd
     AtenTensorHandle q, AtenTensorHandle k_new, AtenTensorHandle v_new, AtenTensorHandle k_cache,
     AtenTensorHandle v_cache, AtenTensorHandle input_pos, double scale, AtenTensorHandle* ret0);
 
+/* Its qkv form, the C shim of aoti_cuda::aoti_cuda_decode_attention_qkv(Tensor qkv, Tensor rope_cos,
+ * Tensor rope_sin, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor input_pos, int n_heads, float scale)
+ * -> Tensor (--sdpa decode-op-qkv): qkv [B, 1, (H + 2 Hkv) D] is the fused projection's output, the
+ * H query heads, then the Hkv key heads, then the Hkv value heads, unit-stride, 16-byte aligned, its
+ * batch stride a multiple of 8 elements; H = n_heads. rope_cos / rope_sin float32 [R, D/2], rows
+ * unit-stride: q and the step's key row are rotated with row r = input_pos[b] clamped to [0, R)
+ * (first halves x1, second halves x2: x1 c - x2 s and x2 c + x1 s in float32, each product rounded,
+ * then rounded to the dtype: the model's rotary embedding), then the update form runs with the
+ * rotated key row and the value row as they are. An exported decode step then has no kernel between
+ * the projection and the attention. *ret0 = a new contiguous [B, H, 1, D] output. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention_qkv(
+    AtenTensorHandle qkv, AtenTensorHandle rope_cos, AtenTensorHandle rope_sin, AtenTensorHandle k_cache,
+    AtenTensorHandle v_cache, AtenTensorHandle input_pos, int64_t n_heads, double scale, AtenTensorHandle* ret0);
+
 /* Extern GEMMs (a program exported with Inductor's ATEN GEMM backend calls these instead of
  * Triton GEMM kernels), PyTorch's mm.out / addmm.out / bmm.out:
  *   mm:    out[M,N] = self[M,K] · mat2[K,N]

@@ -367,3 +367,104 @@ TEST_CASE("gpu: decode attention, update form, in a CUDA graph: each replay stor
         out.reset();
       });
 }
+
+namespace {
+
+// The qkv form against the update form: the same call with q and the step's K row rotated on the host, with the
+// rounding the kernel must reproduce (each float32 product rounded, then the sum, then 16 bits), so the outputs
+// and the caches must be identical, bit for bit. The tables hold the model's angles: row p, column j is
+// p / 10000^(j / (D/2)).
+OwnedTensor upload16(const std::vector<uint16_t>& host, const std::vector<int64_t>& sizes, bool fp16) {
+  OwnedTensor t = empty(sizes, {}, fp16 ? kF16 : kBF16, kCUDA, 0);
+  REQUIRE(cudaMemcpy(t.data(), host.data(), host.size() * 2, cudaMemcpyHostToDevice) == cudaSuccess);
+  return t;
+}
+
+uint16_t rotate_on_host(uint16_t first, uint16_t second, float c, float s, bool first_half, bool fp16) {
+  const float x1 = from16(first, fp16), x2 = from16(second, fp16);
+  volatile float a = first_half ? x1 * c : x2 * c;  // volatile: each product rounded on its own, as the model does
+  volatile float b = first_half ? x2 * s : x1 * s;
+  return to16(first_half ? a - b : a + b, fp16);
+}
+
+void check_qkv(const Setup& s, const std::vector<std::vector<int64_t>>& position_sets, int64_t table_rows,
+               const char* what) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(s.dim));
+  const int64_t half = s.dim / 2, width = (s.heads + 2 * s.kv_heads) * s.dim;
+  std::mt19937 rng(555);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<uint16_t> qkv(static_cast<std::size_t>(s.batch * width));
+  for (uint16_t& x : qkv) x = to16(dist(rng), s.fp16);
+  std::vector<float> cos_t(static_cast<std::size_t>(table_rows * half)), sin_t(cos_t.size());
+  for (int64_t p = 0; p < table_rows; ++p) {
+    for (int64_t j = 0; j < half; ++j) {
+      const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(j) / static_cast<double>(half));
+      cos_t[p * half + j] = static_cast<float>(std::cos(angle));
+      sin_t[p * half + j] = static_cast<float>(std::sin(angle));
+    }
+  }
+  OwnedTensor qkv_d = upload16(qkv, {s.batch, 1, width}, s.fp16);
+  OwnedTensor cos_d = empty({table_rows, half}, {}, 6, kCUDA, 0), sin_d = empty({table_rows, half}, {}, 6, kCUDA, 0);
+  REQUIRE(cudaMemcpy(cos_d.data(), cos_t.data(), cos_t.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaMemcpy(sin_d.data(), sin_t.data(), sin_t.size() * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+  for (const std::vector<int64_t>& positions : position_sets) {
+    // The rows the update form gets: q [B, H, 1, D] and k_new rotated with each sequence's row, v_new as it is.
+    std::vector<uint16_t> q(static_cast<std::size_t>(s.batch * s.heads * s.dim));
+    std::vector<uint16_t> k_new(static_cast<std::size_t>(s.batch * s.kv_heads * s.dim)), v_new(k_new.size());
+    for (int64_t b = 0; b < s.batch; ++b) {
+      const int64_t raw = positions[positions.size() == 1 ? 0 : b];
+      const int64_t row = std::clamp<int64_t>(raw, 0, table_rows - 1);
+      const uint16_t* token = qkv.data() + b * width;
+      auto rotate_head = [&](const uint16_t* head, uint16_t* out) {
+        for (int64_t d = 0; d < s.dim; ++d) {
+          const int64_t j = d % half;
+          out[d] = rotate_on_host(head[j], head[j + half], cos_t[row * half + j], sin_t[row * half + j], d < half,
+                                  s.fp16);
+        }
+      };
+      for (int64_t h = 0; h < s.heads; ++h) rotate_head(token + h * s.dim, q.data() + (b * s.heads + h) * s.dim);
+      for (int64_t h = 0; h < s.kv_heads; ++h) {
+        rotate_head(token + (s.heads + h) * s.dim, k_new.data() + (b * s.kv_heads + h) * s.dim);
+        std::copy_n(token + (s.heads + s.kv_heads + h) * s.dim, s.dim, v_new.data() + (b * s.kv_heads + h) * s.dim);
+      }
+    }
+    OwnedTensor q_d = upload16(q, {s.batch, s.heads, 1, s.dim}, s.fp16);
+    OwnedTensor k_new_d = upload16(k_new, {s.batch, s.kv_heads, 1, s.dim}, s.fp16);
+    OwnedTensor v_new_d = upload16(v_new, {s.batch, s.kv_heads, 1, s.dim}, s.fp16);
+    Operands fused = operands(s, 4321), reference = operands(s, 4321);  // the same caches twice
+    OwnedTensor pos = positions_tensor(positions);
+    OwnedTensor out_fused, out_reference;
+    AOTITorchError rc = aoti_torch_cuda_aoti_cuda_decode_attention_qkv(
+        qkv_d.get(), cos_d.get(), sin_d.get(), fused.k.device.get(), fused.v.device.get(), pos.get(), s.heads, scale,
+        out_fused.out());
+    REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+    rc = aoti_torch_cuda_aoti_cuda_decode_attention_update(q_d.get(), k_new_d.get(), v_new_d.get(),
+                                                           reference.k.device.get(), reference.v.device.get(),
+                                                           pos.get(), scale, out_reference.out());
+    REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    std::string label = std::string(what) + (s.fp16 ? " fp16" : " bf16") + " D=" + std::to_string(s.dim) +
+                        " g=" + std::to_string(s.heads / s.kv_heads) + " L=" + std::to_string(s.cache_len) +
+                        " table rows " + std::to_string(table_rows) + " pos";
+    for (int64_t p : positions) label += " " + std::to_string(p);
+    CAPTURE(label);
+    const std::size_t n_out = static_cast<std::size_t>(s.batch * s.heads * s.dim);
+    CHECK(read(out_fused, n_out) == read(out_reference, n_out));
+    CHECK(read(fused.k.device, fused.k.host.size()) == read(reference.k.device, reference.k.host.size()));
+    CHECK(read(fused.v.device, fused.v.host.size()) == read(reference.v.device, reference.v.host.size()));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpu: decode attention, qkv form: q and the step's key rotated on the fly equal the update form on "
+          "rows rotated on the host, bit for bit" * AOTI_CUDA_GPU_CASE) {
+  for (bool fp16 : {false, true}) {
+    for (int64_t dim : {64, 128}) check_qkv({fp16, 1, 8, 2, 1000, dim}, {{0}, {63}, {64}, {999}}, 1000, "grid");
+  }
+  check_qkv({false, 1, 16, 4, 4096, 128}, {{128}, {4000}}, 4096, "1b");  // the 1.1B model's attention
+  check_qkv({false, 1, 6, 2, 300, 128}, {{200}}, 300, "g3");
+  check_qkv({false, 2, 8, 2, 512, 128}, {{3, 400}, {511, 0}}, 512, "batch");
+  // Positions past the table use its last row; past the cache nothing is stored.
+  check_qkv({false, 1, 8, 2, 512, 64}, {{300}, {5000}, {-1}}, 256, "clamped");
+}

@@ -185,3 +185,83 @@ TEST_CASE("decode attention, update form: the step's rows are checked like the c
   OwnedTensor k32 = empty({1, 2, 128, 64}, {}, kF32);
   expect_update_failure(o.q.get(), k_new.get(), v_new.get(), k32.get(), o.v.get(), o.pos.get(), "k_cache must be");
 }
+
+namespace {
+
+// The qkv form over the Operands' caches ([1, 2, 128, 64]) with 8 query heads: qkv [1, 1, (8 + 2 * 2) * 64].
+void expect_qkv_failure(AtenTensorHandle qkv, AtenTensorHandle cos, AtenTensorHandle sin, AtenTensorHandle k,
+                        AtenTensorHandle v, AtenTensorHandle pos, int64_t n_heads, const std::string& needle) {
+  aoti_cuda_shim_clear_error();
+  const int64_t live = aoti_cuda_shim_live_handles();
+  AtenTensorHandle out = reinterpret_cast<AtenTensorHandle>(0x1);
+  CHECK(aoti_torch_cuda_aoti_cuda_decode_attention_qkv(qkv, cos, sin, k, v, pos, n_heads, 0.125, &out) ==
+        AOTI_TORCH_FAILURE);
+  CHECK(out == nullptr);
+  CHECK(aoti_cuda_shim_live_handles() == live);
+  INFO("message: " << aoti_cuda_shim_last_error());
+  CHECK(last_error_contains("aoti_torch_cuda_aoti_cuda_decode_attention_qkv: "));
+  CHECK(last_error_contains(needle));
+}
+
+}  // namespace
+
+TEST_CASE("decode attention, qkv form: the projection's output and the rotary tables are checked, then the device") {
+  Operands o;
+  OwnedTensor qkv = empty({1, 1, 768}, {}, kBF16);
+  OwnedTensor cos = empty({128, 32}, {}, kF32);
+  OwnedTensor sin = empty({128, 32}, {}, kF32);
+  // Well-formed (also a table shorter than the cache: positions past it use its last row): refused on the CPU.
+  expect_qkv_failure(qkv.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8, "qkv must be a CUDA tensor");
+  OwnedTensor short_cos = empty({16, 32}, {}, kF32), short_sin = empty({16, 32}, {}, kF32);
+  expect_qkv_failure(qkv.get(), short_cos.get(), short_sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "qkv must be a CUDA tensor");
+  expect_qkv_failure(nullptr, cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8, "qkv");
+  expect_qkv_failure(qkv.get(), nullptr, sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8, "rope_cos");
+  // The width must hold n_heads query heads and the caches' key and value heads.
+  expect_qkv_failure(qkv.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 9,
+                     "qkv's last dimension must be (n_heads + 2 * kv_heads) * head_dim = (9 + 2 * 2) * 64");
+  expect_qkv_failure(qkv.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 0,
+                     "qkv's last dimension must be");
+  // 8 query heads over 2 KV heads is fine; 6 over 2 too, but not 7 (the width is checked first: 7 + 4 heads).
+  OwnedTensor qkv7 = empty({1, 1, 704}, {}, kBF16);
+  expect_qkv_failure(qkv7.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 7,
+                     "must be a multiple of key/value heads");
+  OwnedTensor two_tokens = empty({1, 2, 768}, {}, kBF16);
+  expect_qkv_failure(two_tokens.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "qkv must be the q/k/v projection's output for one token");
+  OwnedTensor flat = empty({1, 768}, {}, kBF16);
+  expect_qkv_failure(flat.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "qkv must be the q/k/v projection's output for one token");
+  OwnedTensor ints = empty({1, 1, 768}, {}, kI32);
+  expect_qkv_failure(ints.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "qkv must be bfloat16 or float16");
+  OwnedTensor half = empty({1, 1, 768}, {}, kF16);
+  expect_qkv_failure(half.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "qkv, k_cache and v_cache must have one dtype");
+  OwnedTensor strided = empty({1, 1, 768}, {1536, 1536, 2}, kBF16);
+  expect_qkv_failure(strided.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "qkv must have a unit-stride last dimension");
+  // Two sequences whose rows are 772 elements apart: the key and value rows cannot be read as 16-byte vectors.
+  OwnedTensor k2 = empty({2, 2, 128, 64}, {}, kBF16), v2 = empty({2, 2, 128, 64}, {}, kBF16);
+  OwnedTensor odd = empty({2, 1, 768}, {772, 772, 1}, kBF16);
+  expect_qkv_failure(odd.get(), cos.get(), sin.get(), k2.get(), v2.get(), o.pos.get(), 8,
+                     "qkv must be 16-byte aligned with a batch stride that is a multiple of 8 elements");
+  // The tables: float32 [rows, head_dim / 2] with unit-stride rows, one shape for both.
+  OwnedTensor bf_cos = empty({128, 32}, {}, kBF16);
+  expect_qkv_failure(qkv.get(), bf_cos.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "rope_cos must be a float32 [rows, head_dim / 2] = [rows, 32] table with unit-stride rows");
+  OwnedTensor full_sin = empty({128, 64}, {}, kF32);
+  expect_qkv_failure(qkv.get(), cos.get(), full_sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "rope_sin must be a float32 [rows, head_dim / 2]");
+  OwnedTensor column = empty({128, 32}, {1, 128}, kF32);
+  expect_qkv_failure(qkv.get(), column.get(), sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "rope_cos must be a float32 [rows, head_dim / 2]");
+  OwnedTensor empty_table = empty({0, 32}, {}, kF32);
+  expect_qkv_failure(qkv.get(), empty_table.get(), empty_table.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "rope_cos must be a float32 [rows, head_dim / 2]");
+  expect_qkv_failure(qkv.get(), cos.get(), short_sin.get(), o.k.get(), o.v.get(), o.pos.get(), 8,
+                     "rope_cos and rope_sin must have one shape and layout");
+  // The caches and the position are checked as in the other forms.
+  OwnedTensor pos32 = empty({1}, {}, kI32);
+  expect_qkv_failure(qkv.get(), cos.get(), sin.get(), o.k.get(), o.v.get(), pos32.get(), 8, "input_pos must be int64");
+}

@@ -1,6 +1,7 @@
-// Shim operators: aoti_torch_cuda_aoti_cuda_decode_attention and its update form
+// Shim operators: aoti_torch_cuda_aoti_cuda_decode_attention, its update form
 // aoti_torch_cuda_aoti_cuda_decode_attention_update (which also stores the step's K and V rows in
-// the caches), aoti_cuda's own shims for the custom operators aoti_cuda::aoti_cuda_decode_attention
+// the caches) and its qkv form aoti_torch_cuda_aoti_cuda_decode_attention_qkv (which also rotates q
+// and k, taking the projection's output), aoti_cuda's own shims for the custom operators aoti_cuda::aoti_cuda_decode_attention
 // and aoti_cuda::aoti_cuda_decode_attention_update (tools/export/llm/decode_attention_op.py). An
 // exporter that lists that operator in AOTInductor's aot_inductor.custom_ops_to_c_shims gets this
 // call in the generated code instead of a decomposed, masked attention over the whole cache.
@@ -51,20 +52,25 @@ void expect_cuda(const AtenTensorOpaque& t, const char* name, int device) {
   });
 }
 
-decode_attention::Problem validate(const AtenTensorOpaque& q, const AtenTensorOpaque& k, const AtenTensorOpaque& v,
+// The query side of a call: `name` (q, or qkv in the qkv form), its batch, query heads, head_dim and dtype.
+struct Query {
+  const char* name;
+  const AtenTensorOpaque& t;
+  int64_t batch, heads, dim;
+};
+
+decode_attention::Problem validate(const Query& q, const AtenTensorOpaque& k, const AtenTensorOpaque& v,
                                    const AtenTensorOpaque& pos, double scale) {
-  expect(k.dtype == q.dtype && v.dtype == q.dtype, [&] {
-    return "q, k_cache and v_cache must have one dtype, got " + q.describe() + ", " + k.describe() + ", " +
-           v.describe();
+  expect(k.dtype == q.t.dtype && v.dtype == q.t.dtype, [&] {
+    return std::string(q.name) + ", k_cache and v_cache must have one dtype, got " + q.t.describe() + ", " +
+           k.describe() + ", " + v.describe();
   });
-  const int64_t batch = q.sizes[0], heads = q.sizes[1], dim = q.sizes[3];
+  const int64_t batch = q.batch, heads = q.heads, dim = q.dim;
   const int64_t kv_heads = k.sizes[1], cache_len = k.sizes[2];
-  expect(q.sizes[2] == 1, [&] {
-    return "q must hold one query row per head ([batch, heads, 1, head_dim]: decode), got " + q.describe();
-  });
   expect(k.sizes[0] == batch && k.sizes[3] == dim && v.sizes == k.sizes, [&] {
-    return "k_cache and v_cache must both be [batch, kv_heads, cache_len, head_dim] with q's batch and head_dim, "
-           "got q " + format_dims(q.sizes) + ", k_cache " + format_dims(k.sizes) + ", v_cache " + format_dims(v.sizes);
+    return "k_cache and v_cache must both be [batch, kv_heads, cache_len, head_dim] with " + std::string(q.name) +
+           "'s batch and head_dim, got " + q.name + " " + format_dims(q.t.sizes) + ", k_cache " +
+           format_dims(k.sizes) + ", v_cache " + format_dims(v.sizes);
   });
   expect(kv_heads > 0 && heads % kv_heads == 0, [&] {
     return "query heads (" + std::to_string(heads) + ") must be a multiple of key/value heads (" +
@@ -89,15 +95,13 @@ decode_attention::Problem validate(const AtenTensorOpaque& q, const AtenTensorOp
   p.kv_heads = kv_heads;
   p.cache_len = cache_len;
   p.head_dim = static_cast<int>(dim);
-  p.q_stride[0] = q.strides[0];
-  p.q_stride[1] = q.strides[1];
   for (int d = 0; d < 3; ++d) {
     p.k_stride[d] = k.strides[d];
     p.v_stride[d] = v.strides[d];
   }
   p.pos_stride = pos.numel() == 1 ? 0 : pos.strides[0];
   p.scale = static_cast<float>(scale);
-  p.fp16 = q.dtype == kFloat16;
+  p.fp16 = q.t.dtype == kFloat16;
   p.k = k.data_ptr();
   p.v = v.data_ptr();
   // 16-byte vector reads of K and V rows; a KV cache buffer (contiguous, from the allocator) always qualifies.
@@ -133,7 +137,9 @@ void add_step_rows(decode_attention::Problem& p, const AtenTensorOpaque& k_cache
   });
 }
 
-// Both entry points: validation, the output, the launch. `update`: the update form (k_new, v_new).
+AtenTensorHandle run(decode_attention::Problem& p, int32_t dtype, int device);
+
+// The q and update forms: validation, then run(). `update`: the update form (k_new, v_new).
 void decode_attention_call(bool update, AtenTensorHandle q, AtenTensorHandle k_new, AtenTensorHandle v_new,
                            AtenTensorHandle k_cache, AtenTensorHandle v_cache, AtenTensorHandle input_pos,
                            double scale, AtenTensorHandle* ret0) {
@@ -146,7 +152,12 @@ void decode_attention_call(bool update, AtenTensorHandle q, AtenTensorHandle k_n
   const AtenTensorOpaque& kt = operand(k_cache, "k_cache", "[batch, kv_heads, cache_len, head_dim]");
   const AtenTensorOpaque& vt = operand(v_cache, "v_cache", "[batch, kv_heads, cache_len, head_dim]");
   const AtenTensorOpaque& pt = *checked_defined(input_pos, "input_pos");
-  decode_attention::Problem p = validate(qt, kt, vt, pt, scale);
+  expect(qt.sizes[2] == 1, [&] {
+    return "q must hold one query row per head ([batch, heads, 1, head_dim]: decode), got " + qt.describe();
+  });
+  decode_attention::Problem p = validate({"q", qt, qt.sizes[0], qt.sizes[1], qt.sizes[3]}, kt, vt, pt, scale);
+  p.q_stride[0] = qt.strides[0];
+  p.q_stride[1] = qt.strides[1];
   const AtenTensorOpaque* knt = update ? &operand(k_new, "k_new", "[batch, kv_heads, 1, head_dim]") : nullptr;
   const AtenTensorOpaque* vnt = update ? &operand(v_new, "v_new", "[batch, kv_heads, 1, head_dim]") : nullptr;
   if (update) add_step_rows(p, kt, *knt, *vnt);
@@ -162,10 +173,81 @@ void decode_attention_call(bool update, AtenTensorHandle q, AtenTensorHandle k_n
   expect_cuda(pt, "input_pos", device);
   p.q = qt.data_ptr();
   p.pos = reinterpret_cast<const int64_t*>(pt.data_ptr());
+  out_handle = run(p, qt.dtype, device);
+}
 
-  // The output is contiguous, as the operator's fake implementation declares it to Inductor.
+// The qkv form: q, k_new and v_new are views of the projection's output; rope_cos / rope_sin the rotary tables.
+void decode_attention_qkv_call(AtenTensorHandle qkv, AtenTensorHandle rope_cos, AtenTensorHandle rope_sin,
+                               AtenTensorHandle k_cache, AtenTensorHandle v_cache, AtenTensorHandle input_pos,
+                               int64_t n_heads, double scale, AtenTensorHandle* ret0) {
+  AtenTensorHandle& out_handle = out_param(ret0, "ret0 (the attention output)");
+  out_handle = nullptr;
+  const AtenTensorOpaque& qt = *checked_defined(qkv, "qkv");
+  expect(qt.dim() == 3 && qt.sizes[1] == 1, [&] {
+    return "qkv must be the q/k/v projection's output for one token, [batch, 1, (n_heads + 2 * kv_heads) * "
+           "head_dim], got " + qt.describe();
+  });
+  expect(qt.dtype == kBFloat16 || qt.dtype == kFloat16,
+         [&] { return "qkv must be bfloat16 or float16, got " + qt.describe(); });
+  expect(qt.strides[2] == 1, [&] { return "qkv must have a unit-stride last dimension, got " + qt.describe(); });
+  const AtenTensorOpaque& kt = operand(k_cache, "k_cache", "[batch, kv_heads, cache_len, head_dim]");
+  const AtenTensorOpaque& vt = operand(v_cache, "v_cache", "[batch, kv_heads, cache_len, head_dim]");
+  const AtenTensorOpaque& pt = *checked_defined(input_pos, "input_pos");
+  const int64_t kv_heads = kt.sizes[1], dim = kt.sizes[3];
+  expect(n_heads > 0 && n_heads <= kMaxGrid && qt.sizes[2] == (n_heads + 2 * kv_heads) * dim, [&] {
+    return "qkv's last dimension must be (n_heads + 2 * kv_heads) * head_dim = (" + std::to_string(n_heads) +
+           " + 2 * " + std::to_string(kv_heads) + ") * " + std::to_string(dim) + ", got " + qt.describe();
+  });
+  decode_attention::Problem p = validate({"qkv", qt, qt.sizes[0], n_heads, dim}, kt, vt, pt, scale);
+  // q, then the step's K and V rows: heads of head_dim elements, one after the other within a token.
+  p.q_stride[0] = qt.strides[0];
+  p.q_stride[1] = dim;
+  const std::size_t item = 2;
+  char* base = static_cast<char*>(qt.data_ptr());
+  p.k_new = base + static_cast<std::size_t>(n_heads * dim) * item;
+  p.v_new = base + static_cast<std::size_t>((n_heads + kv_heads) * dim) * item;
+  p.k_new_stride[0] = p.v_new_stride[0] = qt.strides[0];
+  p.k_new_stride[1] = p.v_new_stride[1] = dim;
+  expect(decode_attention::aligned(p), [&] {
+    return "qkv must be 16-byte aligned with a batch stride that is a multiple of 8 elements, got " + qt.describe();
+  });
+  for (AtenTensorHandle h : {rope_cos, rope_sin}) {
+    const char* name = h == rope_cos ? "rope_cos" : "rope_sin";
+    const AtenTensorOpaque& t = *checked_defined(h, name);
+    expect(t.dim() == 2 && t.sizes[0] >= 1 && t.sizes[1] * 2 == dim && t.strides[1] == 1 &&
+               t.dtype == static_cast<int32_t>(DType::kFloat32),
+           [&] {
+             return std::string(name) + " must be a float32 [rows, head_dim / 2] = [rows, " + std::to_string(dim / 2) +
+                    "] table with unit-stride rows, got " + t.describe();
+           });
+  }
+  const AtenTensorOpaque& ct = *checked_defined(rope_cos, "rope_cos");
+  const AtenTensorOpaque& st = *checked_defined(rope_sin, "rope_sin");
+  expect(ct.sizes == st.sizes && ct.strides == st.strides, [&] {
+    return "rope_cos and rope_sin must have one shape and layout, got " + ct.describe() + ", " + st.describe();
+  });
+  expect(qt.storage->is_cuda(), [&] { return "qkv must be a CUDA tensor, got " + qt.describe(); });
+  const int device = qt.storage->device_index;
+  expect_cuda(kt, "k_cache", device);
+  expect_cuda(vt, "v_cache", device);
+  expect_cuda(ct, "rope_cos", device);
+  expect_cuda(st, "rope_sin", device);
+  expect_cuda(pt, "input_pos", device);
+  p.q = base;
+  p.rope_cos = reinterpret_cast<const float*>(ct.data_ptr());
+  p.rope_sin = reinterpret_cast<const float*>(st.data_ptr());
+  p.rope_rows = ct.sizes[0];
+  p.rope_stride = ct.strides[0];
+  p.pos = reinterpret_cast<const int64_t*>(pt.data_ptr());
+  out_handle = run(p, qt.dtype, device);
+}
+
+// The output (contiguous [batch, heads, 1, head_dim], as the operators' fake implementations declare it to
+// Inductor), the scratch and the launch; returns the output's handle.
+AtenTensorHandle run(decode_attention::Problem& p, int32_t dtype, int device) {
   HandleGuard out;
-  out.handle = new_empty_strided("decode attention output", 4, qt.sizes.data(), nullptr, qt.dtype,
+  const int64_t sizes[4] = {p.batch, p.heads, 1, p.head_dim};
+  out.handle = new_empty_strided("decode attention output", 4, sizes, nullptr, dtype,
                                  static_cast<int32_t>(aoti_cuda::DeviceType::kCUDA), device, false);
   p.out = out.handle->data_ptr();
 
@@ -179,7 +261,7 @@ void decode_attention_call(bool update, AtenTensorHandle q, AtenTensorHandle k_n
   const int err = decode_attention::launch(p, scratch.get(), stream);
   timed.done(err == 0);
   if (err != 0) throw_cuda_error(err, "decode attention kernel launch");
-  out_handle = out.release();
+  return out.release();
 }
 
 }  // namespace
@@ -203,6 +285,16 @@ AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention_update(AtenTensorHandl
   using namespace aoti_cuda::shim;
   return shim_call(__func__,
                    [&] { decode_attention_call(true, q, k_new, v_new, k_cache, v_cache, input_pos, scale, ret0); });
+}
+
+AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention_qkv(AtenTensorHandle qkv, AtenTensorHandle rope_cos,
+                                                              AtenTensorHandle rope_sin, AtenTensorHandle k_cache,
+                                                              AtenTensorHandle v_cache, AtenTensorHandle input_pos,
+                                                              int64_t n_heads, double scale, AtenTensorHandle* ret0) {
+  using namespace aoti_cuda::shim;
+  return shim_call(__func__, [&] {
+    decode_attention_qkv_call(qkv, rope_cos, rope_sin, k_cache, v_cache, input_pos, n_heads, scale, ret0);
+  });
 }
 
 }  // extern "C"

@@ -76,6 +76,52 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&x)[8]) {
   }
 }
 
+// x rounded to the dtype (as the model rounds its rotary output), as float and as 16 bits.
+template <bool kHalf>
+__device__ __forceinline__ uint16_t bits16(float x) {
+  if constexpr (kHalf) return __half_as_ushort(__float2half_rn(x));
+  else return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+template <bool kHalf>
+__device__ __forceinline__ float rounded(float x) {
+  if constexpr (kHalf) return __half2float(__float2half_rn(x));
+  else return __bfloat162float(__float2bfloat16_rn(x));
+}
+
+// The rotary embedding of element d of a head whose first element is base[start]: with j = d mod D/2, x1 the
+// first half's element j, x2 the second half's, and c, s the table row's entry j, x1 c - x2 s (first half) or
+// x2 c + x1 s (second half); each product rounded on its own (no fused multiply-add), as the model computes it
+// in float32; then rounded to the dtype.
+__device__ __forceinline__ float rotate(float x1, float x2, float c, float s, bool first_half) {
+  return first_half ? __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)) : __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
+}
+
+// This lane's 8 elements (slice) of a head row at `row`, rotated: the lane reads its own 16 bytes and those of
+// the slice D/2 away, which holds the partner elements.
+template <bool kHalf, int kDim>
+__device__ __forceinline__ uint4 rotated_slice(const char* row, int slice, const float* cos_row, const float* sin_row) {
+  constexpr int kSlices = kDim / 8;
+  const bool first = slice < kSlices / 2;
+  const int partner = first ? slice + kSlices / 2 : slice - kSlices / 2;
+  float own[8], other[8];
+  unpack8<kHalf>(__ldg(reinterpret_cast<const uint4*>(row + 16 * slice)), own);
+  unpack8<kHalf>(__ldg(reinterpret_cast<const uint4*>(row + 16 * partner)), other);
+  uint32_t words[4];
+#pragma unroll
+  for (int e = 0; e < 8; e += 2) {
+    uint32_t pair = 0;
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int j = (slice * 8 + e + i) % (kDim / 2);
+      const float x1 = first ? own[e + i] : other[e + i];
+      const float x2 = first ? other[e + i] : own[e + i];
+      pair |= static_cast<uint32_t>(bits16<kHalf>(rotate(x1, x2, cos_row[j], sin_row[j], first))) << (16 * i);
+    }
+    words[e / 2] = pair;
+  }
+  return make_uint4(words[0], words[1], words[2], words[3]);
+}
+
 template <bool kHalf>
 __device__ __forceinline__ void store(void* base, int64_t i, float x) {
   if constexpr (kHalf) static_cast<__half*>(base)[i] = __float2half_rn(x);
@@ -117,11 +163,22 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   // The update form: the step's row (position pos[b] < L, the last visible one) is read from k_new / v_new,
   // never from the cache; `fresh` is its row in this chunk (-1 when not here or not the update form).
   int fresh = -1;
-  const char* k_new_base = nullptr;
   const char* v_new_base = nullptr;
+  uint4 fresh_k = make_uint4(0, 0, 0, 0);  // this lane's slice of the step's K row (rotated in the qkv form)
+  // The qkv form's table row: the position clamped to the table.
+  const float* cos_row = nullptr;
+  const float* sin_row = nullptr;
+  if (p.rope_cos != nullptr) {
+    const int64_t raw = p.pos[b * p.pos_stride];
+    const int64_t r = raw < 0 ? 0 : (raw >= p.rope_rows ? p.rope_rows - 1 : raw);
+    cos_row = p.rope_cos + r * p.rope_stride;
+    sin_row = p.rope_sin + r * p.rope_stride;
+  }
   if (p.k_new != nullptr && n == p.pos[b * p.pos_stride] + 1 && n - 1 - start < kChunk) {
     fresh = static_cast<int>(n - 1 - start);
-    k_new_base = static_cast<const char*>(p.k_new) + 2 * (b * p.k_new_stride[0] + kv_head * p.k_new_stride[1] + slice * 8);
+    const char* k_new_row = static_cast<const char*>(p.k_new) + 2 * (b * p.k_new_stride[0] + kv_head * p.k_new_stride[1]);
+    fresh_k = cos_row != nullptr ? rotated_slice<kHalf, kDim>(k_new_row, slice, cos_row, sin_row)
+                                 : load16(k_new_row + 2 * slice * 8);
     v_new_base = static_cast<const char*>(p.v_new) + 2 * (b * p.v_new_stride[0] + kv_head * p.v_new_stride[1] + slice * 8);
   }
 
@@ -133,7 +190,7 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   for (int step = 0; step < kSteps; ++step) {
     const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
     k_raw[step] = row >= rows ? make_uint4(0, 0, 0, 0)
-                  : load16(row == fresh ? k_new_base : k_base + 2 * row * p.k_stride[2]);
+                  : (row == fresh ? fresh_k : load16(k_base + 2 * row * p.k_stride[2]));
   }
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
@@ -144,14 +201,21 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   // 0. The update form: the first head sub-group's block holding the step's row stores it in the cache (one
   //    16-byte vector per lane of the row's lane group).
   if (fresh >= 0 && blockIdx.y % sub_groups == 0 && warp == 0 && group == 0) {
-    store16(k_base + 2 * fresh * p.k_stride[2], load16(k_new_base));
+    store16(k_base + 2 * fresh * p.k_stride[2], fresh_k);
     store16(v_base + 2 * fresh * p.v_stride[2], load16(v_new_base));
   }
 
-  // 1. q, scaled into the log2 domain.
+  // 1. q (rotated in the qkv form), scaled into the log2 domain.
   for (int i = tid; i < kHeads * kDim; i += kWarps * 32) {
     const int h = i / kDim, d = i % kDim;
-    q_s[h][d] = to_float<kHalf>(p.q, b * p.q_stride[0] + (head0 + h) * p.q_stride[1] + d) * p.scale * kLog2e;
+    const int64_t head = b * p.q_stride[0] + (head0 + h) * p.q_stride[1];
+    float x = to_float<kHalf>(p.q, head + d);
+    if (cos_row != nullptr) {
+      const int j = d % (kDim / 2);
+      x = rounded<kHalf>(rotate(to_float<kHalf>(p.q, head + j), to_float<kHalf>(p.q, head + j + kDim / 2), cos_row[j],
+                                sin_row[j], d < kDim / 2));
+    }
+    q_s[h][d] = x * p.scale * kLog2e;
   }
   __syncthreads();
   float qr[kHeads][8];

@@ -23,6 +23,12 @@
 // writes it into the cache. No block of the call reads that cache row, so the write needs no
 // ordering within the call; the next call sees it. This replaces the two cache-writing kernels an
 // exported model otherwise runs before the attention.
+//
+// The qkv form (rope_cos / rope_sin set, aoti_torch_cuda_aoti_cuda_decode_attention_qkv): q, k_new
+// and v_new are views of the fused projection's output, and q and k_new are rotated on the fly,
+// where they are read: each block rotates the query heads it stages and, when it holds the step's
+// row, that key row (both halves of a head are read, so a lane pairs element d with d +- D/2); the
+// storing block writes the rotated row. Rounded to the dtype as the model rounds its rotary output.
 #pragma once
 
 #include <cstddef>
@@ -51,6 +57,11 @@ struct Problem {
   int head_dim = 0;
   int64_t q_stride[2] = {}, k_stride[3] = {}, v_stride[3] = {};  ///< q: batch, head
   int64_t k_new_stride[2] = {}, v_new_stride[2] = {};           ///< k_new / v_new: batch, head
+  /// qkv form: float32 rotary tables [rope_rows, head_dim / 2] (row stride rope_stride); q and the step's
+  /// K row (k_new) are rotated with row clamp(pos[b], 0, rope_rows - 1) before use. Null otherwise.
+  const float* rope_cos = nullptr;
+  const float* rope_sin = nullptr;
+  int64_t rope_rows = 0, rope_stride = 0;
   float scale = 0;
   bool fp16 = false;              ///< fp16 operands; bf16 otherwise
 };
