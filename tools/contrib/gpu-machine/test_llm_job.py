@@ -146,6 +146,15 @@ def main() -> int:
               and r["cli_run_failures"] == ["  FAILED: outputs differ"] and r["et_ops"][-1] == "432 checks, 0 failed")
         check("suite summary: a missing log says so", r["unit_tests"] == "no log")
 
+        dopu = {"gemm": "cublas", "sdpa": "decode-op-update", "config": {"n_layers": 22}}
+        kernels = [["aoti_cuda GEMV (few rows)", 89, 1.06], ["aoti_cuda decode attention", 22, 0.27],
+                   ["triton_poi_fused__to_copy_add_aoti_cuda_decode_attention_update_cat_index_select_mul_1", 22, 0.09],
+                   ["triton_poi_fused__to_copy_aoti_cuda_decode_attention_update_slice_transpose_copy_3", 22, 0.08],
+                   ["triton_red_fused__softmax_7", 22, 0.05]]
+        att, total, verified, names = llm_job.attention_share(kernels, dopu)
+        check("attention share: kernels that only feed the decode attention operator are not attention",
+              abs(att - 0.32) < 1e-9 and verified and names == ["aoti_cuda decode attention", "triton_red_fused__softmax_7"])
+
         pdl = os.path.join(t, "pdl")
         os.makedirs(pdl)
         for mode, rate in (("on", 1000.0), ("off", 900.0), ("on2", 1010.0)):
