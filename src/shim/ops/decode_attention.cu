@@ -88,10 +88,10 @@ __device__ __forceinline__ float rounded(float x) {
   else return __bfloat162float(__float2bfloat16_rn(x));
 }
 
-// The rotary embedding of element d of a head whose first element is base[start]: with j = d mod D/2, x1 the
-// first half's element j, x2 the second half's, and c, s the table row's entry j, x1 c - x2 s (first half) or
-// x2 c + x1 s (second half); each product rounded on its own (no fused multiply-add), as the model computes it
-// in float32; then rounded to the dtype.
+// The rotary embedding of element d of a head, in float32: with j = d mod D/2, x1 the first half's element j, x2
+// the second half's and c, s the table row's entry j, x1 c - x2 s for d in the first half, x2 c + x1 s in the
+// second; each product rounded on its own (no fused multiply-add), as the model computes it. The caller rounds
+// the result to the dtype, as the model does.
 __device__ __forceinline__ float rotate(float x1, float x2, float c, float s, bool first_half) {
   return first_half ? __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)) : __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
 }
