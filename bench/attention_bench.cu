@@ -16,7 +16,8 @@
 // as a masked decode does whatever the position: the same kernel at the last position, and the
 // flash attention kernel with the decode's query heads folded into rows (q [1, Hkv, g, D], no
 // mask) over all positions. Each decode line also gives the time per call with 50 calls captured in one CUDA
-// graph (as in a decode step's graph), and the update form's (aoti_torch_cuda_aoti_cuda_decode_attention_update).
+// graph (as in a decode step's graph), the update form's (aoti_torch_cuda_aoti_cuda_decode_attention_update) and the
+// qkv form's (aoti_torch_cuda_aoti_cuda_decode_attention_qkv: q and the step's key row rotated in the kernel).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -116,6 +117,14 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   void* v = device_random(kv_elems, rng);
   void* k_new = device_random(static_cast<size_t>(kvh * dim), rng);
   void* v_new = device_random(static_cast<size_t>(kvh * dim), rng);
+  // The qkv form's operands: one projection row (query heads, key heads, value heads) and float32 rotary tables.
+  void* qkv = device_random(static_cast<size_t>((heads + 2 * kvh) * dim), rng);
+  std::vector<float> table(static_cast<size_t>(cache * dim / 2), 0.5f);
+  void *rope_cos = nullptr, *rope_sin = nullptr;
+  check(cudaMalloc(&rope_cos, table.size() * 4), "cudaMalloc");
+  check(cudaMalloc(&rope_sin, table.size() * 4), "cudaMalloc");
+  check(cudaMemcpy(rope_cos, table.data(), table.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+  check(cudaMemcpy(rope_sin, table.data(), table.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
   void *out = nullptr, *pos = nullptr, *scratch = nullptr;
   check(cudaMalloc(&out, static_cast<size_t>(heads * dim) * 2), "cudaMalloc");
   check(cudaMalloc(&pos, 8), "cudaMalloc");
@@ -160,6 +169,21 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
     std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  update form, in a graph %8.2f us\n",
                 static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
                 static_cast<long long>(dim), static_cast<long long>(position), update_us);
+    // The qkv form: q, k_new and v_new are views of one projection row, q and k_new rotated as they are read.
+    da::Problem f = p;
+    f.q = qkv;
+    f.q_stride[0] = (heads + 2 * kvh) * dim;
+    f.k_new = static_cast<char*>(qkv) + heads * dim * 2;
+    f.v_new = static_cast<char*>(qkv) + (heads + kvh) * dim * 2;
+    f.k_new_stride[0] = f.v_new_stride[0] = f.q_stride[0];
+    f.rope_cos = static_cast<const float*>(rope_cos);
+    f.rope_sin = static_cast<const float*>(rope_sin);
+    f.rope_rows = cache;
+    f.rope_stride = dim / 2;
+    const double qkv_us = time_graph([&] { return da::launch(f, scratch, stream); }, stream);
+    std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  qkv form, in a graph    %8.2f us\n",
+                static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
+                static_cast<long long>(dim), static_cast<long long>(position), qkv_us);
   }
   // Every position, the way a masked decode attends: the flash kernel with the g query heads of a KV head as rows.
   Problem f;
@@ -183,7 +207,7 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  all positions: flash kernel, folded q %8.2f us  %7.1f GB/s\n",
               static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
               static_cast<long long>(dim), us, 2.0 * cache * kvh * dim * 2 / (us * 1e-6) / 1e9);
-  for (void* ptr : {q, k, v, k_new, v_new, out, pos, scratch}) cudaFree(ptr);
+  for (void* ptr : {q, k, v, k_new, v_new, qkv, rope_cos, rope_sin, out, pos, scratch}) cudaFree(ptr);
   cudaStreamDestroy(stream);
   return 0;
 }
