@@ -25,17 +25,26 @@ constexpr int32_t kF32 = 6;
 constexpr int32_t kI32 = 3;
 constexpr int32_t kI64 = 4;
 
-void expect_failure(AtenTensorHandle q, AtenTensorHandle k, AtenTensorHandle v, AtenTensorHandle pos,
-                    const std::string& needle, double scale = 0.125) {
+// `call(&out)` (the shim named `shim`) fails, resets out, leaves no handle behind, and its message holds `needle`.
+template <class Call>
+void expect_refused(const char* shim, Call call, const std::string& needle) {
   aoti_cuda_shim_clear_error();
   const int64_t live = aoti_cuda_shim_live_handles();
   AtenTensorHandle out = reinterpret_cast<AtenTensorHandle>(0x1);
-  CHECK(aoti_torch_cuda_aoti_cuda_decode_attention(q, k, v, pos, scale, &out) == AOTI_TORCH_FAILURE);
+  CHECK(call(&out) == AOTI_TORCH_FAILURE);
   CHECK(out == nullptr);
   CHECK(aoti_cuda_shim_live_handles() == live);
   INFO("message: " << aoti_cuda_shim_last_error());
-  CHECK(last_error_contains("aoti_torch_cuda_aoti_cuda_decode_attention: "));
+  CHECK(last_error_contains(std::string(shim) + ": "));
   CHECK(last_error_contains(needle));
+}
+
+void expect_failure(AtenTensorHandle q, AtenTensorHandle k, AtenTensorHandle v, AtenTensorHandle pos,
+                    const std::string& needle, double scale = 0.125) {
+  expect_refused(
+      "aoti_torch_cuda_aoti_cuda_decode_attention",
+      [&](AtenTensorHandle* out) { return aoti_torch_cuda_aoti_cuda_decode_attention(q, k, v, pos, scale, out); },
+      needle);
 }
 
 // One query row for each of 8 heads over a [1, 2, 128, 64] cache (grouped-query attention, g = 4).
@@ -142,16 +151,9 @@ namespace {
 
 void expect_update_failure(AtenTensorHandle q, AtenTensorHandle k_new, AtenTensorHandle v_new, AtenTensorHandle k,
                            AtenTensorHandle v, AtenTensorHandle pos, const std::string& needle) {
-  aoti_cuda_shim_clear_error();
-  const int64_t live = aoti_cuda_shim_live_handles();
-  AtenTensorHandle out = reinterpret_cast<AtenTensorHandle>(0x1);
-  CHECK(aoti_torch_cuda_aoti_cuda_decode_attention_update(q, k_new, v_new, k, v, pos, 0.125, &out) ==
-        AOTI_TORCH_FAILURE);
-  CHECK(out == nullptr);
-  CHECK(aoti_cuda_shim_live_handles() == live);
-  INFO("message: " << aoti_cuda_shim_last_error());
-  CHECK(last_error_contains("aoti_torch_cuda_aoti_cuda_decode_attention_update: "));
-  CHECK(last_error_contains(needle));
+  expect_refused("aoti_torch_cuda_aoti_cuda_decode_attention_update", [&](AtenTensorHandle* out) {
+    return aoti_torch_cuda_aoti_cuda_decode_attention_update(q, k_new, v_new, k, v, pos, 0.125, out);
+  }, needle);
 }
 
 }  // namespace
@@ -191,16 +193,9 @@ namespace {
 // The qkv form over the Operands' caches ([1, 2, 128, 64]) with 8 query heads: qkv [1, 1, (8 + 2 * 2) * 64].
 void expect_qkv_failure(AtenTensorHandle qkv, AtenTensorHandle cos, AtenTensorHandle sin, AtenTensorHandle k,
                         AtenTensorHandle v, AtenTensorHandle pos, int64_t n_heads, const std::string& needle) {
-  aoti_cuda_shim_clear_error();
-  const int64_t live = aoti_cuda_shim_live_handles();
-  AtenTensorHandle out = reinterpret_cast<AtenTensorHandle>(0x1);
-  CHECK(aoti_torch_cuda_aoti_cuda_decode_attention_qkv(qkv, cos, sin, k, v, pos, n_heads, 0.125, &out) ==
-        AOTI_TORCH_FAILURE);
-  CHECK(out == nullptr);
-  CHECK(aoti_cuda_shim_live_handles() == live);
-  INFO("message: " << aoti_cuda_shim_last_error());
-  CHECK(last_error_contains("aoti_torch_cuda_aoti_cuda_decode_attention_qkv: "));
-  CHECK(last_error_contains(needle));
+  expect_refused("aoti_torch_cuda_aoti_cuda_decode_attention_qkv", [&](AtenTensorHandle* out) {
+    return aoti_torch_cuda_aoti_cuda_decode_attention_qkv(qkv, cos, sin, k, v, pos, n_heads, 0.125, out);
+  }, needle);
 }
 
 }  // namespace

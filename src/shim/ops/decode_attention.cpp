@@ -211,8 +211,7 @@ void decode_attention_qkv_call(AtenTensorHandle qkv, AtenTensorHandle rope_cos, 
   expect(decode_attention::aligned(p), [&] {
     return "qkv must be 16-byte aligned with a batch stride that is a multiple of 8 elements, got " + qt.describe();
   });
-  for (AtenTensorHandle h : {rope_cos, rope_sin}) {
-    const char* name = h == rope_cos ? "rope_cos" : "rope_sin";
+  const auto table = [dim](AtenTensorHandle h, const char* name) -> const AtenTensorOpaque& {
     const AtenTensorOpaque& t = *checked_defined(h, name);
     expect(t.dim() == 2 && t.sizes[0] >= 1 && t.sizes[1] * 2 == dim && t.strides[1] == 1 &&
                t.dtype == static_cast<int32_t>(DType::kFloat32),
@@ -220,9 +219,10 @@ void decode_attention_qkv_call(AtenTensorHandle qkv, AtenTensorHandle rope_cos, 
              return std::string(name) + " must be a float32 [rows, head_dim / 2] = [rows, " + std::to_string(dim / 2) +
                     "] table with unit-stride rows, got " + t.describe();
            });
-  }
-  const AtenTensorOpaque& ct = *checked_defined(rope_cos, "rope_cos");
-  const AtenTensorOpaque& st = *checked_defined(rope_sin, "rope_sin");
+    return t;
+  };
+  const AtenTensorOpaque& ct = table(rope_cos, "rope_cos");
+  const AtenTensorOpaque& st = table(rope_sin, "rope_sin");
   expect(ct.sizes == st.sizes && ct.strides == st.strides, [&] {
     return "rope_cos and rope_sin must have one shape and layout, got " + ct.describe() + ", " + st.describe();
   });

@@ -343,13 +343,10 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, cudaStream_
                     static_cast<unsigned>(p.batch));
     const cudaError_t err =
         pdl::launch(chunk_kernel<kHalf, kDim, kHeads>, grid, dim3(kWarps * 32), 0, stream, p, part_out, part_lse);
-    const cudaError_t last = cudaGetLastError();  // clears what a failed launch left
-    if (err != cudaSuccess || last != cudaSuccess) return static_cast<int>(err != cudaSuccess ? err : last);
+    if (err != cudaSuccess) return static_cast<int>(err);
   }
   const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
-  const cudaError_t err = pdl::launch(combine_kernel<kHalf, kDim>, grid, dim3(kDim), 0, stream, p, part_out, part_lse);
-  const cudaError_t last = cudaGetLastError();
-  return static_cast<int>(err != cudaSuccess ? err : last);
+  return static_cast<int>(pdl::launch(combine_kernel<kHalf, kDim>, grid, dim3(kDim), 0, stream, p, part_out, part_lse));
 }
 
 template <bool kHalf, int kDim>

@@ -45,7 +45,9 @@ namespace pdl {
 bool allowed() noexcept;
 
 /// Launches kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream
-/// serialization when allowed(). The kernel must keep the contract above.
+/// serialization when allowed(). The kernel must keep the contract above. Returns the launch's
+/// error, else the last error pending on this thread (as cudaGetLastError() after <<<>>>); either
+/// way none is left behind.
 template <typename... Params, typename... Args>
 cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
                    Args&&... args) {
@@ -61,7 +63,9 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t
     config.attrs = attribute;
     config.numAttrs = 1;
   }
-  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+  const cudaError_t last = cudaGetLastError();
+  return err != cudaSuccess ? err : last;
 }
 
 #ifdef __CUDACC__

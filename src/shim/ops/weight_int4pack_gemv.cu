@@ -250,13 +250,10 @@ cudaError_t launch_gemv(const Problem& p, const Shape& s, cudaStream_t stream) {
   const auto* sz = static_cast<const uint32_t*>(p.sz);
   auto* out = static_cast<__nv_bfloat16*>(p.out);
   const dim3 block(static_cast<unsigned>(kw * kLanes));
-  const cudaError_t err =
-      p.m <= 8 ? pdl::launch(int4_gemv_kernel<IKT, U, NP, 1>, grid, block, kw * NP * 4 * kLanes * 4, stream, x, w, sz,
-                             out, sh)
-               : pdl::launch(int4_gemv_kernel<IKT, U, NP, 2>, grid, block, kw * NP * 2 * 4 * kLanes * 4, stream, x, w,
-                             sz, out, sh);
-  const cudaError_t last = cudaGetLastError();  // clears what a failed launch left
-  return err != cudaSuccess ? err : last;
+  return p.m <= 8 ? pdl::launch(int4_gemv_kernel<IKT, U, NP, 1>, grid, block, kw * NP * 4 * kLanes * 4, stream, x, w,
+                                sz, out, sh)
+                  : pdl::launch(int4_gemv_kernel<IKT, U, NP, 2>, grid, block, kw * NP * 2 * 4 * kLanes * 4, stream, x,
+                                w, sz, out, sh);
 }
 
 // The dispatch's choice for M <= 8 (bench/int4_bench.cu --variants, docs/benchmarks/int4.md):

@@ -41,6 +41,15 @@ def generated_wrapper(torch, ep, options):
         return open(wrappers[0]).read() if len(wrappers) == 1 else None
 
 
+def cpu_wrapper(torch, ep, op, shim, declaration):
+    """(the shim's CPU name, its CPU declaration, the wrapper generated for `ep` with `op` mapped to it): Inductor
+    names a custom op's shim after the device, and the CPU is the only one here."""
+    cpu = shim.replace("aoti_torch_cuda_", "aoti_torch_cpu_")
+    cpu_declaration = declaration.replace(shim, cpu)
+    options = {"aot_inductor.custom_ops_to_c_shims": {op: [cpu_declaration]}, "aot_inductor.package_cpp_only": True}
+    return cpu, cpu_declaration, generated_wrapper(torch, ep, options)
+
+
 def main() -> int:
     try:
         import torch
@@ -61,11 +70,8 @@ def main() -> int:
 
     args = (torch.randn(1, 8, 1, 64), torch.randn(1, 2, 32, 64), torch.randn(1, 2, 32, 64), torch.tensor([5]))
     ep = torch.export.export(Step(), args)
-    cpu_shim = dao.SHIM.replace("aoti_torch_cuda_", "aoti_torch_cpu_")
-    declaration = dao.SHIM_DECLARATION.replace(dao.SHIM, cpu_shim)
-    options = {"aot_inductor.custom_ops_to_c_shims": {torch.ops.aoti_cuda.aoti_cuda_decode_attention.default: [declaration]},
-               "aot_inductor.package_cpp_only": True}
-    code = generated_wrapper(torch, ep, options)
+    cpu_shim, declaration, code = cpu_wrapper(torch, ep, torch.ops.aoti_cuda.aoti_cuda_decode_attention.default,
+                                              dao.SHIM, dao.SHIM_DECLARATION)
     check("one generated wrapper", code is not None)
     code = code or ""
     check("the declaration is written as given", f"extern {declaration};" in code)
@@ -97,12 +103,9 @@ def main() -> int:
 
     args = (torch.randn(1, 8, 1, 64), torch.randn(1, 2, 1, 64), torch.randn(1, 2, 1, 64), torch.tensor([5]))
     ep = torch.export.export(CachedStep(), args)
-    cpu_update = dao.UPDATE_SHIM.replace("aoti_torch_cuda_", "aoti_torch_cpu_")
-    update_declaration = dao.UPDATE_SHIM_DECLARATION.replace(dao.UPDATE_SHIM, cpu_update)
-    options = {"aot_inductor.custom_ops_to_c_shims":
-               {torch.ops.aoti_cuda.aoti_cuda_decode_attention_update.default: [update_declaration]},
-               "aot_inductor.package_cpp_only": True}
-    code = generated_wrapper(torch, ep, options) or ""
+    cpu_update, _, code = cpu_wrapper(torch, ep, torch.ops.aoti_cuda.aoti_cuda_decode_attention_update.default,
+                                      dao.UPDATE_SHIM, dao.UPDATE_SHIM_DECLARATION)
+    code = code or ""
     call = re.search(rf"{cpu_update}\((\w+), (\w+), (\w+), (\w+), (\w+), (\w+), ([0-9.e+-]+), &(\w+)\)", code)
     check("update form: one direct call (q, k_new, v_new, k_cache, v_cache, input_pos, scale, &out)",
           call is not None and code.count(f"{cpu_update}(") == 2)
@@ -127,12 +130,9 @@ def main() -> int:
                                                                        self.k_cache, self.v_cache, pos, 8, 0.125)
 
     ep = torch.export.export(QkvStep(), (torch.randn(1, 1, 256), torch.tensor([5])))
-    cpu_qkv = dao.QKV_SHIM.replace("aoti_torch_cuda_", "aoti_torch_cpu_")
-    qkv_declaration = dao.QKV_SHIM_DECLARATION.replace(dao.QKV_SHIM, cpu_qkv)
-    options = {"aot_inductor.custom_ops_to_c_shims":
-               {torch.ops.aoti_cuda.aoti_cuda_decode_attention_qkv.default: [qkv_declaration]},
-               "aot_inductor.package_cpp_only": True}
-    code = generated_wrapper(torch, ep, options) or ""
+    cpu_qkv, _, code = cpu_wrapper(torch, ep, torch.ops.aoti_cuda.aoti_cuda_decode_attention_qkv.default,
+                                   dao.QKV_SHIM, dao.QKV_SHIM_DECLARATION)
+    code = code or ""
     call = re.search(rf"{cpu_qkv}\((.+?), (\w+), (\w+), (\w+), (\w+), (\w+), (\d+)L?, ([0-9.e+-]+), &(\w+)\)", code)
     projection = re.search(r"aoti_torch_cpu_(?:mm|addmm)_out\((\w+),", code)
     check("qkv form: one direct call (qkv, rope_cos, rope_sin, k_cache, v_cache, input_pos, n_heads, scale, &out)",
