@@ -55,7 +55,7 @@ esac
 # timeout_s 600. README.md quotes them; the dry run checks that it still does.
 CALL_PREFIX='bash tools/contrib/gpu-machine/device-llm.sh "$OUT" .carry/llmjob/aoti'
 if [[ $MODE == calls ]]; then
-  for s in A1 A2 B C; do echo "$CALL_PREFIX $s"; done
+  for s in A1 A2 B C BC; do echo "$CALL_PREFIX $s"; done
   exit 0
 fi
 
@@ -299,19 +299,35 @@ stage_A2() {
 }
 
 # The LONG_EXPORTS exports with a LONG_CTX-position cache into WORK/long_<name>_<ctx>, concurrently when several are
-# asked for (one took 260-300 s on 2026-12-03); TIMEOUT_S each.
+# asked for (one took 260-300 s on 2026-12-03); TIMEOUT_S each. With REF_EXPORT=1 the stock bf16 export (1024-position
+# cache, as stage A1 makes it) joins them in WORK/bf16, for the same-job comparison and its trace. An export that a
+# call before on this machine finished with the same flags is reused (export.flags beside its manifest, which
+# export_llm.py writes last), so a stage cut short by its exports can be called again at once and go on.
 long_exports() {
-  local timeout_s=$1 name flags pids=()
+  local timeout_s=$1 name flags dir stamp pids=()
   export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor" TRITON_CACHE_DIR="$WORK/cache/triton"
   mkdir -p "$TORCHINDUCTOR_CACHE_DIR" "$TRITON_CACHE_DIR" 2>/dev/null
-  for name in ${LONG_EXPORTS//,/ }; do
-    flags=$(export_flags "$name") || { problem "LONG_EXPORTS: $name is not one of bench_llm.EXPORTS"; continue; }
-    local cmd=(python3 tools/export/llm/export_llm.py --out "$WORK/long_${name}_$LONG_CTX" --config 1b
-               --max-ctx "$LONG_CTX" $flags)
+  for name in ${LONG_EXPORTS//,/ } $([[ ${REF_EXPORT:-0} == 1 ]] && echo ref); do
+    local ctx_args=(--max-ctx "$LONG_CTX")
+    if [[ $name == ref ]]; then
+      flags=$(export_flags bf16) || { problem "bench_llm.EXPORTS has no stock bf16 export"; continue; }
+      dir="$WORK/bf16"; ctx_args=()
+      # stage A1's export (bench/llm stamps it its own way) counts as the same one
+      [[ $DRY != 1 && -f "$dir/manifest.json" && ! -f "$dir/export.flags" ]] && echo "$flags" > "$dir/export.flags"
+    else
+      flags=$(export_flags "$name") || { problem "LONG_EXPORTS: $name is not one of bench_llm.EXPORTS"; continue; }
+      dir="$WORK/long_${name}_$LONG_CTX"
+    fi
+    stamp="$flags${ctx_args[*]:+ ${ctx_args[*]}}"
+    if [[ $DRY != 1 && -f "$dir/manifest.json" && "$(cat "$dir/export.flags" 2>/dev/null)" == "$stamp" ]]; then
+      printf 'export_%s\treused\t0\n' "$name" >> "$RES/steps.tsv"; echo "export_$name: reused $dir"; continue
+    fi
+    local cmd=(python3 tools/export/llm/export_llm.py --out "$dir" --config 1b "${ctx_args[@]}" $flags)
     if [[ $DRY == 1 ]]; then
       step "export_$name" "$timeout_s" "${cmd[@]}"  # in this shell: its mismatches must count
     else
-      step "export_$name" "$timeout_s" "${cmd[@]}" &
+      rm -f "$dir/manifest.json" "$dir/export.flags"
+      { step "export_$name" "$timeout_s" "${cmd[@]}" && echo "$stamp" > "$dir/export.flags"; } &
       pids+=($!)
     fi
   done
@@ -321,6 +337,12 @@ long_exports() {
 stage_B() {
   start_stage B; setup_python
   long_exports $((BUDGET - 150))
+  long_measure
+  finish_stage
+}
+
+# B's measurements of the exports long_exports made.
+long_measure() {
   local positions_args=(--decode-at "$LONG_POSITIONS" --decode-window "$LONG_WINDOW" --max-ctx "$LONG_CTX")
   for name in ${LONG_EXPORTS//,/ }; do
     local dir="$WORK/long_${name}_$LONG_CTX"
@@ -332,8 +354,8 @@ stage_B() {
   done
   # The same positions that fit a 1024-position cache, on A's stock bf16 export when the machine still has it.
   if [[ $DRY == 1 || -f "$WORK/bf16/llm.pte" ]]; then
-    step generate_ref_bf16_1024 60 "$BUILD/examples/generate/generate" "$WORK/bf16/llm.pte" --prompt-lens 128 \
-      --new-tokens 64 --reps 1 --decode-at 128,896 --decode-window 64 --max-ctx 1024 --profile-kernels \
+    step generate_ref_bf16_1024 90 "$BUILD/examples/generate/generate" "$WORK/bf16/llm.pte" --prompt-lens 128 \
+      --new-tokens 256 --reps 3 --decode-at 128,896 --decode-window 64 --max-ctx 1024 --profile-kernels \
       --json "$RES/generate_ref.json"
   fi
   # One decode graph replay kernel by kernel (CUPTI, bench/graph_trace.cpp) per export, when the pack has the tracer:
@@ -356,10 +378,9 @@ stage_B() {
       python3 "$HERE/llm_job.py" long-summary --generate "$RES/generate_$name.json" \
         --manifest "$WORK/long_${name}_$LONG_CTX/manifest.json" "${ref[@]}" \
         --out "$RES/summary_long_$name.json" > /dev/null
-      cp "$RES/generate_$name.json" "$OUT/B_generate_$name.json" 2>/dev/null
+      cp "$RES/generate_$name.json" "$OUT/${STAGE}_generate_$name.json" 2>/dev/null
     done
   fi
-  finish_stage
 }
 
 # What dependent launch buys, in one job: each export's generate with the overlap on, off, and on again (a drift
@@ -368,6 +389,12 @@ stage_C() {
   start_stage C; setup_python
   start_suite
   long_exports $((BUDGET - 170))
+  pdl_measure
+  finish_stage
+}
+
+# C's measurements: each export's decode with dependent launch on / off / on, the int4 kernels both ways.
+pdl_measure() {
   local name mode
   for name in ${LONG_EXPORTS//,/ }; do
     local dir="$WORK/long_${name}_$LONG_CTX"
@@ -387,6 +414,17 @@ stage_C() {
   fi
   [[ -n "$SUITE_PID" ]] && wait "$SUITE_PID"
   [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" pdl-summary "$RES" --out "$RES/summary_pdl.json" > /dev/null
+}
+
+# B and C in one call, with the stock bf16 export beside (REF_EXPORT=1 by default here) and the GPU suite beside the
+# exports: every figure of issue 32 from one job. Called again at once on the warm machine it reuses the exports
+# that finished and makes the rest.
+stage_BC() {
+  start_stage BC; setup_python
+  start_suite
+  REF_EXPORT=${REF_EXPORT:-1} long_exports $((BUDGET - 170))
+  long_measure
+  pdl_measure
   finish_stage
 }
 
@@ -480,10 +518,11 @@ case "$STAGE" in
   A2) stage_A2 ;;
   B) stage_B ;;
   C) stage_C ;;
+  BC) stage_BC ;;
   selftest) stage_selftest ;;
   all) [[ $DRY == 1 ]] || { echo "STAGE all is for the dry run"; exit 2; }
-       stage_A1; stage_A2; stage_B; stage_C ;;
-  *) echo "unknown STAGE $STAGE (A1, A2, B, C)"; exit 2 ;;
+       stage_A1; stage_A2; stage_B; stage_C; stage_BC ;;
+  *) echo "unknown STAGE $STAGE (A1, A2, B, C, BC)"; exit 2 ;;
 esac
 rc=$?
 if [[ $DRY == 1 ]]; then
