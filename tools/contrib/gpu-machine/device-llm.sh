@@ -425,6 +425,10 @@ stage_BC() {
   REF_EXPORT=${REF_EXPORT:-1} long_exports $((BUDGET - 170))
   long_measure
   pdl_measure
+  # The decode attention kernel alone by position (one and two kernels per call; its log is in the archive).
+  if [[ -x "$BUILD/bench/aoti_cuda_attention_bench" ]]; then
+    step attention_decode 60 "$BUILD/bench/aoti_cuda_attention_bench" --decode
+  fi
   finish_stage
 }
 
