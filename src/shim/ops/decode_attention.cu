@@ -165,7 +165,6 @@ __global__ void __launch_bounds__(kWarps * 32)
   // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before the
   // wait, not even the position (the step that wrote it may be the kernel before).
   pdl::wait_for_predecessor();
-  pdl::allow_dependents();
   const int64_t chunk = blockIdx.x;
   const int64_t sub_groups = p.heads / p.kv_heads / kHeads;
   const int64_t kv_head = blockIdx.y / sub_groups;
@@ -294,6 +293,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
   __syncthreads();
 
+  // K and V are read: the next kernel may start its launch now (dependent_launch.hpp, "when").
+  pdl::allow_dependents();
   // 4. p.V over this thread's rows, for its 8 columns and every head.
   float acc[kHeads][8];
 #pragma unroll

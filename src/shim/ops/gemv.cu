@@ -95,7 +95,6 @@ __global__ void __launch_bounds__(kDotThreads) dot_kernel(Args p) {
   const int64_t batch = blockIdx.y;
   // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before.
   pdl::wait_for_predecessor();
-  pdl::allow_dependents();
   float acc[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
@@ -128,6 +127,8 @@ __global__ void __launch_bounds__(kDotThreads) dot_kernel(Args p) {
       }
     }
   }
+  // The weights are read: the next kernel may start its launch now (dependent_launch.hpp, "when").
+  pdl::allow_dependents();
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll

@@ -112,7 +112,6 @@ struct Int4Gemv {
     const int pair0 = blockIdx.x * NP;
     // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before.
     pdl::wait_for_predecessor();
-    pdl::allow_dependents();
     float acc[NP][T][4];
 #pragma unroll
     for (int j = 0; j < NP; ++j)
@@ -194,6 +193,8 @@ struct Int4Gemv {
         }
       }
     }
+    // The weights are read: the next kernel may start its launch now (dependent_launch.hpp, "when").
+    pdl::allow_dependents();
     // acc[j][t]: {(feature 16p+g, token 8t+2c), (.., 8t+2c+1), (16p+8+g, 8t+2c), (.., 8t+2c+1)}.
     float* red = reinterpret_cast<float*>(gemv_smem);
 #pragma unroll
