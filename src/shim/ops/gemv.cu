@@ -6,7 +6,6 @@
 #include <climits>
 #include <cstdint>
 
-#include "common/env.hpp"
 #include "shim/ops/dependent_launch.hpp"
 #include "shim/ops/gemv.hpp"
 
@@ -18,6 +17,7 @@ namespace {
 
 constexpr int kLanes = 32;
 constexpr int kDotThreads = 256;     // 8 warps
+constexpr int kUnroll = 4;           // 16-byte loads of b in flight per thread per round
 
 // How many T one 16-byte load holds.
 template <typename T>
@@ -86,8 +86,7 @@ __device__ __forceinline__ void store(const Args& p, int64_t batch, int row, int
 // dot: column `col` of c (rows < m) = a · b[:, col]; b's column and a's rows are contiguous.
 // Warp w of a block takes column blockIdx.x * (8 / split) + w / split and every split-th run of
 // 32 vectors of K from run w % split; lanes then warps (through shared memory) sum.
-// U: 16-byte loads of b in flight per thread per round (gemv_unroll()).
-template <typename T, int R, int U>
+template <typename T, int R>
 __global__ void __launch_bounds__(kDotThreads) dot_kernel(Args p) {
   constexpr int V = Vec<T>::kCount;
   const int warp = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
@@ -104,15 +103,15 @@ __global__ void __launch_bounds__(kDotThreads) dot_kernel(Args p) {
     const T* a = static_cast<const T*>(p.a) + batch * p.a_bs;
     const int vecs = p.k / V;
     const int stride = p.split * kLanes;
-    for (int base = slice * kLanes + lane; base < vecs; base += stride * U) {
-      uint4 wv[U];
+    for (int base = slice * kLanes + lane; base < vecs; base += stride * kUnroll) {
+      uint4 wv[kUnroll];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int i = base + u * stride;
         if (i < vecs) wv[u] = __ldcs(w + i);  // streamed: read once per call
       }
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int i = base + u * stride;
         if (i >= vecs) break;
         float wf[V];
@@ -147,37 +146,19 @@ __global__ void __launch_bounds__(kDotThreads) dot_kernel(Args p) {
   }
 }
 
-// AOTI_CUDA_GEMV_UNROLL=4|8 (kernel tuning only, docs/configuration.md): loads in flight per thread per
-// round of the dot kernel. 4 (the default) keeps registers low; 8 covers K = 2048 in one round when a column
-// has one warp (the gate + up and head shapes of the 1.1 B model). Read once; 5-7 read as 4, a value outside
-// 4-8 is logged and ignored.
-int gemv_unroll() {
-  static const int u = [] {
-    const int64_t v = env_integer_or_warn("AOTI_CUDA_GEMV_UNROLL", 4, 8).value_or(4);
-    return v == 8 ? 8 : 4;
-  }();
-  return u;
-}
-
-template <typename T, int R>
-cudaError_t launch_rows(const Args& p, dim3 grid, cudaStream_t stream) {
-  const dim3 block(kDotThreads);
-  return gemv_unroll() == 8 ? pdl::launch(dot_kernel<T, R, 8>, grid, block, 0, stream, p)
-                            : pdl::launch(dot_kernel<T, R, 4>, grid, block, 0, stream, p);
-}
-
 template <typename T>
 int launch_typed(Args p, int64_t count, cudaStream_t stream) {
   const int rows = p.m <= 1 ? 1 : p.m <= 2 ? 2 : p.m <= 4 ? 4 : 8;
   dim3 grid;
   grid.y = static_cast<unsigned>(count);
   grid.x = static_cast<unsigned>((p.n + kDotThreads / kLanes / p.split - 1) / (kDotThreads / kLanes / p.split));
+  const dim3 block(kDotThreads);
   cudaError_t err = cudaSuccess;
   switch (rows) {
-    case 1: err = launch_rows<T, 1>(p, grid, stream); break;
-    case 2: err = launch_rows<T, 2>(p, grid, stream); break;
-    case 4: err = launch_rows<T, 4>(p, grid, stream); break;
-    default: err = launch_rows<T, 8>(p, grid, stream); break;
+    case 1: err = pdl::launch(dot_kernel<T, 1>, grid, block, 0, stream, p); break;
+    case 2: err = pdl::launch(dot_kernel<T, 2>, grid, block, 0, stream, p); break;
+    case 4: err = pdl::launch(dot_kernel<T, 4>, grid, block, 0, stream, p); break;
+    default: err = pdl::launch(dot_kernel<T, 8>, grid, block, 0, stream, p); break;
   }
   return static_cast<int>(err);
 }

@@ -406,16 +406,6 @@ pdl_measure() {
         --json "$RES/generate_${name}_$mode.json" $([[ $DRY == 1 ]] || expect_tokens "$dir/manifest.json")
     done
   done
-  # The few-row GEMV with 8 loads in flight per thread instead of 4 (AOTI_CUDA_GEMV_UNROLL), overlap off: its
-  # decode rate against the "off" runs above (raw JSON in the logs' archive).
-  for name in ${LONG_EXPORTS//,/ }; do
-    local dir="$WORK/long_${name}_$LONG_CTX"
-    [[ $DRY == 1 || -f "$dir/llm.pte" ]] || continue
-    step "generate_${name}_unroll8" 60 env AOTI_CUDA_DEPENDENT_LAUNCH=0 AOTI_CUDA_GEMV_UNROLL=8 \
-      "$BUILD/examples/generate/generate" "$dir/llm.pte" --prompt-lens 128 --new-tokens 256 --reps 3 \
-      --decode-at "$LONG_POSITIONS" --decode-window "$LONG_WINDOW" --max-ctx "$LONG_CTX" \
-      --json "$RES/generate_${name}_unroll8.json"
-  done
   if [[ -x "$BUILD/bench/aoti_cuda_int4_bench" ]]; then
     for mode in on off; do
       step "int4_bench_$mode" 90 "$BUILD/bench/aoti_cuda_int4_bench" --dependent-launch "$mode" --iters 15 \
