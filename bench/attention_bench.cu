@@ -147,15 +147,11 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   p.k_new_stride[1] = p.v_new_stride[1] = dim;
   p.scale = 1.0f / std::sqrt(static_cast<float>(dim));
   check(cudaMalloc(&scratch, da::scratch_bytes(p)), "cudaMalloc");
-  // Counters for the one-kernel calls (pass 2 folded into pass 1): zero, and left zero by every call.
-  unsigned int* counters = nullptr;
-  check(cudaMalloc(&counters, da::counters_needed(p) * sizeof(unsigned int)), "cudaMalloc");
-  check(cudaMemset(counters, 0, da::counters_needed(p) * sizeof(unsigned int)), "cudaMemset");
   std::vector<int64_t> all = positions;
   all.push_back(cache - 1);
   for (int64_t position : all) {
     check(cudaMemcpy(pos, &position, 8, cudaMemcpyHostToDevice), "cudaMemcpy");
-    const auto call = [&] { return da::launch(p, scratch, stream, nullptr); };
+    const auto call = [&] { return da::launch(p, scratch, stream); };
     const double us = time_launch(call, stream);
     const double graph_us = time_graph(call, stream);
     const double bytes = 2.0 * static_cast<double>(std::min(position + 1, cache)) * kvh * dim * 2;
@@ -184,17 +180,10 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
     f.rope_sin = static_cast<const float*>(rope_sin);
     f.rope_rows = cache;
     f.rope_stride = dim / 2;
-    const double qkv_us = time_graph([&] { return da::launch(f, scratch, stream, nullptr); }, stream);
+    const double qkv_us = time_graph([&] { return da::launch(f, scratch, stream); }, stream);
     std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  qkv form, in a graph    %8.2f us\n",
                 static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
                 static_cast<long long>(dim), static_cast<long long>(position), qkv_us);
-    // The same two with pass 2 folded into pass 1 (one kernel per call, what the shim launches by default).
-    const double one_us = time_graph([&] { return da::launch(p, scratch, stream, counters); }, stream);
-    const double qkv_one_us = time_graph([&] { return da::launch(f, scratch, stream, counters); }, stream);
-    std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  one kernel, in a graph  %8.2f us"
-                "  (qkv form %.2f us)\n",
-                static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
-                static_cast<long long>(dim), static_cast<long long>(position), one_us, qkv_one_us);
   }
   // Every position, the way a masked decode attends: the flash kernel with the g query heads of a KV head as rows.
   Problem f;
@@ -218,7 +207,7 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  all positions: flash kernel, folded q %8.2f us  %7.1f GB/s\n",
               static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
               static_cast<long long>(dim), us, 2.0 * cache * kvh * dim * 2 / (us * 1e-6) / 1e9);
-  for (void* ptr : {q, k, v, k_new, v_new, qkv, rope_cos, rope_sin, out, pos, scratch, static_cast<void*>(counters)}) cudaFree(ptr);
+  for (void* ptr : {q, k, v, k_new, v_new, qkv, rope_cos, rope_sin, out, pos, scratch}) cudaFree(ptr);
   cudaStreamDestroy(stream);
   return 0;
 }

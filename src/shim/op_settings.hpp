@@ -47,11 +47,6 @@ struct OpSettings {
   /// launches. Off by default until the H200 runs of 2026-12-04 are
   /// explained (ops/dependent_launch.hpp).
   bool dependent_launch = false;
-  /// Decode attention merges its chunks in the last block of its first
-  /// kernel (one launch per call) instead of a second kernel; same bits
-  /// either way (ops/decode_attention.hpp). Not a TuningOptions field: the
-  /// GPU tests and the attention bench compare the two.
-  bool decode_attention_one_kernel = true;
 };
 
 /// The calling thread's settings: those of the innermost OpSettingsScope,

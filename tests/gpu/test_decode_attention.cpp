@@ -21,7 +21,6 @@
 
 #include "aoti_cuda/shim.h"
 #include "shim/allocator.hpp"
-#include "shim/op_settings.hpp"
 #include "support/gpu.hpp"
 #include "support/half_bits.hpp"
 #include "support/shim_testing.hpp"
@@ -187,51 +186,6 @@ TEST_CASE("gpu: decode attention: groups served in parts, odd cache lengths, cla
   Setup strided{false, 2, 8, 4, 256, 64};
   strided.q_strided_heads = true;
   check_positions(strided, {{100, 7}}, "strided q");
-}
-
-namespace {
-
-// One call of the plain form with OpSettings::decode_attention_one_kernel set as given; the output's bits.
-std::vector<uint16_t> call_with(const Setup& s, const Operands& o, const std::vector<int64_t>& positions,
-                                bool one_kernel) {
-  aoti_cuda::shim::OpSettings settings;
-  settings.decode_attention_one_kernel = one_kernel;
-  const aoti_cuda::shim::OpSettingsScope scope(&settings);
-  OwnedTensor pos = positions_tensor(positions);
-  OwnedTensor out;
-  const AOTITorchError rc = aoti_torch_cuda_aoti_cuda_decode_attention(
-      o.q.device.get(), o.k.device.get(), o.v.device.get(), pos.get(), 1.0 / std::sqrt(double(s.dim)), out.out());
-  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  return read(out, static_cast<std::size_t>(s.batch * s.heads * s.dim));
-}
-
-}  // namespace
-
-// The chunks merged by the last block of the first kernel (the default) or by a second kernel: the same bits, call
-// after call (each one-kernel call must leave its counters at zero for the next, whatever its position: a counter
-// left behind would make a later call merge too early or never, and differ).
-TEST_CASE("gpu: decode attention, one kernel or two: the same bits, call after call" * AOTI_CUDA_GPU_CASE) {
-  const std::vector<Setup> setups = {{false, 1, 16, 4, 4096, 128}, {true, 1, 6, 2, 300, 64},
-                                     {false, 2, 32, 2, 1000, 128}, {false, 3, 8, 8, 512, 64}};
-  const std::vector<std::vector<int64_t>> sets = {{0}, {63}, {64}, {4000}, {100}, {-1}, {5000}, {7}, {4095}};
-  for (const Setup& s : setups) {
-    const Operands o = operands(s, 2024);
-    for (const std::vector<int64_t>& base : sets) {
-      std::vector<int64_t> positions = base;
-      if (s.batch > 1) {  // one position per sequence, the others elsewhere in the cache (or before it)
-        positions.resize(static_cast<std::size_t>(s.batch));
-        for (int64_t b = 1; b < s.batch; ++b) positions[b] = (base[0] * 7 + 131 * b) % (s.cache_len + 40) - 20;
-      }
-      std::string label = "g=" + std::to_string(s.heads / s.kv_heads) + " L=" + std::to_string(s.cache_len) + " pos";
-      for (int64_t p : positions) label += " " + std::to_string(p);
-      CAPTURE(label);
-      const std::vector<uint16_t> two = call_with(s, o, positions, false);
-      const std::vector<uint16_t> one = call_with(s, o, positions, true);
-      CHECK(one == two);
-      CHECK(max_error(s, o, positions, 1.0 / std::sqrt(double(s.dim)), one) < 1.0);
-    }
-  }
 }
 
 TEST_CASE("gpu: decode attention with operands on the host or another dtype fails naming them" * AOTI_CUDA_GPU_CASE) {

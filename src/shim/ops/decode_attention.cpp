@@ -20,9 +20,7 @@
 #include "common/kernel_timer.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
-#include "shim/op_settings.hpp"
 #include "shim/ops/decode_attention.hpp"
-#include "shim/ops/zeroed_counters.hpp"
 #include "shim/tensor_object.hpp"
 
 namespace aoti_cuda {
@@ -260,11 +258,7 @@ AtenTensorHandle run(decode_attention::Problem& p, int32_t dtype, int device) {
   StreamScratch scratch(bytes, device, stream);
   aoti_cuda::common::KernelTimer::Launch timed(aoti_cuda::common::KernelTimer::current(), nullptr,
                                                "aoti_cuda decode attention", stream);
-  // One kernel per call when this stream has counters (else, and when switched off, two).
-  unsigned int* counters = op_settings().decode_attention_one_kernel
-                               ? zeroed_counters::counters(device, stream, decode_attention::counters_needed(p))
-                               : nullptr;
-  const int err = decode_attention::launch(p, scratch.get(), stream, counters);
+  const int err = decode_attention::launch(p, scratch.get(), stream);
   timed.done(err == 0);
   if (err != 0) throw_cuda_error(err, "decode attention kernel launch");
   return out.release();

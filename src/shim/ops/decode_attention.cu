@@ -11,10 +11,8 @@
 //      columns for every query head over its rows; the row groups of a warp are added with
 //      shuffles, the warps through shared memory;
 //   5. per query head: the chunk's output divided by its sum, and max + log2(sum), to scratch.
-//   6. with counters (the default): the last working block of its (kv head sub-group, batch) merges
-//      the chunks for its heads, as pass 2 would (below), and resets its counter: one launch per call.
-// Pass 2, one block of head_dim threads per (query head, batch), when no counters are given: the
-// chunks below n, weighted by 2^(lse_c - max lse) and normalized; thread d writes column d.
+// Pass 2, one block of head_dim threads per (query head, batch): the chunks below n, weighted
+// by 2^(lse_c - max lse) and normalized; thread d writes column d.
 // Scores live in the log2 domain (exp2f), which saves a multiply per exponential.
 // The update form (decode_attention.hpp): in pass 1 the step's row comes from k_new / v_new, and the
 // block holding it writes it into the cache (step 0 below).
@@ -130,28 +128,8 @@ __device__ __forceinline__ void store(void* base, int64_t i, float x) {
   else static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(x);
 }
 
-// The merge of pass 2 for head `h` of batch b, column d: the `used` chunks' outputs weighted by 2^(lse - max lse).
-// Shared by the combine kernel and the chunk kernel's last block (same order, same rounding: bitwise equal).
-// Reads through L2 (__ldcg): in the chunk kernel the other blocks' partials were written by other SMs.
-template <bool kHalf, int kDim>
-__device__ __forceinline__ void merge_column(const Problem& p, const float* part_out, const float* part_lse, int64_t b,
-                                             int64_t h, int d, int64_t used) {
-  const int64_t chunks_total = chunk_count(p.cache_len);
-  const int64_t first = (b * p.heads + h) * chunks_total;
-  float m = -INFINITY;
-  for (int64_t c = 0; c < used; ++c) m = fmaxf(m, __ldcg(part_lse + first + c));
-  float sum = 0.f, o = 0.f;
-  for (int64_t c = 0; c < used; ++c) {
-    const float w = exp2f(__ldcg(part_lse + first + c) - m);
-    sum += w;
-    o = fmaf(w, __ldcg(part_out + (first + c) * kDim + d), o);
-  }
-  store<kHalf>(p.out, (b * p.heads + h) * kDim + d, used == 0 ? 0.f : o / sum);
-}
-
 template <bool kHalf, int kDim, int kHeads>
-__global__ void __launch_bounds__(kWarps * 32)
-    chunk_kernel(Problem p, float* part_out, float* part_lse, unsigned int* counters) {
+__global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* part_out, float* part_lse) {
   constexpr int kLanes = kDim / 8;              // lanes per K/V row
   constexpr int kRowsPerWarp = 32 / kLanes;     // rows a warp reads per step
   constexpr int kRowsPerStep = kRowsPerWarp * kWarps;
@@ -172,15 +150,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t b = blockIdx.z;
   const int64_t n = visible(p, b);
   const int64_t start = chunk * kChunk;
-  if (start >= n) {  // the whole block: no thread has reached a barrier
-    // Nothing visible (pos < 0) with pass 2 folded in: chunk 0's block writes the zeros pass 2 would have.
-    if (n == 0 && chunk == 0 && counters != nullptr) {
-      for (int i = threadIdx.x; i < kHeads * kDim; i += kWarps * 32) {
-        store<kHalf>(p.out, (b * p.heads + head0 + i / kDim) * kDim + i % kDim, 0.f);
-      }
-    }
-    return;
-  }
+  if (start >= n) return;  // the whole block: no thread has reached a barrier
   const int rows = static_cast<int>(n - start < kChunk ? n - start : kChunk);
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -343,58 +313,50 @@ __global__ void __launch_bounds__(kWarps * 32)
     part_out[slot * kDim + d] = o / sum_s[h];
     if (d == 0) part_lse[slot] = max_s[h] + log2f(sum_s[h]);
   }
-  if (counters == nullptr) return;  // pass 2 is the combine kernel
-
-  // 6. Pass 2 folded in: the last of the chunk(n) working blocks of this (kv head sub-group, batch) to count
-  //    itself in merges the chunks for its heads, then puts the counter back to zero for the next call
-  //    (zeroed_counters.hpp). Each block's partials are made visible before it counts itself.
-  __shared__ bool last_s;
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    unsigned int* counter = counters + b * gridDim.y + blockIdx.y;
-    const unsigned int used = static_cast<unsigned int>(chunk_count(n));
-    last_s = atomicAdd(counter, 1u) == used - 1;
-    if (last_s) *counter = 0;  // every working block of this call has counted itself
-  }
-  __syncthreads();
-  if (!last_s) return;
-  __threadfence();
-  for (int i = tid; i < kHeads * kDim; i += kWarps * 32) {
-    merge_column<kHalf, kDim>(p, part_out, part_lse, b, head0 + i / kDim, i % kDim, chunk_count(n));
-  }
 }
 
 template <bool kHalf, int kDim>
 __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
   pdl::wait_for_predecessor();  // the chunks' results (dependent_launch.hpp)
   pdl::allow_dependents();
-  const int64_t b = blockIdx.y;
-  merge_column<kHalf, kDim>(p, part_out, part_lse, b, blockIdx.x, threadIdx.x, chunk_count(visible(p, b)));
+  const int64_t h = blockIdx.x, b = blockIdx.y;
+  const int d = threadIdx.x;
+  const int64_t n = visible(p, b);
+  const int64_t used = chunk_count(n);  // chunks pass 1 wrote
+  const int64_t chunks_total = chunk_count(p.cache_len);
+  const int64_t first = (b * p.heads + h) * chunks_total;
+  float m = -INFINITY;
+  for (int64_t c = 0; c < used; ++c) m = fmaxf(m, part_lse[first + c]);
+  float sum = 0.f, o = 0.f;
+  for (int64_t c = 0; c < used; ++c) {
+    const float w = exp2f(part_lse[first + c] - m);
+    sum += w;
+    o = fmaf(w, part_out[(first + c) * kDim + d], o);
+  }
+  store<kHalf>(p.out, (b * p.heads + h) * kDim + d, used == 0 ? 0.f : o / sum);
 }
 
 template <bool kHalf, int kDim, int kHeads>
-int launch_heads(const Problem& p, float* part_out, float* part_lse, unsigned int* counters, cudaStream_t stream) {
+int launch_heads(const Problem& p, float* part_out, float* part_lse, cudaStream_t stream) {
   if (p.cache_len > 0) {
     const int64_t sub_groups = p.heads / p.kv_heads / kHeads;
     const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.kv_heads * sub_groups),
                     static_cast<unsigned>(p.batch));
-    const cudaError_t err = pdl::launch(chunk_kernel<kHalf, kDim, kHeads>, grid, dim3(kWarps * 32), 0, stream, p,
-                                        part_out, part_lse, counters);
-    if (err != cudaSuccess || counters != nullptr) return static_cast<int>(err);
+    const cudaError_t err =
+        pdl::launch(chunk_kernel<kHalf, kDim, kHeads>, grid, dim3(kWarps * 32), 0, stream, p, part_out, part_lse);
+    if (err != cudaSuccess) return static_cast<int>(err);
   }
-  // Pass 2 on its own (no counters, or an empty cache: then it writes the zeros).
   const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
   return static_cast<int>(pdl::launch(combine_kernel<kHalf, kDim>, grid, dim3(kDim), 0, stream, p, part_out, part_lse));
 }
 
 template <bool kHalf, int kDim>
-int launch_dim(const Problem& p, float* part_out, float* part_lse, unsigned int* counters, cudaStream_t stream) {
+int launch_dim(const Problem& p, float* part_out, float* part_lse, cudaStream_t stream) {
   switch (heads_per_block(p.heads / p.kv_heads)) {
-    case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, counters, stream);
-    case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, counters, stream);
-    case 2: return launch_heads<kHalf, kDim, 2>(p, part_out, part_lse, counters, stream);
-    default: return launch_heads<kHalf, kDim, 1>(p, part_out, part_lse, counters, stream);
+    case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, stream);
+    case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, stream);
+    case 2: return launch_heads<kHalf, kDim, 2>(p, part_out, part_lse, stream);
+    default: return launch_heads<kHalf, kDim, 1>(p, part_out, part_lse, stream);
   }
 }
 
@@ -427,13 +389,7 @@ std::size_t scratch_bytes(const Problem& p) {
   return slots * (static_cast<std::size_t>(p.head_dim) + 1) * sizeof(float);
 }
 
-std::size_t counters_needed(const Problem& p) {
-  if (p.cache_len == 0) return 0;
-  const int64_t sub_groups = p.heads / p.kv_heads / heads_per_block(p.heads / p.kv_heads);
-  return static_cast<std::size_t>(p.batch) * static_cast<std::size_t>(p.kv_heads * sub_groups);
-}
-
-int launch(const Problem& p, void* scratch, void* stream, unsigned int* counters) {
+int launch(const Problem& p, void* scratch, void* stream) {
   if (p.batch == 0 || p.heads == 0) return 0;
   if (!supports_head_dim(p.head_dim) || p.kv_heads <= 0 || p.heads % p.kv_heads != 0 || !aligned(p)) {
     return cudaErrorInvalidValue;
@@ -444,13 +400,12 @@ int launch(const Problem& p, void* scratch, void* stream, unsigned int* counters
   float* part_out = static_cast<float*>(scratch);
   float* part_lse = part_out + slots * static_cast<std::size_t>(p.head_dim);
   auto s = static_cast<cudaStream_t>(stream);
-  if (counters_needed(p) == 0) counters = nullptr;
   if (p.fp16) {
-    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, counters, s)
-                            : launch_dim<true, 128>(p, part_out, part_lse, counters, s);
+    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, s)
+                            : launch_dim<true, 128>(p, part_out, part_lse, s);
   }
-  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, counters, s)
-                          : launch_dim<false, 128>(p, part_out, part_lse, counters, s);
+  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, s)
+                          : launch_dim<false, 128>(p, part_out, part_lse, s);
 }
 
 }  // namespace decode_attention

@@ -83,18 +83,11 @@ bool aligned(const Problem& p);
 /// Float32 scratch launch() needs: per (batch, head, chunk) a head_dim output and a log-sum-exp.
 std::size_t scratch_bytes(const Problem& p);
 
-/// Counters launch() uses to fold pass 2 into pass 1: one per (kv head sub-group, batch); 0 when the
-/// cache is empty (pass 2 alone writes the zeros then).
-std::size_t counters_needed(const Problem& p);
-
-/// Enqueues the call on `stream` (a cudaStream_t of the current device), with `scratch` of at
+/// Enqueues both passes on `stream` (a cudaStream_t of the current device), with `scratch` of at
 /// least scratch_bytes(p) device bytes. Requires supports_head_dim, aligned, heads % kv_heads == 0.
-/// `counters`: at least counters_needed(p) device counters that are zero and that no other work
-/// uses concurrently (zeroed_counters.hpp); the last block of each group then merges the chunks
-/// and resets its counter, so the call is one kernel. nullptr: pass 2 runs as a second kernel.
-/// Both give the same bits. batch, heads or cache_len 0 with nothing to write enqueues nothing.
-/// Returns the launch's cudaError_t (0 = success).
-int launch(const Problem& p, void* scratch, void* stream, unsigned int* counters);
+/// batch, heads or cache_len 0 with nothing to write enqueues nothing. Returns the launch's
+/// cudaError_t (0 = success).
+int launch(const Problem& p, void* scratch, void* stream);
 
 }  // namespace decode_attention
 }  // namespace shim
