@@ -14,7 +14,7 @@
 // launch"): the int4 kernels back to back in a graph, 3-18 % faster at M = 1 and 4 with it. A first
 // version also prefetched each kernel's weights into L2 before the wait: 3-28 % there, but the bf16
 // decode step of the decode-op export 8 % slower (737 against 796 tokens/s; likely whole weight
-// matrices prefetched ahead of use evicting one another); only the int4 kernel prefetches now (below).
+// matrices prefetched ahead of use evicting one another), so no kernel touches memory before its wait.
 // Why it is off by default (OpSettings): in both runs with it, the GPU suite's int4 M = 1..16 test
 // failed on some calls, also of the tile kernel that is never launched this way. The suspect is the
 // test (its pageable cudaMemcpy may land after a kernel on a non-blocking stream starts; fixed, not
@@ -22,16 +22,10 @@
 //
 // The contract every kernel launched through launch() keeps, which makes the overlap safe whatever
 // the predecessor is (a Triton kernel of the model library, one of ours, a copy):
-//   * before wait_for_predecessor(): no global memory access at all, except L2 prefetches
-//     (prefetch_l2: a hint that cannot change a result);
+//   * before wait_for_predecessor(): no global memory access at all;
 //   * every thread that reads or writes global memory calls wait_for_predecessor() first;
 //   * allow_dependents() only after that wait, so a chain of such kernels never runs more than
 //     one grid ahead of the data.
-// Which kernels prefetch: the int4 weight-streaming kernel, its block's packed weights and scales
-// (at most a few hundred KB per block, all of one int4 matrix at most 33 MB), and only when it is
-// launched with the overlap. The few-row bf16 GEMV does not: a first version that prefetched whole
-// bf16 matrices (up to 46 MB for gate + up) made bf16 decode 7 % slower with the overlap (737
-// against 796 tokens/s, stage C of 2026-12-04 11:41 UTC) while the int4 kernels gained 3-28 %.
 // When a kernel calls allow_dependents(): after its main loads, before its reductions and stores.
 // The first version called it right after the wait; its dependents' blocks then took SM slots
 // while its own later blocks still had to run, and decode got slower with the overlap at every
@@ -45,7 +39,6 @@
 
 #include <cuda_runtime.h>
 
-#include <cstdint>
 #include <utility>
 
 namespace aoti_cuda {
@@ -97,31 +90,6 @@ __device__ __forceinline__ void allow_dependents() {
 #endif
 }
 
-/// Asks L2 to fetch [p, p + bytes) rounded down to whole 16-byte units; returns at once. A hint: it
-/// changes no result (L2 is where every SM's writes meet, so a later load never sees stale bytes),
-/// only what the next loads of those bytes cost; so it may run before wait_for_predecessor(). Nothing
-/// for a p that is not 16-byte aligned (the bulk prefetch requires it).
-__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  bytes &= ~15u;
-  if (bytes == 0 || (reinterpret_cast<uintptr_t>(p) & 15u) != 0) return;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
-/// prefetch_l2 over [p, p + bytes) in pieces of at most 4 KiB: piece i by thread first + i * step.
-__device__ __forceinline__ void prefetch_l2_pieces(const void* p, uint64_t bytes, unsigned first, unsigned step) {
-  constexpr uint64_t kPiece = 4096;
-  const auto* base = static_cast<const char*>(p);
-  const uint64_t pieces = (bytes + kPiece - 1) / kPiece;
-  for (uint64_t i = first; i < pieces; i += step) {
-    const uint64_t offset = i * kPiece;
-    prefetch_l2(base + offset, static_cast<uint32_t>(bytes - offset < kPiece ? bytes - offset : kPiece));
-  }
-}
 #endif  // __CUDACC__
 
 }  // namespace pdl

@@ -94,7 +94,6 @@ __device__ __forceinline__ void dequant_word(uint32_t (&d)[4], uint32_t word, ui
 
 struct GemvShape {
   int m, n, k, n_tiles, k_super, group_shift;
-  bool prefetch;  // launched with the overlap (pdl::allowed()): prefetch the block's weights before the wait
 };
 
 template <int IKT, int U, int NP, int T>
@@ -111,21 +110,7 @@ struct Int4Gemv {
     const int g = lane >> 2;
     const int c = lane & 3;
     const int pair0 = blockIdx.x * NP;
-    // Launched with programmatic dependent launch (dependent_launch.hpp): while the kernel before finishes,
-    // this block's packed weights (its n-tiles are contiguous) and its columns of every scale/zero row go to
-    // L2; then the wait, before x or out is touched.
-    if (sh.prefetch) {
-      const int nt0 = 2 * pair0;
-      const int nt_end = min(2 * (pair0 + NP), sh.n_tiles);
-      if (nt0 < nt_end) {
-        const size_t tile_words = static_cast<size_t>(sh.k_super) * kLanes * kWords;
-        pdl::prefetch_l2_pieces(w + nt0 * tile_words, (nt_end - nt0) * tile_words * 4, threadIdx.x, blockDim.x);
-        const int groups = (sh.k + (1 << sh.group_shift) - 1) >> sh.group_shift;
-        for (int gi = threadIdx.x; gi < groups; gi += blockDim.x) {
-          pdl::prefetch_l2(sz + static_cast<size_t>(gi) * sh.n + nt0 * 8, static_cast<uint32_t>((nt_end - nt0) * 8 * 4));
-        }
-      }
-    }
+    // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before.
     pdl::wait_for_predecessor();
     float acc[NP][T][4];
 #pragma unroll
@@ -257,7 +242,7 @@ int gemv_warps(int k_super, int u, int kw_max) {
 template <int IKT, int U, int NP, int KWMax>
 cudaError_t launch_gemv(const Problem& p, const Shape& s, cudaStream_t stream) {
   static_assert(KWMax >= 1 && KWMax * kLanes <= 512, "launch bounds");
-  const GemvShape sh{s.m, s.n, s.k, s.n_tiles, s.k_super, s.group_shift, pdl::allowed()};
+  const GemvShape sh{s.m, s.n, s.k, s.n_tiles, s.k_super, s.group_shift};
   const int kw = gemv_warps(sh.k_super, U, KWMax);
   const int pairs = (sh.n_tiles + 1) / 2;
   const dim3 grid(static_cast<unsigned>((pairs + NP - 1) / NP));
