@@ -168,8 +168,9 @@ struct TuningOptions {
   /// On sm_90 and newer, the SDK's decode kernels (few-row GEMV, int4
   /// weight streaming, decode attention) launch with programmatic dependent
   /// launch: each one's launch and start overlap the end of the kernel
-  /// before it. Meant to give the same results either way; opt-in for now
-  /// (docs/configuration.md says why). Default false.
+  /// before it. Same results either way; opt-in because a whole LLM decode
+  /// step ran slower with it on the H200 (docs/configuration.md). Default
+  /// false.
   /// AOTI_CUDA_DEPENDENT_LAUNCH=1|0 (also true/false, on/off, yes/no).
   std::optional<bool> dependent_launch;
 };

@@ -10,15 +10,20 @@
 // predecessor's tail, then it waits (griddepcontrol.wait) for the predecessor's completion and
 // memory before anything else.
 //
-// Measured on the H200 (2026-12-04, stage C of the LLM job; docs/benchmarks/int4.md, "Dependent
-// launch"): the int4 kernels back to back in a graph, 3-18 % faster at M = 1 and 4 with it. A first
-// version also prefetched each kernel's weights into L2 before the wait: 3-28 % there, but the bf16
-// decode step of the decode-op export 8 % slower (737 against 796 tokens/s; likely whole weight
-// matrices prefetched ahead of use evicting one another), so no kernel touches memory before its wait.
-// Why it is off by default (OpSettings): in both runs with it, the GPU suite's int4 M = 1..16 test
-// failed on some calls, also of the tile kernel that is never launched this way. The suspect is the
-// test (its pageable cudaMemcpy may land after a kernel on a non-blocking stream starts; fixed, not
-// yet run there), but until a run shows the suite passing with it on, it stays opt-in.
+// Measured on the H200 (2026-12-04; docs/benchmarks/int4.md and llm.md, "Dependent launch"): the
+// int4 kernels back to back in a graph run 2-23 % faster with it, but a whole decode step runs
+// slower: bf16dopq 0.97-0.99x and int4dopq 0.96-0.99x of its tokens/s without it (positions 128,
+// 1024, 4000; BC job of 14:05 UTC), so it is off by default (OpSettings). Tried and dropped:
+//   * prefetching each kernel's weights into L2 before the wait: int4 back to back up to 28 %
+//     faster, decode slower still (bf16 737 against 796 tokens/s prefetching whole matrices at 11:41;
+//     int4dopq 0.91-0.95x prefetching only its own int4 blocks at 14:28);
+//   * letting dependents start right after the wait: their blocks then hold SM slots while later
+//     blocks of the running kernel still wait for one (decode 0.92-0.99x at 13:51); kernels now say
+//     so after their main loads, before their reductions and stores.
+// tests/gpu/test_dependent_launch.cpp runs a decode-like chain with it on and off (bitwise equal
+// in every run). The int4 suite failure of the runs of 11:41 and 11:51, which launched with it, has
+// not come back, but the suite has run with it off since; whether that test's fix (it synchronizes
+// its pageable uploads now) explains it is not shown yet.
 //
 // The contract every kernel launched through launch() keeps, which makes the overlap safe whatever
 // the predecessor is (a Triton kernel of the model library, one of ours, a copy):
@@ -26,11 +31,6 @@
 //   * every thread that reads or writes global memory calls wait_for_predecessor() first;
 //   * allow_dependents() only after that wait, so a chain of such kernels never runs more than
 //     one grid ahead of the data.
-// When a kernel calls allow_dependents(): after its main loads, before its reductions and stores.
-// The first version called it right after the wait; its dependents' blocks then took SM slots
-// while its own later blocks still had to run, and decode got slower with the overlap at every
-// position (bf16dopq 0.93-0.98x, int4dopq 0.92-0.99x, BC job 2026-12-04 13:51 UTC), though the
-// int4 kernels alone back to back were 2-18 % faster.
 // Below sm_90 the device functions are no-ops and launch() launches plainly.
 //
 // Switched by OpSettings::dependent_launch (TuningOptions::dependent_launch,
