@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "aoti_cuda/shim.h"
+#include "shim/op_settings.hpp"
 #include "shim/ops/weight_int4pack_mm.hpp"
 #include "support/gpu.hpp"
 #include "support/shim_testing.hpp"
@@ -494,6 +495,23 @@ TEST_CASE("int4pack_mm: M = 1..16 on the 1.1B model's shapes and the 4096/11008 
   uint32_t seed = 101;
   for (const auto& nk : shapes)
     for (int group : {32, 64, 128, 256}) small_m_case(nk[0], nk[1], group, 8, seed++, stream);
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
+
+// The same with the weight-streaming kernel launched with programmatic dependent launch
+// (OpSettings::dependent_launch, opt-in): the kernel waits for its predecessor before touching memory,
+// so every result must be as exact as without it.
+TEST_CASE("int4pack_mm: M = 1..16 on the 1.1B model's shapes with dependent launch on, against float64" *
+          AOTI_CUDA_GPU_CASE) {
+  aoti_cuda::shim::OpSettings settings;
+  settings.dependent_launch = true;
+  const aoti_cuda::shim::OpSettingsScope scope(&settings);
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  const int64_t shapes[][2] = {{3072, 2048}, {2048, 2048}, {11264, 2048}, {2048, 5632}, {32000, 2048}};
+  uint32_t seed = 901;
+  for (const auto& nk : shapes)
+    for (int group : {32, 128}) small_m_case(nk[0], nk[1], group, 8, seed++, stream);
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
 
