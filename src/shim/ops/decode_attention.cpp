@@ -1,9 +1,9 @@
 // Shim operators: aoti_torch_cuda_aoti_cuda_decode_attention, its update form
 // aoti_torch_cuda_aoti_cuda_decode_attention_update (which also stores the step's K and V rows in
 // the caches) and its qkv form aoti_torch_cuda_aoti_cuda_decode_attention_qkv (which also rotates q
-// and k, taking the projection's output), aoti_cuda's own shims for the custom operators aoti_cuda::aoti_cuda_decode_attention
-// and aoti_cuda::aoti_cuda_decode_attention_update (tools/export/llm/decode_attention_op.py). An
-// exporter that lists that operator in AOTInductor's aot_inductor.custom_ops_to_c_shims gets this
+// and k, taking the projection's output): aoti_cuda's own shims for the custom operators
+// aoti_cuda::aoti_cuda_decode_attention, _update and _qkv (tools/export/llm/decode_attention_op.py). An
+// exporter that lists such an operator in AOTInductor's aot_inductor.custom_ops_to_c_shims gets this
 // call in the generated code instead of a decomposed, masked attention over the whole cache.
 // Inductor names a custom op's shim aoti_torch_<device>_<operator name>, dropping the namespace:
 // the operator's name repeats "aoti_cuda" so that the C name cannot collide with another

@@ -33,19 +33,16 @@ echo "== GPU test suite" | tee "$OUT_DIR/gpu_tests.log"
 stdbuf -oL -eL "$BUILD/tests/aoti_cuda_gpu_tests" -s=false --duration=true 2>&1 | tee -a "$OUT_DIR/gpu_tests.log" || status=1
 
 # The CPU suites run in CI; a pack without them (device-llm.sh --prepare with SUITE=1 leaves them out to fit the
-# transfer) says so instead of failing the suite.
+# transfer) says so instead of failing the suite. packed BINARY LOG: whether the pack has BINARY (else LOG says not).
+packed() { [[ -x "$1" ]] || { echo "not in this pack (a CPU suite: CI runs it)" | tee -a "$2"; return 1; }; }
 echo "== CPU test suite on the GPU machine" | tee "$OUT_DIR/unit_tests.log"
-if [[ -x "$BUILD/tests/aoti_cuda_unit_tests" ]]; then
+if packed "$BUILD/tests/aoti_cuda_unit_tests" "$OUT_DIR/unit_tests.log"; then
   "$BUILD/tests/aoti_cuda_unit_tests" 2>&1 | tail -5 | tee -a "$OUT_DIR/unit_tests.log" || status=1
-else
-  echo "not in this pack (a CPU suite: CI runs it)" | tee -a "$OUT_DIR/unit_tests.log"
 fi
 
 echo "== heap allocations per call (tests/alloc)" | tee "$OUT_DIR/alloc_tests.log"
-if [[ -x "$BUILD/tests/aoti_cuda_alloc_tests" ]]; then
+if packed "$BUILD/tests/aoti_cuda_alloc_tests" "$OUT_DIR/alloc_tests.log"; then
   "$BUILD/tests/aoti_cuda_alloc_tests" 2>&1 | tee -a "$OUT_DIR/alloc_tests.log" || status=1
-else
-  echo "not in this pack (a CPU suite: CI runs it)" | tee -a "$OUT_DIR/alloc_tests.log"
 fi
 
 {

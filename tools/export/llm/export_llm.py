@@ -119,7 +119,9 @@ def export_methods(model, cfg, hint: int, device):
 
 
 SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op", "decode-op-update", "decode-op-qkv")
-DECODE_OP_CHOICES = ("decode-op", "decode-op-update", "decode-op-qkv")
+# --sdpa choice -> the decode attention operator's form (model.use_decode_attention_op).
+DECODE_OP_FORM = {"decode-op": "", "decode-op-update": "update", "decode-op-qkv": "qkv"}
+DECODE_OP_CHOICES = tuple(DECODE_OP_FORM)
 
 
 def sdpa_decomposed(method: str, sdpa: str) -> bool:
@@ -381,7 +383,7 @@ def main(argv=None) -> int:
         from model import use_decode_attention_op
 
         # Before torch.export; after the eager reference, which stays plain PyTorch.
-        use_decode_attention_op(model, form={"decode-op-update": "update", "decode-op-qkv": "qkv"}.get(args.sdpa, ""))
+        use_decode_attention_op(model, form=DECODE_OP_FORM[args.sdpa])
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)

@@ -265,9 +265,9 @@ class Llama(nn.Module):
             layer.attention.v_cache.zero_()
 
 
-def use_decode_attention_op(model: Llama, enabled: bool = True, update: bool = False, form: str = "") -> None:
+def use_decode_attention_op(model: Llama, enabled: bool = True, form: str = "") -> None:
     """Decode's attention through aoti_cuda::aoti_cuda_decode_attention (registered on first use) instead of a
-    masked SDPA over the whole cache; with update (or form "update"), through
+    masked SDPA over the whole cache; with form "update", through
     aoti_cuda::aoti_cuda_decode_attention_update, which also stores the step's K and V rows (no index_copy_ in
     decode); with form "qkv", through aoti_cuda::aoti_cuda_decode_attention_qkv, which also rotates q and k (no
     kernel between the q/k/v projection and the attention). Prefill is unchanged."""
@@ -275,7 +275,7 @@ def use_decode_attention_op(model: Llama, enabled: bool = True, update: bool = F
         raise ValueError(f"decode attention operator form {form!r}: expected '', 'update' or 'qkv'")
     if enabled:
         import decode_attention_op  # noqa: F401  (defines the operators)
-    mode = form or ("update" if update else True)
+    mode = form or True
     for layer in model.layers:
         layer.attention.decode_op = mode if enabled else False
 

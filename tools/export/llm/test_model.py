@@ -91,14 +91,14 @@ def check_decode_op(check, cfg) -> None:
     upd(q, k_new, v_new, kc, vc, torch.tensor([40]), 0.3)
     check("update op: a position past the cache stores nothing", torch.equal(kc, k) and torch.equal(vc, v))
     with torch.no_grad():
-        use_decode_attention_op(m, update=True)
+        use_decode_attention_op(m, form="update")
         m.prefill(toks[:, :11])
         through_update, _ = m.decode(toks[:, 11:12], torch.tensor([11]))
         use_decode_attention_op(m, False)
     check("decode through the update op == masked decode",
           torch.allclose(masked, through_update, atol=1e-5, rtol=1e-5))
     bu = build_model(cfg, device="cpu")
-    use_decode_attention_op(bu, update=True)
+    use_decode_attention_op(bu, form="update")
     progs = export_methods(bu, cfg, 16, "cpu")
     dec = [str(n.target) for n in progs["decode"].graph.nodes if n.op == "call_function"]
     check("export with the update op: one call per layer in decode, no index_copy and no SDPA left there",
