@@ -213,10 +213,27 @@ class Block(nn.Module):
         self.attention = Attention(cfg, dtype)
         self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
         self.feed_forward = FeedForward(cfg)
+        # Decode through aoti_cuda::aoti_cuda_fused_linear (use_fused_linear; work in progress, fused_linear_op.py).
+        self.fused_linear = False
 
     def forward(self, x, cos, sin, pos, mask):
+        if mask is not None and self.fused_linear:
+            return self._decode_fused(x, cos, sin, pos)
         x = x + self.attention(self.attention_norm(x), cos, sin, pos, mask)
         return x + self.feed_forward(self.ffn_norm(x))
+
+    def _decode_fused(self, x, cos, sin, pos):
+        """One decode step as four fused projections around the qkv-form attention: the RMSNorms ride in the
+        projections after them, the residual adds and SwiGLU in the ones before; the same arithmetic as forward()."""
+        att, ffn = self.attention, self.feed_forward
+        cfg = att.cfg
+        linear = torch.ops.aoti_cuda.aoti_cuda_fused_linear
+        qkv = linear(x, self.attention_norm.weight, self.attention_norm.eps, False, att.wqkv.weight, None)
+        y = torch.ops.aoti_cuda.aoti_cuda_decode_attention_qkv(
+            qkv, cos, sin, att.k_cache, att.v_cache, pos, cfg.n_heads, 1.0 / math.sqrt(cfg.head_dim))
+        h = linear(y.reshape(1, 1, cfg.n_heads * cfg.head_dim), None, 0.0, False, att.wo.weight, x)
+        gate_up = linear(h, self.ffn_norm.weight, self.ffn_norm.eps, False, ffn.w13.weight, None)
+        return linear(gate_up, None, 0.0, True, ffn.w2.weight, h)
 
 
 class Llama(nn.Module):
@@ -233,8 +250,12 @@ class Llama(nn.Module):
         self.register_buffer("rope_cos", cos)
         self.register_buffer("rope_sin", sin)
 
-    def _head(self, x):
-        logits = self.output(self.norm(x))  # [1, vocab]
+    def _head(self, x, fused: bool = False):
+        if fused:  # the final RMSNorm folded into the output projection
+            logits = torch.ops.aoti_cuda.aoti_cuda_fused_linear(x, self.norm.weight, self.norm.eps, False,
+                                                                self.output.weight, None)
+        else:
+            logits = self.output(self.norm(x))  # [1, vocab]
         return logits, torch.argmax(logits, dim=-1, keepdim=True)
 
     def prefill(self, tokens):
@@ -257,7 +278,7 @@ class Llama(nn.Module):
         x = self.tok_embeddings(token)
         for layer in self.layers:
             x = layer(x, cos, sin, pos, mask)
-        return self._head(x[:, -1, :])
+        return self._head(x[:, -1, :], fused=self.layers[0].fused_linear)
 
     def reset_cache(self) -> None:
         for layer in self.layers:
@@ -278,6 +299,18 @@ def use_decode_attention_op(model: Llama, enabled: bool = True, form: str = "") 
     mode = form or True
     for layer in model.layers:
         layer.attention.decode_op = mode if enabled else False
+
+
+def use_fused_linear(model: Llama, enabled: bool = True) -> None:
+    """Decode's projections through aoti_cuda::aoti_cuda_fused_linear (work in progress: aoti_cuda has no shim for
+    it yet, fused_linear_op.py), with the RMSNorms, residual adds and SwiGLU folded into them. Needs the qkv form of
+    the decode attention operator (use_decode_attention_op(model, form="qkv")). Prefill is unchanged."""
+    if enabled:
+        if any(layer.attention.decode_op != "qkv" for layer in model.layers):
+            raise ValueError("use_fused_linear needs the decode attention operator's qkv form first")
+        import fused_linear_op  # noqa: F401  (defines the operator)
+    for layer in model.layers:
+        layer.fused_linear = enabled
 
 
 class PrefillMethod(nn.Module):

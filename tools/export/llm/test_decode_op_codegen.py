@@ -14,7 +14,9 @@ aoti_torch_cuda_aoti_cuda_decode_attention with the same arguments. Checks, in t
 - the update form on a module whose caches are buffers: one direct call that passes the buffers themselves, and no
   other code writes them;
 - the qkv form after a projection: one direct call that takes the projection's output, the rotary tables and the
-  caches as they are (no generated kernel at all: nothing left between the projection and the attention).
+  caches as they are (no generated kernel at all: nothing left between the projection and the attention);
+- the fused linear operator (fused_linear_op.py, work in progress): an absent optional tensor is passed as nullptr
+  and a present one as the address of its handle, the bool as 0 / 1, and no kernel is generated around the calls.
 """
 
 from __future__ import annotations
@@ -146,6 +148,36 @@ def main() -> int:
           call is not None and projection is not None and re.search(rf"\b{projection.group(1)}\b", call.group(1)))
     check("qkv form: no generated kernel (nothing left between the projection and the operator)",
           "cpp_fused" not in code)
+
+    # The fused linear operator (fused_linear_op.py, work in progress: its shim is not in the SDK yet): what the C
+    # call looks like with optional tensors and a bool, and that the norm, SwiGLU and residual leave no kernel.
+    import fused_linear_op as flo
+
+    class FusedStep(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.Parameter(torch.ones(256))
+            self.w13 = torch.nn.Parameter(torch.randn(128, 256))
+            self.w2 = torch.nn.Parameter(torch.randn(256, 64))
+
+        def forward(self, x):
+            gate_up = torch.ops.aoti_cuda.aoti_cuda_fused_linear(x, self.norm, 1e-5, False, self.w13, None)
+            return torch.ops.aoti_cuda.aoti_cuda_fused_linear(gate_up, None, 0.0, True, self.w2, x)
+
+    ep = torch.export.export(FusedStep(), (torch.randn(1, 1, 256),))
+    cpu_fused, declaration, code = cpu_wrapper(torch, ep, torch.ops.aoti_cuda.aoti_cuda_fused_linear.default,
+                                               flo.SHIM, flo.SHIM_DECLARATION)
+    code = code or ""
+    check("fused linear: the declaration is written as given", f"extern {declaration};" in code)
+    optional = r"(nullptr|&temporary_reference\((\w+)\.get\(\)\))"
+    calls = re.findall(rf"{cpu_fused}\((\w+), {optional}, ([0-9.e+-]+), ([01]), (\w+), {optional}, &(\w+)\)", code)
+    check("fused linear: two direct calls; an absent optional tensor is nullptr, a present one &its handle",
+          len(calls) == 2 and calls[0][1] != "nullptr" and calls[0][6] == "nullptr"
+          and calls[1][1] == "nullptr" and calls[1][6] != "nullptr")
+    check("fused linear: eps as a double literal, swiglu as 0 / 1",
+          len(calls) == 2 and float(calls[0][3]) == 1e-5 and calls[0][4] == "0" and calls[1][4] == "1")
+    check("fused linear: no generated kernel (norm, SwiGLU and residual all inside the calls)", "cpp_fused" not in code)
+
     failed = results.count(False)
     print(f"decode op codegen: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0

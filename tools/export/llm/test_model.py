@@ -11,7 +11,9 @@
 - torch.export of both methods succeeds with T dynamic (what export_llm.py runs before lowering);
 - aoti_cuda's decode attention operator (decode_attention_op.py, --sdpa decode-op): against a float64 softmax
   reference with grouped-query heads and one position per sequence, decode through it gives the masked model's
-  logits, and torch.export keeps it as one opaque node (no masked SDPA left in decode).
+  logits, and torch.export keeps it as one opaque node (no masked SDPA left in decode);
+- aoti_cuda's fused linear operator (fused_linear_op.py, work in progress): decode through it gives the qkv-form
+  decode's bits in bf16, and torch.export keeps four per layer plus the head, with no RMSNorm, SiLU or matmul left.
 """
 
 from __future__ import annotations
@@ -163,6 +165,56 @@ def check_decode_op(check, cfg) -> None:
     assert decode_attention_op.SHIM_OF_CHOICE["decode-op-qkv"] == decode_attention_op.QKV_SHIM
 
 
+def check_fused_linear(check, cfg) -> None:
+    """fused_linear_op.py (work in progress: no shim yet): the operator's eager arithmetic is the model's, so decode
+    through it gives the unfused decode's bits in bf16; its refusals; what torch.export keeps of a decode step."""
+    import torch
+
+    import fused_linear_op  # noqa: F401
+    from export_llm import export_methods
+    from model import build_model, prompt_tokens, use_decode_attention_op, use_fused_linear
+
+    op = torch.ops.aoti_cuda.aoti_cuda_fused_linear
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(1, 1, 64, generator=g).bfloat16()
+    w = torch.randn(48, 32, generator=g).bfloat16()
+    r = torch.randn(1, 1, 48, generator=g).bfloat16()
+    swiglu = op(x, None, 0.0, True, w, r)
+    want = r + torch.nn.functional.linear(torch.nn.functional.silu(x[..., :32]) * x[..., 32:], w)
+    check("fused linear: SwiGLU, projection, residual == the unfused ops bit for bit", torch.equal(swiglu, want))
+    try:
+        op(x, None, 0.0, False, w, None)
+        check("fused linear: a weight of the wrong width is refused", False)
+    except ValueError as e:
+        check("fused linear: a weight of the wrong width is refused, naming the width", "[N, 64]" in str(e))
+
+    m = build_model(cfg, device="cpu")  # bf16, as exported
+    toks = prompt_tokens(12, cfg.vocab)
+    use_decode_attention_op(m, form="qkv")
+    with torch.no_grad():
+        m.prefill(toks[:, :11])
+        plain, _ = m.decode(toks[:, 11:12], torch.tensor([11]))
+        use_fused_linear(m)
+        m.prefill(toks[:, :11])
+        fused, _ = m.decode(toks[:, 11:12], torch.tensor([11]))
+        use_fused_linear(m, False)
+    check("decode through the fused linear op == the qkv-form decode, bit for bit (bf16)", torch.equal(plain, fused))
+    use_decode_attention_op(m, False)
+    try:
+        use_fused_linear(m)
+        check("use_fused_linear needs the qkv form", False)
+    except ValueError:
+        check("use_fused_linear needs the qkv form", True)
+    use_decode_attention_op(m, form="qkv")
+    use_fused_linear(m)
+    progs = export_methods(m, cfg, 16, "cpu")
+    dec = [str(n.target) for n in progs["decode"].graph.nodes if n.op == "call_function"]
+    linears = dec.count("aoti_cuda.aoti_cuda_fused_linear.default")
+    check(f"export with the fused linear op: 4 per layer + the head ({linears}); no RMSNorm, SiLU or matmul left",
+          linears == 4 * cfg.n_layers + 1
+          and not any(t.startswith(("aten.rsqrt", "aten.silu", "aten.mm", "aten.linear", "aten.add")) for t in dec))
+
+
 def main() -> int:
     try:
         import torch
@@ -217,6 +269,7 @@ def main() -> int:
     check("export: attention stays one SDPA op (for the backend's Triton kernel)",
           "aten.scaled_dot_product_attention.default" in ops)
     check_decode_op(check, cfg)
+    check_fused_linear(check, cfg)
 
     failed = results.count(False)
     print(f"llm model: {len(results) - failed} passed, {failed} failed")
