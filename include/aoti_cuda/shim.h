@@ -335,6 +335,20 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention_qkv
     AtenTensorHandle qkv, AtenTensorHandle rope_cos, AtenTensorHandle rope_sin, AtenTensorHandle k_cache,
     AtenTensorHandle v_cache, AtenTensorHandle input_pos, int64_t n_heads, double scale, AtenTensorHandle* ret0);
 
+/* aoti_cuda's fused linear (work in progress: its kernel has not run on a GPU yet), the C shim of
+ * aoti_cuda::aoti_cuda_fused_linear(Tensor x, Tensor? norm_weight, float eps, bool swiglu, Tensor weight,
+ * Tensor? residual) -> Tensor (tools/export/llm/fused_linear_op.py): per row of x, optionally SwiGLU (x's last
+ * dimension holds the gate, then the up projection), optionally RMSNorm with eps and norm_weight, then
+ * a @ weight^T (weight [N, K], unit-stride rows, 16-byte aligned, K a multiple of 8 up to 12032), then optionally
+ * + residual; each step rounded to x's dtype (bf16 or fp16) where a PyTorch model rounds it. An absent optional
+ * operand is a null pointer. *ret0 = a new contiguous output, x's leading sizes and N columns. One kernel on the
+ * calling thread's current stream. Wrong shapes, dtypes, strides or devices fail with a message naming the operand. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_fused_linear(AtenTensorHandle x,
+                                                                        AtenTensorHandle* norm_weight, double eps,
+                                                                        int32_t swiglu, AtenTensorHandle weight,
+                                                                        AtenTensorHandle* residual,
+                                                                        AtenTensorHandle* ret0);
+
 /* Extern GEMMs (a program exported with Inductor's ATEN GEMM backend calls these instead of
  * Triton GEMM kernels), PyTorch's mm.out / addmm.out / bmm.out:
  *   mm:    out[M,N] = self[M,K] · mat2[K,N]
