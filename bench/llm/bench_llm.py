@@ -82,6 +82,8 @@ EXPORTS = {
     # between the q/k/v projection and the attention (three fewer launches per layer than dopu, measured in B).
     "bf16dopq": ("decodeopq", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "decode-op-qkv"]),
     "int4dopq": ("int4decodeopq", ["--quant", "int4", "--gemm", "cublas", "--sdpa", "decode-op-qkv"]),
+    # As bf16dopq, every decode projection through aoti_cuda's fused linear operator (work in progress, bf16 only).
+    "bf16dopqf": ("decodeopqf", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "decode-op-fused"]),
 }
 
 

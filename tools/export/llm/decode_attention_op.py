@@ -157,4 +157,5 @@ def custom_ops_to_c_shims():
 
 
 # The shim each exporter choice (export_llm.py --sdpa) makes decode call.
-SHIM_OF_CHOICE = {"decode-op": SHIM, "decode-op-update": UPDATE_SHIM, "decode-op-qkv": QKV_SHIM}
+SHIM_OF_CHOICE = {"decode-op": SHIM, "decode-op-update": UPDATE_SHIM, "decode-op-qkv": QKV_SHIM,
+                  "decode-op-fused": QKV_SHIM}

@@ -2,7 +2,8 @@
 """Export the benchmark LLM (model.py) with ExecuTorch 1.2's CUDA backend: prefill + decode.
 
     python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
-        [--gemm triton|cublas] [--sdpa triton|decomposed|mixed|flash|decode-op|decode-op-update|decode-op-qkv]
+        [--gemm triton|cublas]
+        [--sdpa triton|decomposed|mixed|flash|decode-op|decode-op-update|decode-op-qkv|decode-op-fused]
         [--fusion executorch|inductor] [--layers N]
         [--max-ctx N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
 
@@ -48,7 +49,11 @@ aoti_cuda::aoti_cuda_decode_attention_update, which also stores the step's K and
 aoti_torch_cuda_aoti_cuda_decode_attention_update), so decode has no separate kernels writing the cache.
 `decode-op-qkv`: the qkv form, aoti_cuda::aoti_cuda_decode_attention_qkv (shim
 aoti_torch_cuda_aoti_cuda_decode_attention_qkv), which takes the q/k/v projection's output and the rotary tables and
-rotates q and k itself, so decode has no kernel between the projection and the attention. --max-ctx
+rotates q and k itself, so decode has no kernel between the projection and the attention. `decode-op-fused` (work in
+progress, bf16 only: aoti_cuda's shim for it has not run on a GPU yet): the qkv form, and every decode projection
+through aoti_cuda::aoti_cuda_fused_linear (fused_linear_op.py, shim aoti_torch_cuda_aoti_cuda_fused_linear), with the
+RMSNorms, the residual adds and SwiGLU folded into the projections, so a decode layer is four projections and the
+attention. --max-ctx
 sets the cache length (e.g. 4096 for the position sweep of issue 32).
 """
 
@@ -118,9 +123,10 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
-SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op", "decode-op-update", "decode-op-qkv")
+SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op", "decode-op-update", "decode-op-qkv",
+                "decode-op-fused")
 # --sdpa choice -> the decode attention operator's form (model.use_decode_attention_op).
-DECODE_OP_FORM = {"decode-op": "", "decode-op-update": "update", "decode-op-qkv": "qkv"}
+DECODE_OP_FORM = {"decode-op": "", "decode-op-update": "update", "decode-op-qkv": "qkv", "decode-op-fused": "qkv"}
 DECODE_OP_CHOICES = tuple(DECODE_OP_FORM)
 
 
@@ -151,10 +157,12 @@ def sdpa_decode_op(method: str, sdpa: str) -> bool:
 
 
 def decode_op_shims():
-    """{OpOverload: [C declaration]} of aoti_cuda's decode attention operators (imported with torch)."""
+    """{OpOverload: [C declaration]} of aoti_cuda's decode operators: the attention's and the fused linear's
+    (imported with torch)."""
     import decode_attention_op
+    import fused_linear_op
 
-    return decode_attention_op.custom_ops_to_c_shims()
+    return {**decode_attention_op.custom_ops_to_c_shims(), **fused_linear_op.custom_ops_to_c_shims()}
 
 
 @contextlib.contextmanager
@@ -214,7 +222,8 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
     flash_methods = [n for n in programs if sdpa_flash(n, sdpa)]
     op_methods = [n for n in programs if sdpa_decode_op(n, sdpa)]
-    import decode_attention_op  # the operator must be registered before the lowering meets it
+    import decode_attention_op  # the operators must be registered before the lowering meets them
+    import fused_linear_op
 
     # Entered after gemm_context: the flash and decode-op patches wrap the GEMM patch's options and allowed kernels.
     with gemm_backend.fusion_context(fusion, CudaBackend), gemm_backend.gemm_context(gemm, CudaBackend) as accepted, \
@@ -222,7 +231,8 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
             sdpa_backend.decode_op(CudaBackend, op_methods, decode_op_shims,
                                    (decode_attention_op.QUALIFIED, decode_attention_op.SHIM,
                                     decode_attention_op.UPDATE_QUALIFIED, decode_attention_op.UPDATE_SHIM,
-                                    decode_attention_op.QKV_QUALIFIED, decode_attention_op.QKV_SHIM)) as op_emitted, \
+                                    decode_attention_op.QKV_QUALIFIED, decode_attention_op.QKV_SHIM,
+                                    fused_linear_op.QUALIFIED, fused_linear_op.SHIM)) as op_emitted, \
             bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
@@ -263,7 +273,9 @@ def parse_args(argv):
                          "decode-op: decode calls aoti_cuda's own decode attention shim (cost grows with the position), "
                          "prefill as mixed; only aoti_cuda runs it; decode-op-update: the same, the operator "
                          "also storing the step's K and V rows (no separate cache-write kernels); decode-op-qkv: "
-                         "the same, the operator also rotating q and k (no kernel between projection and attention)")
+                         "the same, the operator also rotating q and k (no kernel between projection and attention); "
+                         "decode-op-fused (bf16, work in progress): decode-op-qkv with every decode projection through "
+                         "aoti_cuda's fused linear operator (RMSNorm, SwiGLU and residual adds folded in)")
     ap.add_argument("--fusion", choices=gemm_backend.FUSION_CHOICES, default="executorch",
                     help="executorch: the backend's Inductor settings; inductor: AOTInductor's defaults for "
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
@@ -277,7 +289,10 @@ def parse_args(argv):
     ap.add_argument("--methods", default="prefill,decode", help="export only these (e.g. to warm caches)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--stub-backend", metavar="ELF_SO", help="testing without a GPU: see export_models.py")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.sdpa == "decode-op-fused" and args.quant != "bf16":
+        ap.error("--sdpa decode-op-fused takes bf16 weights only (its operator has no int4 form yet)")
+    return args
 
 
 def timed(times, key, fn, *a):
@@ -343,9 +358,14 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         import decode_attention_op
 
         text = json.dumps(imports)
-        shim = decode_attention_op.SHIM_OF_CHOICE[args.sdpa]
-        if shim not in text:
-            print(f"sdpa={args.sdpa}: warning: the libraries do not import {shim}", flush=True)
+        shims = [decode_attention_op.SHIM_OF_CHOICE[args.sdpa]]
+        if args.sdpa == "decode-op-fused":
+            import fused_linear_op
+
+            shims.append(fused_linear_op.SHIM)
+        for shim in shims:
+            if shim not in text:
+                print(f"sdpa={args.sdpa}: warning: the libraries do not import {shim}", flush=True)
         if "proxy_executor" in text:  # Inductor's runtime-dispatch path, which needs libtorch: not runnable here
             print(f"sdpa={args.sdpa}: warning: the libraries call the operator through AOTInductor's proxy executor",
                   flush=True)
@@ -384,6 +404,10 @@ def main(argv=None) -> int:
 
         # Before torch.export; after the eager reference, which stays plain PyTorch.
         use_decode_attention_op(model, form=DECODE_OP_FORM[args.sdpa])
+        if args.sdpa == "decode-op-fused":
+            from model import use_fused_linear
+
+            use_fused_linear(model)
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
