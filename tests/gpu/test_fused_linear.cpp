@@ -94,11 +94,17 @@ void check_case(const Case& c, uint32_t seed) {
       double sum = 0;
       for (int64_t i = 0; i < c.k; ++i) sum += static_cast<double>(a[i]) * from16(w.bits[col * c.k + i], c.fp16);
       double want = round16(sum, c.fp16);
-      if (c.residual) want = round16(from16(res.bits[r * c.n + col], c.fp16) + want, c.fp16);
+      double magnitude = std::max(std::fabs(want), std::fabs(sum));
+      if (c.residual) {
+        const double residual = from16(res.bits[r * c.n + col], c.fp16);
+        want = round16(residual + want, c.fp16);
+        magnitude = std::max({magnitude, std::fabs(residual), std::fabs(want)});
+      }
       const double g = from16(got[r * c.n + col], c.fp16);
-      // Two roundings that may land one ulp apart (float32 sums in another order), the activation's own roundings
-      // when the norm's scale differs in its last bit: 4 ulps of the value plus an absolute floor.
-      const double ulp = std::ldexp(std::max(std::fabs(want), 1e-3), c.fp16 ? -10 : -7);
+      // Roundings that may land one ulp apart (float32 sums in another order, the activation's own roundings when
+      // the norm's scale differs in its last bit), of the largest value the result passed through: 4 ulps of it
+      // plus an absolute floor.
+      const double ulp = std::ldexp(std::max(magnitude, 1e-3), c.fp16 ? -10 : -7);
       worst = std::max(worst, std::isfinite(g) ? std::fabs(g - want) / (4 * ulp + 1e-3) : INFINITY);
     }
   }
