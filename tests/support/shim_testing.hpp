@@ -104,4 +104,19 @@ inline bool last_error_contains(const std::string& needle) {
   return std::string(aoti_cuda_shim_last_error()).find(needle) != std::string::npos;
 }
 
+/// `call(&out)` (a call of the shim named `shim`) fails, resets out, leaves no handle behind, and its message
+/// names the shim and holds `needle`.
+template <class Call>
+void expect_refused(const char* shim, Call call, const std::string& needle) {
+  aoti_cuda_shim_clear_error();
+  const int64_t live = aoti_cuda_shim_live_handles();
+  AtenTensorHandle out = reinterpret_cast<AtenTensorHandle>(0x1);
+  CHECK(call(&out) == AOTI_TORCH_FAILURE);
+  CHECK(out == nullptr);
+  CHECK(aoti_cuda_shim_live_handles() == live);
+  INFO("message: " << aoti_cuda_shim_last_error());
+  CHECK(last_error_contains(std::string(shim) + ": "));
+  CHECK(last_error_contains(needle));
+}
+
 }  // namespace aoti_cuda_test

@@ -14,6 +14,7 @@
 #include "support/shim_testing.hpp"
 
 using aoti_cuda_test::empty;
+using aoti_cuda_test::expect_refused;
 using aoti_cuda_test::last_error_contains;
 using aoti_cuda_test::OwnedTensor;
 
@@ -24,20 +25,6 @@ constexpr int32_t kF16 = 5;
 constexpr int32_t kF32 = 6;
 constexpr int32_t kI32 = 3;
 constexpr int32_t kI64 = 4;
-
-// `call(&out)` (the shim named `shim`) fails, resets out, leaves no handle behind, and its message holds `needle`.
-template <class Call>
-void expect_refused(const char* shim, Call call, const std::string& needle) {
-  aoti_cuda_shim_clear_error();
-  const int64_t live = aoti_cuda_shim_live_handles();
-  AtenTensorHandle out = reinterpret_cast<AtenTensorHandle>(0x1);
-  CHECK(call(&out) == AOTI_TORCH_FAILURE);
-  CHECK(out == nullptr);
-  CHECK(aoti_cuda_shim_live_handles() == live);
-  INFO("message: " << aoti_cuda_shim_last_error());
-  CHECK(last_error_contains(std::string(shim) + ": "));
-  CHECK(last_error_contains(needle));
-}
 
 void expect_failure(AtenTensorHandle q, AtenTensorHandle k, AtenTensorHandle v, AtenTensorHandle pos,
                     const std::string& needle, double scale = 0.125) {

@@ -31,15 +31,12 @@ struct Operands {
 
 void expect_failure(AtenTensorHandle x, AtenTensorHandle* norm, int32_t swiglu, AtenTensorHandle weight,
                     AtenTensorHandle* residual, const std::string& needle, double eps = 1e-5) {
-  aoti_cuda_shim_clear_error();
-  const int64_t live = aoti_cuda_shim_live_handles();
-  AtenTensorHandle out = reinterpret_cast<AtenTensorHandle>(0x1);
-  CHECK(aoti_torch_cuda_aoti_cuda_fused_linear(x, norm, eps, swiglu, weight, residual, &out) == AOTI_TORCH_FAILURE);
-  CHECK(out == nullptr);
-  CHECK(aoti_cuda_shim_live_handles() == live);
-  INFO("message: " << aoti_cuda_shim_last_error());
-  CHECK(last_error_contains("aoti_torch_cuda_aoti_cuda_fused_linear: "));
-  CHECK(last_error_contains(needle));
+  aoti_cuda_test::expect_refused(
+      "aoti_torch_cuda_aoti_cuda_fused_linear",
+      [&](AtenTensorHandle* out) {
+        return aoti_torch_cuda_aoti_cuda_fused_linear(x, norm, eps, swiglu, weight, residual, out);
+      },
+      needle);
 }
 
 }  // namespace
