@@ -15,7 +15,6 @@ namespace {
 
 constexpr int kThreads = 256;  // 8 warps
 constexpr int kWarps = kThreads / 32;
-constexpr int kColumnsPerBlock = kWarps;  // one warp per output column
 
 template <bool kHalf>
 __device__ __forceinline__ float load(const void* base, int64_t i) {
@@ -87,37 +86,58 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
   }
   __syncthreads();
 
-  // One warp per output column: 16-byte weight loads (8 elements), the activation from shared memory.
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * kColumnsPerBlock + warp;
-  if (col >= p.n) return;  // after the block's last barrier
-  const uint4* w = reinterpret_cast<const uint4*>(static_cast<const char*>(p.weight) + 2 * col * p.weight_row_stride);
+  // `split` warps per output column (a power of two dividing kWarps): 16-byte weight loads (8 elements) from
+  // interleaved runs of K, the activation from shared memory; the warps of a column add up through shared memory.
+  const int split = p.split;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * (kWarps / split) + warp / split;
+  const int slice = warp % split;
   float acc = 0.f;
-  const int vecs = k / 8;
-  const float4* a4 = reinterpret_cast<const float4*>(a_s);
+  if (col < p.n) {
+    const uint4* w =
+        reinterpret_cast<const uint4*>(static_cast<const char*>(p.weight) + 2 * col * p.weight_row_stride);
+    const float4* a4 = reinterpret_cast<const float4*>(a_s);
+    const int vecs = k / 8;
 #pragma unroll 4
-  for (int v = lane; v < vecs; v += 32) {
-    float wf[8];
-    unpack8<kHalf>(__ldcs(w + v), wf);  // streamed: read once per call
-    const float4 lo = a4[2 * v], hi = a4[2 * v + 1];
-    const float af[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    for (int v = slice * 32 + lane; v < vecs; v += 32 * split) {
+      float wf[8];
+      unpack8<kHalf>(__ldcs(w + v), wf);  // streamed: read once per call
+      const float4 lo = a4[2 * v], hi = a4[2 * v + 1];
+      const float af[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-    for (int e = 0; e < 8; ++e) acc = fmaf(af[e], wf[e], acc);
+      for (int e = 0; e < 8; ++e) acc = fmaf(af[e], wf[e], acc);
+    }
   }
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) {
-    float y = rounded<kHalf>(acc);
+  if (lane == 0) partial_s[warp] = acc;
+  __syncthreads();
+  if (col < p.n && slice == 0 && lane == 0) {
+    float sum = 0.f;
+    for (int i = 0; i < split; ++i) sum += partial_s[warp + i];  // warp order: deterministic
+    float y = rounded<kHalf>(sum);
     if (p.residual != nullptr) y = load<kHalf>(p.residual, row * p.residual_row_stride + col) + y;
     store<kHalf>(p.out, row * p.n + col, y);
   }
 }
 
+// Warps per output column: enough warps over all columns to cover the memory latency (about 8192, as the few-row
+// GEMV's dot_split in gemv.cu), while each warp keeps at least two rounds of 32 vectors of K.
+int column_split(int64_t n, int64_t rows, int64_t k) {
+  const int64_t runs = (k / 8 + 31) / 32;
+  int split = 1;
+  while (split < 4 && n * rows * split < 8192 && runs >= 2 * split * 2) split *= 2;
+  return split;
+}
+
 }  // namespace
 
-int launch(const Problem& p, void* stream) {
-  if (p.rows == 0 || p.n == 0) return 0;
-  if (p.k < 1 || p.k > kMaxK || p.k % 8 != 0 || p.rows > 65535) return cudaErrorInvalidValue;
-  const dim3 grid(static_cast<unsigned>((p.n + kColumnsPerBlock - 1) / kColumnsPerBlock), static_cast<unsigned>(p.rows));
+int launch(const Problem& problem, void* stream) {
+  if (problem.rows == 0 || problem.n == 0) return 0;
+  if (problem.k < 1 || problem.k > kMaxK || problem.k % 8 != 0 || problem.rows > 65535) return cudaErrorInvalidValue;
+  Problem p = problem;
+  p.split = column_split(p.n, p.rows, p.k);
+  const int64_t columns = kWarps / p.split;
+  const dim3 grid(static_cast<unsigned>((p.n + columns - 1) / columns), static_cast<unsigned>(p.rows));
   const std::size_t smem = static_cast<std::size_t>(p.k) * sizeof(float);
   auto s = static_cast<cudaStream_t>(stream);
   if (p.fp16) fused_linear_kernel<true><<<grid, kThreads, smem, s>>>(p);

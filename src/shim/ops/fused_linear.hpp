@@ -11,8 +11,8 @@
 //   residual:    y_n = T(residual[r, n] + y_n)
 // How: one block per (group of output columns, row). Each block first stages its row's a in shared memory as
 // float (the prologue: the row is at most a few KB and sits in L2 after the first block reads it), then its warps
-// stream their columns of weight with 16-byte loads, as the few-row GEMV does (gemv.cu), and add the residual
-// while storing. So a decode step's RMSNorm, SwiGLU and residual adds need no kernels of their own.
+// stream their columns of weight with 16-byte loads, one to four warps per column as the few-row GEMV splits them
+// (gemv.cu), and the column's first warp adds the residual while storing. So a decode step's RMSNorm, SwiGLU and residual adds need no kernels of their own.
 #pragma once
 
 #include <cstddef>
@@ -39,6 +39,7 @@ struct Problem {
   void* out = nullptr;             ///< [rows, N] contiguous
   int64_t rows = 0, n = 0, k = 0;
   bool fp16 = false;               ///< fp16 operands; bf16 otherwise
+  int split = 1;                   ///< warps per output column (launch() sets it)
 };
 
 /// Enqueues the call on `stream` (a cudaStream_t of the current device). Requires 1 <= k <= kMaxK, k % 8 == 0,
