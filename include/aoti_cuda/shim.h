@@ -335,19 +335,31 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_decode_attention_qkv
     AtenTensorHandle qkv, AtenTensorHandle rope_cos, AtenTensorHandle rope_sin, AtenTensorHandle k_cache,
     AtenTensorHandle v_cache, AtenTensorHandle input_pos, int64_t n_heads, double scale, AtenTensorHandle* ret0);
 
-/* aoti_cuda's fused linear (work in progress: its kernel has not run on a GPU yet), the C shim of
- * aoti_cuda::aoti_cuda_fused_linear(Tensor x, Tensor? norm_weight, float eps, bool swiglu, Tensor weight,
- * Tensor? residual) -> Tensor (tools/export/llm/fused_linear_op.py): per row of x, optionally SwiGLU (x's last
- * dimension holds the gate, then the up projection), optionally RMSNorm with eps and norm_weight, then
- * a @ weight^T (weight [N, K], unit-stride rows, 16-byte aligned, K a multiple of 8 up to 12032), then optionally
- * + residual; each step rounded to x's dtype (bf16 or fp16) where a PyTorch model rounds it. An absent optional
- * operand is a null pointer. *ret0 = a new contiguous output, x's leading sizes and N columns. One kernel on the
- * calling thread's current stream. Wrong shapes, dtypes, strides or devices fail with a message naming the operand. */
+/* aoti_cuda's fused linear, the C shim of aoti_cuda::aoti_cuda_fused_linear(Tensor x, Tensor? norm_weight,
+ * float eps, bool swiglu, Tensor weight, Tensor? residual) -> Tensor (tools/export/llm/fused_linear_op.py): one
+ * projection of a decode step with the pointwise work around it folded in. Per row of x [..., K] (K a multiple of 8
+ * up to 12032, rows 16-byte aligned): optionally RMSNorm with eps and norm_weight [K]; then a @ weight^T (weight
+ * [N, K], unit-stride rows, 16-byte aligned); with swiglu (N even), silu(first N/2 columns) * last N/2 columns
+ * (weight's rows: the gate projection's, then the up projection's); then optionally + residual [..., N or N/2];
+ * each step rounded to x's dtype (bf16 or fp16) where a PyTorch model rounds it. An absent optional operand is a
+ * null pointer. *ret0 = a new contiguous output, x's leading sizes and N (N/2 with swiglu) columns. One kernel on
+ * the calling thread's current stream. Wrong shapes, dtypes, strides or devices fail with a message naming the
+ * operand. */
 AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_fused_linear(AtenTensorHandle x,
                                                                         AtenTensorHandle* norm_weight, double eps,
                                                                         int32_t swiglu, AtenTensorHandle weight,
                                                                         AtenTensorHandle* residual,
                                                                         AtenTensorHandle* ret0);
+
+/* Its int4 form, aoti_cuda::aoti_cuda_fused_linear_int4(Tensor x, Tensor? norm_weight, float eps, bool swiglu,
+ * Tensor qdata, Tensor scale_and_zero, int group_size, int n, Tensor? residual) -> Tensor: the weight as torchao's
+ * tile_packed_to_4d packs it (_weight_int4pack_mm's int32 qdata [N/8, Kp/(innerKTiles*16), 32, innerKTiles/2] and
+ * bf16 scale_and_zero [Kp/group_size, N, 2]; the packing pads K to Kp >= x's K and N to a multiple of 8), n its
+ * logical output features (a multiple of 32 with swiglu); x bf16. Computes what the bf16 form computes with the
+ * dequantized weight, x zero-padded to Kp, and the first n columns. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_fused_linear_int4(
+    AtenTensorHandle x, AtenTensorHandle* norm_weight, double eps, int32_t swiglu, AtenTensorHandle qdata,
+    AtenTensorHandle scale_and_zero, int64_t group_size, int64_t n, AtenTensorHandle* residual, AtenTensorHandle* ret0);
 
 /* Extern GEMMs (a program exported with Inductor's ATEN GEMM backend calls these instead of
  * Triton GEMM kernels), PyTorch's mm.out / addmm.out / bmm.out:

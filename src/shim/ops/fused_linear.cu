@@ -51,81 +51,141 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
   }
 }
 
+// The silu of an already rounded value, rounded (PyTorch's silu: x / (1 + exp(-x)) in float32).
 template <bool kHalf>
+__device__ __forceinline__ float silu_rounded(float v) {
+  return rounded<kHalf>(v / (1.f + expf(-v)));
+}
+
+constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and weight row, as the few-row GEMV
+
+// kSwiglu: each output column c streams weight rows c (gate) and c + n/2 (up) and stores their SwiGLU.
+template <bool kHalf, bool kSwiglu>
 __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
-  extern __shared__ float4 a_raw[];  // the row's activation, K floats (16-byte aligned for float4 reads)
+  constexpr int kRows = kSwiglu ? 2 : 1;  // weight rows per output column
+  extern __shared__ float4 a_raw[];       // the row's activation, K floats (16-byte aligned for float4 reads)
   float* a_s = reinterpret_cast<float*>(a_raw);
-  __shared__ float partial_s[kWarps];
+  __shared__ float partial_s[kWarps][kRows];
+  __shared__ float squares_s[kWarps];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int64_t row = blockIdx.y;
   const int k = static_cast<int>(p.k);
+  const int vecs = k / 8;
+  const int64_t n_out = kSwiglu ? p.n / 2 : p.n;
 
-  // Prologue: the row's activation, SwiGLU'd and normalized as the model rounds them.
-  float squares = 0.f;
-  for (int i = tid; i < k; i += kThreads) {
-    float v = load<kHalf>(p.x, row * p.x_row_stride + i);
-    if (p.swiglu) {
-      const float silu = rounded<kHalf>(v / (1.f + expf(-v)));
-      v = rounded<kHalf>(silu * load<kHalf>(p.x, row * p.x_row_stride + k + i));
+  // `split` warps per output column (a power of two dividing kWarps), each taking every split-th run of 32 vectors
+  // of K; the warps of a column add up through shared memory.
+  const int split = p.split;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * (kWarps / split) + warp / split;
+  const int slice = warp % split;
+  const int stride = 32 * split;
+  const bool active = col < n_out;
+  const uint4* w[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    w[r] = reinterpret_cast<const uint4*>(static_cast<const char*>(p.weight) +
+                                          2 * (col + r * n_out) * p.weight_row_stride);
+  }
+  uint4 wv[kRows][kUnroll];
+  auto load_round = [&](int base) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = base + u * stride;
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        if (active && i < vecs) wv[r][u] = __ldcs(w[r] + i);  // streamed: read once per call
+      }
     }
-    a_s[i] = v;
-    squares = fmaf(v, v, squares);
+  };
+  // The weights do not depend on the prologue: their first round is in flight while it runs.
+  int base = slice * 32 + lane;
+  load_round(base);
+
+  // Prologue: the row's activation as float, normalized as the model rounds it; 16-byte loads, all in flight.
+  const uint4* x4 = reinterpret_cast<const uint4*>(static_cast<const char*>(p.x) + 2 * row * p.x_row_stride);
+  float4* a4_s = reinterpret_cast<float4*>(a_s);
+  float squares = 0.f;
+#pragma unroll 2
+  for (int v = tid; v < vecs; v += kThreads) {
+    float f[8];
+    unpack8<kHalf>(__ldg(x4 + v), f);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) squares = fmaf(f[e], f[e], squares);
+    a4_s[2 * v] = make_float4(f[0], f[1], f[2], f[3]);
+    a4_s[2 * v + 1] = make_float4(f[4], f[5], f[6], f[7]);
   }
   if (p.norm_weight != nullptr) {
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
-    if (lane == 0) partial_s[warp] = squares;
+    if (lane == 0) squares_s[warp] = squares;
     __syncthreads();
     float total = 0.f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) total += partial_s[w];
+    for (int i = 0; i < kWarps; ++i) total += squares_s[i];
     const float inv = rsqrtf(total / static_cast<float>(k) + p.eps);
-    for (int i = tid; i < k; i += kThreads) {
-      a_s[i] = rounded<kHalf>(rounded<kHalf>(a_s[i] * inv) * load<kHalf>(p.norm_weight, i));
+    const uint4* nw4 = static_cast<const uint4*>(p.norm_weight);
+#pragma unroll 2
+    for (int v = tid; v < vecs; v += kThreads) {  // this thread's own vectors: no barrier needed before
+      float g[8];
+      unpack8<kHalf>(__ldg(nw4 + v), g);
+      const float4 lo = a4_s[2 * v], hi = a4_s[2 * v + 1];
+      float f[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+      for (int e = 0; e < 8; ++e) f[e] = rounded<kHalf>(rounded<kHalf>(f[e] * inv) * g[e]);
+      a4_s[2 * v] = make_float4(f[0], f[1], f[2], f[3]);
+      a4_s[2 * v + 1] = make_float4(f[4], f[5], f[6], f[7]);
     }
   }
   __syncthreads();
 
-  // `split` warps per output column (a power of two dividing kWarps): 16-byte weight loads (8 elements) from
-  // interleaved runs of K, the activation from shared memory; the warps of a column add up through shared memory.
-  const int split = p.split;
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * (kWarps / split) + warp / split;
-  const int slice = warp % split;
-  float acc = 0.f;
-  if (col < p.n) {
-    const uint4* w =
-        reinterpret_cast<const uint4*>(static_cast<const char*>(p.weight) + 2 * col * p.weight_row_stride);
-    const float4* a4 = reinterpret_cast<const float4*>(a_s);
-    const int vecs = k / 8;
-#pragma unroll 4
-    for (int v = slice * 32 + lane; v < vecs; v += 32 * split) {
-      float wf[8];
-      unpack8<kHalf>(__ldcs(w + v), wf);  // streamed: read once per call
-      const float4 lo = a4[2 * v], hi = a4[2 * v + 1];
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
+  for (bool first = true; base < vecs; base += stride * kUnroll, first = false) {
+    if (!first) load_round(base);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = base + u * stride;
+      if (!active || i >= vecs) break;
+      const float4 lo = a4_s[2 * i], hi = a4_s[2 * i + 1];
       const float af[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc = fmaf(af[e], wf[e], acc);
+      for (int r = 0; r < kRows; ++r) {
+        float wf[8];
+        unpack8<kHalf>(wv[r][u], wf);
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r] = fmaf(af[e], wf[e], acc[r]);
+      }
     }
   }
 #pragma unroll
-  for (int off = 16; off > 0; off /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-  if (lane == 0) partial_s[warp] = acc;
+  for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+    if (lane == 0) partial_s[warp][r] = acc[r];
+  }
   __syncthreads();
-  if (col < p.n && slice == 0 && lane == 0) {
-    float sum = 0.f;
-    for (int i = 0; i < split; ++i) sum += partial_s[warp + i];  // warp order: deterministic
-    float y = rounded<kHalf>(sum);
-    if (p.residual != nullptr) y = load<kHalf>(p.residual, row * p.residual_row_stride + col) + y;
-    store<kHalf>(p.out, row * p.n + col, y);
+  if (active && slice == 0 && lane == 0) {
+    float y[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float sum = 0.f;
+      for (int i = 0; i < split; ++i) sum += partial_s[warp + i][r];  // warp order: deterministic
+      y[r] = rounded<kHalf>(sum);
+    }
+    float out = y[0];
+    if constexpr (kSwiglu) out = rounded<kHalf>(silu_rounded<kHalf>(y[0]) * y[1]);
+    if (p.residual != nullptr) out = load<kHalf>(p.residual, row * p.residual_row_stride + col) + out;
+    store<kHalf>(p.out, row * n_out + col, out);
   }
 }
 
 // Warps per output column: enough warps over all columns to cover the memory latency (about 8192, as the few-row
 // GEMV's dot_split in gemv.cu), while each warp keeps at least two rounds of 32 vectors of K.
-int column_split(int64_t n, int64_t rows, int64_t k) {
+int column_split(int64_t columns, int64_t rows, int64_t k) {
   const int64_t runs = (k / 8 + 31) / 32;
   int split = 1;
-  while (split < 4 && n * rows * split < 8192 && runs >= 2 * split * 2) split *= 2;
+  while (split < kWarps && columns * rows * split < 8192 && runs >= 2 * split * 2) split *= 2;
   return split;
 }
 
@@ -133,15 +193,24 @@ int column_split(int64_t n, int64_t rows, int64_t k) {
 
 int launch(const Problem& problem, void* stream) {
   if (problem.rows == 0 || problem.n == 0) return 0;
-  if (problem.k < 1 || problem.k > kMaxK || problem.k % 8 != 0 || problem.rows > 65535) return cudaErrorInvalidValue;
+  if (problem.k < 1 || problem.k > kMaxK || problem.k % 8 != 0 || problem.rows > 65535 ||
+      (problem.swiglu && problem.n % 2 != 0)) {
+    return cudaErrorInvalidValue;
+  }
   Problem p = problem;
+  const int64_t n_out = p.swiglu ? p.n / 2 : p.n;
   p.split = column_split(p.n, p.rows, p.k);
   const int64_t columns = kWarps / p.split;
-  const dim3 grid(static_cast<unsigned>((p.n + columns - 1) / columns), static_cast<unsigned>(p.rows));
+  const dim3 grid(static_cast<unsigned>((n_out + columns - 1) / columns), static_cast<unsigned>(p.rows));
   const std::size_t smem = static_cast<std::size_t>(p.k) * sizeof(float);
   auto s = static_cast<cudaStream_t>(stream);
-  if (p.fp16) fused_linear_kernel<true><<<grid, kThreads, smem, s>>>(p);
-  else fused_linear_kernel<false><<<grid, kThreads, smem, s>>>(p);
+  if (p.fp16) {
+    if (p.swiglu) fused_linear_kernel<true, true><<<grid, kThreads, smem, s>>>(p);
+    else fused_linear_kernel<true, false><<<grid, kThreads, smem, s>>>(p);
+  } else {
+    if (p.swiglu) fused_linear_kernel<false, true><<<grid, kThreads, smem, s>>>(p);
+    else fused_linear_kernel<false, false><<<grid, kThreads, smem, s>>>(p);
+  }
   return static_cast<int>(cudaGetLastError());
 }
 

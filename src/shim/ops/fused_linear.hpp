@@ -1,18 +1,22 @@
-// Private: the kernel behind aoti_torch_cuda_aoti_cuda_fused_linear (work in progress: not yet run on a GPU),
-// the C shim of aoti_cuda::aoti_cuda_fused_linear (tools/export/llm/fused_linear_op.py). fused_linear.cpp
-// validates the operands, allocates the output and calls launch().
+// Private: the kernels behind aoti_torch_cuda_aoti_cuda_fused_linear and its int4 form
+// aoti_torch_cuda_aoti_cuda_fused_linear_int4, the C shims of aoti_cuda::aoti_cuda_fused_linear(_int4)
+// (tools/export/llm/fused_linear_op.py). fused_linear.cpp validates the operands, allocates the output and calls
+// launch() / launch_int4().
 //
-// What it computes, per row r of x (rows = x's elements / its last dimension), in x's dtype T (bf16 or fp16),
-// rounding where the model's unfused code rounds:
-//   a = x[r]                                    (width K, or 2K with swiglu)
-//   swiglu:      a_k = T(T(silu(a_k)) * a_{K+k})  for k < K (gate, then up)
+// What they compute, per row r of x (rows = x's elements / its last dimension K), in x's dtype T (bf16 or fp16;
+// int4: bf16), rounding where the model's unfused code rounds:
+//   a = x[r]
 //   norm_weight: a_k = T(T(a_k * rsqrt(mean(a^2) + eps)) * norm_weight_k)   (float32 sum of squares)
-//   y_n = T(sum_k a_k weight[n, k])             (float32 sums)
+//   y_n = T(sum_k a_k weight[n, k])             (float32 sums; int4: the weight dequantized as _weight_int4pack_mm)
+//   swiglu:      y_n = T(T(silu(y_n)) * y_{n + N/2})  for n < N/2 (weight's rows: the gate's, then the up's)
 //   residual:    y_n = T(residual[r, n] + y_n)
-// How: one block per (group of output columns, row). Each block first stages its row's a in shared memory as
-// float (the prologue: the row is at most a few KB and sits in L2 after the first block reads it), then its warps
-// stream their columns of weight with 16-byte loads, one to four warps per column as the few-row GEMV splits them
-// (gemv.cu), and the column's first warp adds the residual while storing. So a decode step's RMSNorm, SwiGLU and residual adds need no kernels of their own.
+// So a decode step's RMSNorms, SwiGLU and residual adds need no kernels of their own.
+//
+// How: the weights stream as in the few-row kernels (gemv.cu: 16-byte loads, one to eight warps per output column;
+// int4: weight_int4pack_gemv.cu's kernel, 16 output features per n-tile pair). Each block first issues its first
+// weight loads, then stages its row(s) of a in shared memory while they are in flight (the prologue: the row is a
+// few KB and sits in L2 after the first block reads it), then multiplies; the SwiGLU pairs a gate column with its
+// up column in the same warp (int4: the same block), and the residual is added on store.
 #pragma once
 
 #include <cstddef>
@@ -22,29 +26,52 @@ namespace aoti_cuda {
 namespace shim {
 namespace fused_linear {
 
-/// The most elements of a (K) a block stages: 47 KB of float32 shared memory (with the kernel's few static
-/// bytes, under the 48 KB a launch gets without opting in).
+/// The most elements of a (K) the bf16 / fp16 kernel stages: 47 KB of float32 shared memory (with the kernel's few
+/// static bytes, under the 48 KB a launch gets without opting in).
 constexpr int64_t kMaxK = 12032;
 
 struct Problem {
-  const void* x = nullptr;         ///< [rows, K] (or [rows, 2K] with swiglu), rows x_row_stride apart, unit stride
+  const void* x = nullptr;         ///< [rows, K], rows x_row_stride apart (a multiple of 8), unit stride, 16-byte aligned
   int64_t x_row_stride = 0;
-  const void* norm_weight = nullptr;  ///< [K] contiguous, or null
+  const void* norm_weight = nullptr;  ///< [K] contiguous, 16-byte aligned, or null
   float eps = 0;
-  bool swiglu = false;
+  bool swiglu = false;             ///< N even: the output has N/2 columns
   const void* weight = nullptr;    ///< [N, K], rows weight_row_stride apart (a multiple of 8), unit stride, 16-byte aligned
   int64_t weight_row_stride = 0;
-  const void* residual = nullptr;  ///< [rows, N], rows residual_row_stride apart, unit stride, or null
+  const void* residual = nullptr;  ///< [rows, N or N/2], rows residual_row_stride apart, unit stride, or null
   int64_t residual_row_stride = 0;
-  void* out = nullptr;             ///< [rows, N] contiguous
+  void* out = nullptr;             ///< [rows, N or N/2] contiguous
   int64_t rows = 0, n = 0, k = 0;
   bool fp16 = false;               ///< fp16 operands; bf16 otherwise
   int split = 1;                   ///< warps per output column (launch() sets it)
 };
 
 /// Enqueues the call on `stream` (a cudaStream_t of the current device). Requires 1 <= k <= kMaxK, k % 8 == 0,
-/// rows <= 65535. Returns the launch's cudaError_t (0 = success); rows or n 0 enqueue nothing.
+/// rows <= 65535, n even with swiglu. Returns the launch's cudaError_t (0 = success); rows or n 0 enqueue nothing.
 int launch(const Problem& p, void* stream);
+
+/// The int4 form: the weight as torchao's tile_packed_to_4d packs it (_weight_int4pack_mm's operands), x bf16.
+struct Int4Problem {
+  const void* x = nullptr;             ///< bf16 [rows, k_x], rows x_row_stride apart (a multiple of 8), 16-byte aligned
+  int64_t x_row_stride = 0;
+  int64_t k_x = 0;                     ///< x's K: a multiple of 8, at most k (the packing pads K with zeros)
+  const void* norm_weight = nullptr;   ///< bf16 [k_x] contiguous, 16-byte aligned, or null
+  float eps = 0;
+  bool swiglu = false;                 ///< n a multiple of 32: the output has n/2 columns
+  const void* qdata = nullptr;         ///< int32 [n_packed/8, k/(16*inner_k_tiles), 32, inner_k_tiles/2]
+  const void* scale_and_zero = nullptr;  ///< bf16 [k/group, n_packed, 2]
+  int64_t k = 0, n_packed = 0, group = 0;
+  int inner_k_tiles = 8;               ///< 2, 4 or 8
+  const void* residual = nullptr;      ///< bf16 [rows, n or n/2], rows residual_row_stride apart, or null
+  int64_t residual_row_stride = 0;
+  void* out = nullptr;                 ///< bf16 [rows, n or n/2] contiguous
+  int64_t rows = 0;
+  int64_t n = 0;                       ///< the weight's logical output features (<= n_packed)
+};
+
+/// Enqueues the int4 call on `stream` of the current device (weight_int4pack_gemv.cu). Returns the launch's
+/// cudaError_t (0 = success; cudaErrorInvalidValue for a problem outside the contract above).
+int launch_int4(const Int4Problem& p, void* stream);
 
 }  // namespace fused_linear
 }  // namespace shim

@@ -3,9 +3,11 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "shim/ops/dependent_launch.hpp"
+#include "shim/ops/fused_linear.hpp"
 #include "shim/ops/ptx.cuh"
 #include "shim/ops/weight_int4pack_gemv.hpp"
 
@@ -96,20 +98,52 @@ struct GemvShape {
   int m, n, k, n_tiles, k_super, group_shift;
 };
 
-template <int IKT, int U, int NP, int T>
+// What the fused linear kernels add (fused_linear.hpp): x [rows, k_x] (bf16 rows x_row_stride apart), the block
+// rows of rows_per_block (<= 8) rows each, n_out output columns, the up features' first n-tile pair (SwiGLU).
+struct FusedArgs {
+  const __nv_bfloat16* x = nullptr;
+  int64_t x_row_stride = 0;
+  int k_x = 0;
+  const __nv_bfloat16* norm_weight = nullptr;
+  float eps = 0;
+  const __nv_bfloat16* residual = nullptr;
+  int64_t residual_row_stride = 0;
+  int rows = 0, rows_per_block = 8, n_out = 0, up_pairs = 0;
+};
+
+// kFuse: kNone, the plain multiply; kLinear, aoti_cuda's fused linear (fused_linear.hpp): the activation rows
+// staged (and RMS-normalized) in shared memory by a prologue, the residual added on store; kSwiglu, that with the
+// SwiGLU epilogue: the block's first NP/2 n-tile pairs are gate features, its last NP/2 the up features
+// up_pairs pairs further, and it stores silu(gate) * up.
+enum Fuse { kNone, kLinear, kSwiglu };
+
+template <int IKT, int U, int NP, int T, int kFuse = kNone>
 struct Int4Gemv {
   static constexpr int kWords = IKT / 2;
   static constexpr int kAcc = NP * T * 4;  // fp32 accumulators per lane
+  static constexpr int kOutPairs = kFuse == kSwiglu ? NP / 2 : NP;  // n-tile pairs of output per block
+  static_assert(kFuse == kNone || T == 1, "the fused kernels take 8 rows per block row");
+  static_assert(kFuse != kSwiglu || NP % 2 == 0, "SwiGLU pairs gate and up n-tile pairs");
+
+  // Bytes of the epilogue's partial sums at the start of the dynamic shared memory; the staged rows follow.
+  static __host__ __device__ constexpr int reduction_bytes(int warps) { return warps * kAcc * kLanes * 4; }
+  // 32-bit words of one staged row: K/2, plus 4 so that the 8 rows of a fragment start in different banks.
+  static __host__ __device__ constexpr int staged_row_words(int k) { return k / 2 + 4; }
 
   static __device__ __forceinline__ void run(const __nv_bfloat16* x, const uint32_t* w, const uint32_t* sz,
-                                             __nv_bfloat16* out, const GemvShape sh) {
+                                             __nv_bfloat16* out, const GemvShape sh, const FusedArgs& f = {}) {
     extern __shared__ __align__(16) unsigned char gemv_smem[];
     const int warp = threadIdx.x / kLanes;
     const int lane = threadIdx.x % kLanes;
     const int kw = blockDim.x / kLanes;
     const int g = lane >> 2;
     const int c = lane & 3;
-    const int pair0 = blockIdx.x * NP;
+    const int pair0 = blockIdx.x * kOutPairs;
+    // n-tile pair of the block's j-th pair.
+    auto pair_of = [&](int j) {
+      if constexpr (kFuse == kSwiglu) return j < NP / 2 ? pair0 + j : pair0 + (j - NP / 2) + f.up_pairs;
+      else return pair0 + j;
+    };
     // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before.
     pdl::wait_for_predecessor();
     float acc[NP][T][4];
@@ -120,27 +154,34 @@ struct Int4Gemv {
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[j][t][e] = 0.f;
     // Activation rows of this lane's B fragments (token g, and g+8 when T == 2); past M: zeros.
+    // (Fused: this block row's rows, staged in shared memory by the prologue below.)
+    const int rows = kFuse == kNone ? sh.m : min(f.rows_per_block, f.rows - static_cast<int>(blockIdx.y) * f.rows_per_block);
+    uint32_t* staged = reinterpret_cast<uint32_t*>(gemv_smem + reduction_bytes(kw));
     const uint32_t* xrow[T];
     bool xvalid[T];
 #pragma unroll
     for (int t = 0; t < T; ++t) {
       const int row = g + 8 * t;
-      xvalid[t] = row < sh.m;
-      xrow[t] = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(xvalid[t] ? row : 0) * sh.k);
+      xvalid[t] = row < rows;
+      if constexpr (kFuse == kNone) {
+        xrow[t] = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(xvalid[t] ? row : 0) * sh.k);
+      } else {
+        xrow[t] = staged + (xvalid[t] ? row : 0) * staged_row_words(sh.k);
+      }
     }
     // Scales: one group covers whole super-tiles when group >= 16*IKT; then one load per super-tile.
     const bool group_per_super = sh.group_shift >= kSuperShift;
     const int n_chunks = (sh.k_super + U - 1) / U;
-    for (int chunk = warp; chunk < n_chunks; chunk += kw) {
+    uint32_t wv[NP][2][U][kWords];
+    uint32_t sv[NP][2][U][kWords];
+    // Every load of a chunk first (tiles past N and super-tiles past K load nothing).
+    auto load_chunk = [&](int chunk) {
       const int st0 = chunk * U;
-      uint32_t wv[NP][2][U][kWords];
-      uint32_t sv[NP][2][U][kWords];
-      // Every load of the chunk first (tiles past N and super-tiles past K load nothing).
 #pragma unroll
       for (int j = 0; j < NP; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int nt = 2 * (pair0 + j) + h;
+          const int nt = 2 * pair_of(j) + h;
           const bool tile = nt < sh.n_tiles;
           const int n = nt * 8 + g;
 #pragma unroll
@@ -164,6 +205,9 @@ struct Int4Gemv {
             }
           }
         }
+    };
+    auto compute_chunk = [&](int chunk) {
+      const int st0 = chunk * U;
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int st = st0 + u;
@@ -176,7 +220,10 @@ struct Int4Gemv {
 #pragma unroll
           for (int t = 0; t < T; ++t)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) b[t][e] = xvalid[t] ? __ldg(xrow[t] + (k0 + 8 * e) / 2) : 0u;
+            for (int e = 0; e < 4; ++e) {
+              if constexpr (kFuse == kNone) b[t][e] = xvalid[t] ? __ldg(xrow[t] + (k0 + 8 * e) / 2) : 0u;
+              else b[t][e] = xvalid[t] ? xrow[t][(k0 + 8 * e) / 2] : 0u;
+            }
 #pragma unroll
           for (int j = 0; j < NP; ++j) {
             uint32_t lo[4], hi[4];  // n-tile 2p (A rows 0-7) and 2p+1 (rows 8-15)
@@ -191,6 +238,20 @@ struct Int4Gemv {
             }
           }
         }
+      }
+    };
+    if constexpr (kFuse == kNone) {
+      for (int chunk = warp; chunk < n_chunks; chunk += kw) {
+        load_chunk(chunk);
+        compute_chunk(chunk);
+      }
+    } else {
+      // The weights do not depend on the activation: the first chunk is in flight while the prologue stages it.
+      if (warp < n_chunks) load_chunk(warp);
+      stage_rows(f, sh.k, rows, staged);
+      for (int chunk = warp; chunk < n_chunks; chunk += kw) {
+        if (chunk != warp) load_chunk(chunk);
+        compute_chunk(chunk);
       }
     }
     // The weights are read: the next kernel may start its launch now (dependent_launch.hpp, "when").
@@ -210,13 +271,78 @@ struct Int4Gemv {
       const int e = r % 4;
       const int t = (r / 4) % T;
       const int j = r / (4 * T);
+      if (kFuse == kSwiglu && j >= NP / 2) continue;  // the up half: read with its gate half
       float v = 0.f;
       for (int ww = 0; ww < kw; ++ww) v += red[(ww * kAcc + r) * kLanes + l];  // warp order: deterministic
       const int row = 8 * t + 2 * (l & 3) + (e & 1);
       const int nt = 2 * (pair0 + j) + (e >> 1);
-      if (row < sh.m && nt < sh.n_tiles) out[static_cast<size_t>(row) * sh.n + nt * 8 + (l >> 2)] = __float2bfloat16_rn(v);
+      if constexpr (kFuse == kNone) {
+        if (row < sh.m && nt < sh.n_tiles) out[static_cast<size_t>(row) * sh.n + nt * 8 + (l >> 2)] = __float2bfloat16_rn(v);
+      } else {
+        const int col = nt * 8 + (l >> 2);
+        if (row >= rows || col >= f.n_out) continue;
+        float y = round_bf16(v);
+        if constexpr (kFuse == kSwiglu) {
+          const int r_up = r + (NP / 2) * T * 4;
+          float up = 0.f;
+          for (int ww = 0; ww < kw; ++ww) up += red[(ww * kAcc + r_up) * kLanes + l];
+          y = round_bf16(round_bf16(y / (1.f + expf(-y))) * round_bf16(up));  // silu(gate) * up, as the model
+        }
+        const int64_t out_row = static_cast<int64_t>(blockIdx.y) * f.rows_per_block + row;
+        if (f.residual != nullptr) y += __bfloat162float(f.residual[out_row * f.residual_row_stride + col]);
+        out[out_row * f.n_out + col] = __float2bfloat16_rn(y);
+      }
     }
   }
+
+  // The fused kernels' prologue: the block row's `rows` rows of x (K_x = f.k_x columns) as bf16 pairs in `staged`,
+  // zero from K_x to the packed K; with a norm weight, each row RMS-normalized as the model rounds it (float32 sum
+  // of squares, the scaled value rounded, times the weight rounded). Ends with a barrier.
+  static __device__ __forceinline__ void stage_rows(const FusedArgs& f, int k, int rows, uint32_t* staged) {
+    __shared__ float squares_s[16];
+    const int vecs = k / 8, x_vecs = f.k_x / 8;
+    const int row0 = blockIdx.y * f.rows_per_block;
+    for (int r = 0; r < rows; ++r) {
+      const uint4* x4 = reinterpret_cast<const uint4*>(f.x + (row0 + r) * f.x_row_stride);
+      uint4* s4 = reinterpret_cast<uint4*>(staged + r * staged_row_words(k));
+      float squares = 0.f;
+      for (int v = threadIdx.x; v < vecs; v += blockDim.x) {
+        const uint4 raw = v < x_vecs ? __ldg(x4 + v) : make_uint4(0, 0, 0, 0);
+        const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 p = __bfloat1622float2(bits_bf162(words[i]));
+          squares = fmaf(p.x, p.x, fmaf(p.y, p.y, squares));
+        }
+        s4[v] = raw;
+      }
+      if (f.norm_weight == nullptr) continue;
+#pragma unroll
+      for (int off = kLanes / 2; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
+      if (threadIdx.x % kLanes == 0) squares_s[threadIdx.x / kLanes] = squares;
+      __syncthreads();
+      float total = 0.f;
+      for (int i = 0; i < static_cast<int>(blockDim.x / kLanes); ++i) total += squares_s[i];
+      const float inv = rsqrtf(total / static_cast<float>(f.k_x) + f.eps);
+      const uint4* nw4 = reinterpret_cast<const uint4*>(f.norm_weight);
+      for (int v = threadIdx.x; v < x_vecs; v += blockDim.x) {  // this thread's own vectors
+        const uint4 raw = s4[v], nw = __ldg(nw4 + v);
+        const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w}, weights[4] = {nw.x, nw.y, nw.z, nw.w};
+        uint32_t normed[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 p = __bfloat1622float2(bits_bf162(words[i]));
+          const float2 q = __bfloat1622float2(bits_bf162(weights[i]));
+          normed[i] = bf162_bits(__floats2bfloat162_rn(round_bf16(p.x * inv) * q.x, round_bf16(p.y * inv) * q.y));
+        }
+        s4[v] = make_uint4(normed[0], normed[1], normed[2], normed[3]);
+      }
+      __syncthreads();  // squares_s is reused by the next row
+    }
+    __syncthreads();
+  }
+
+  static __device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 
   static constexpr int kSuperShift = IKT == 8 ? 7 : (IKT == 4 ? 6 : 5);  // log2(16 * IKT)
 };
@@ -228,6 +354,16 @@ __global__ void __launch_bounds__(512) int4_gemv_kernel(const __nv_bfloat16* __r
                                                          __nv_bfloat16* __restrict__ out, GemvShape sh) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   Int4Gemv<IKT, U, NP, T>::run(x, w, sz, out, sh);
+#endif
+}
+
+template <int IKT, int U, int NP, int kFuse>
+__global__ void __launch_bounds__(512) int4_fused_linear_kernel(const uint32_t* __restrict__ w,
+                                                                 const uint32_t* __restrict__ sz,
+                                                                 __nv_bfloat16* __restrict__ out, GemvShape sh,
+                                                                 FusedArgs f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  Int4Gemv<IKT, U, NP, 1, kFuse>::run(nullptr, w, sz, out, sh, f);
 #endif
 }
 
@@ -272,6 +408,63 @@ cudaError_t launch_gemv_default(const Problem& p, const Shape& s, cudaStream_t s
   }
 }
 
+namespace {
+
+template <int IKT, int U, int NP, int KWMax, int kFuse>
+cudaError_t launch_fused(const fused_linear::Int4Problem& p, const GemvShape& sh, FusedArgs f, cudaStream_t stream) {
+  using Kernel = Int4Gemv<IKT, U, NP, 1, kFuse>;
+  const int kw = gemv_warps(sh.k_super, U, KWMax);
+  const int reduction = Kernel::reduction_bytes(kw);
+  const int row_bytes = Kernel::staged_row_words(sh.k) * 4;
+  // Rows per block row: up to the 8 of an mma fragment, as many as the shared memory holds.
+  int max_smem = 0, device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (err != cudaSuccess) return err;
+  max_smem -= 1024;  // the prologue's static bytes
+  f.rows_per_block = static_cast<int>(std::min<int64_t>({8, p.rows, (max_smem - reduction) / row_bytes}));
+  if (f.rows_per_block < 1) return cudaErrorInvalidValue;
+  const std::size_t smem = static_cast<std::size_t>(reduction) + static_cast<std::size_t>(f.rows_per_block) * row_bytes;
+  if (smem > 48 * 1024) {
+    err = cudaFuncSetAttribute(int4_fused_linear_kernel<IKT, U, NP, kFuse>,
+                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (err != cudaSuccess) return err;
+  }
+  constexpr int out_pairs_per_block = kFuse == kSwiglu ? NP / 2 : NP;
+  const int64_t out_pairs = (f.n_out + 15) / 16;
+  const dim3 grid(static_cast<unsigned>((out_pairs + out_pairs_per_block - 1) / out_pairs_per_block),
+                  static_cast<unsigned>((p.rows + f.rows_per_block - 1) / f.rows_per_block));
+  return pdl::launch(int4_fused_linear_kernel<IKT, U, NP, kFuse>, grid, dim3(static_cast<unsigned>(kw * kLanes)),
+                     smem, stream, static_cast<const uint32_t*>(p.qdata), static_cast<const uint32_t*>(p.scale_and_zero),
+                     static_cast<__nv_bfloat16*>(p.out), sh, f);
+}
+
+// The plain kernel's configurations (launch_gemv_default), with two pairs (gate, up) for SwiGLU.
+template <int IKT>
+cudaError_t launch_fused_default(const fused_linear::Int4Problem& p, const GemvShape& sh, const FusedArgs& f,
+                                 cudaStream_t stream) {
+  if constexpr (IKT != 8) {
+    return p.swiglu ? launch_fused<IKT, 4, 2, 16, kSwiglu>(p, sh, f, stream)
+                    : launch_fused<IKT, 4, 1, 16, kLinear>(p, sh, f, stream);
+  } else {
+    if (p.swiglu) {
+      return sh.k_super > 16 ? launch_fused<IKT, 4, 2, 8, kSwiglu>(p, sh, f, stream)
+                             : launch_fused<IKT, 1, 2, 8, kSwiglu>(p, sh, f, stream);
+    }
+    if (sh.k_super > 16) return launch_fused<IKT, 4, 1, 16, kLinear>(p, sh, f, stream);
+    if (sh.n_tiles >= 1024) return launch_fused<IKT, 1, 2, 8, kLinear>(p, sh, f, stream);
+    return launch_fused<IKT, 1, 1, 16, kLinear>(p, sh, f, stream);
+  }
+}
+
+int log2_exact(int64_t v) {
+  int s = 0;
+  while ((int64_t{1} << s) < v) ++s;
+  return s;
+}
+
+}  // namespace
+
 // The instantiations weight_int4pack_mm.cu links against (its dispatch and tuning candidates).
 template cudaError_t launch_gemv_default<2>(const Problem&, const Shape&, cudaStream_t);
 template cudaError_t launch_gemv_default<4>(const Problem&, const Shape&, cudaStream_t);
@@ -284,5 +477,37 @@ template cudaError_t launch_gemv<8, 4, 1, 16>(const Problem&, const Shape&, cuda
 template cudaError_t launch_gemv<8, 1, 2, 8>(const Problem&, const Shape&, cudaStream_t);
 
 }  // namespace int4mm
+
+namespace fused_linear {
+
+int launch_int4(const Int4Problem& p, void* stream) {
+  if (p.rows == 0 || p.n == 0) return 0;
+  const bool ikt_ok = p.inner_k_tiles == 2 || p.inner_k_tiles == 4 || p.inner_k_tiles == 8;
+  if (!ikt_ok || p.k % (16 * p.inner_k_tiles) != 0 || p.k_x > p.k || p.k_x % 8 != 0 || p.n > p.n_packed ||
+      p.n_packed % 8 != 0 || (p.swiglu && p.n % 32 != 0) || p.rows > int64_t{65535} * 8) {
+    return cudaErrorInvalidValue;
+  }
+  const int4mm::GemvShape sh{1, static_cast<int>(p.n_packed), static_cast<int>(p.k), static_cast<int>(p.n_packed / 8),
+                             static_cast<int>(p.k / (16 * p.inner_k_tiles)), int4mm::log2_exact(p.group)};
+  int4mm::FusedArgs f;
+  f.x = static_cast<const __nv_bfloat16*>(p.x);
+  f.x_row_stride = p.x_row_stride;
+  f.k_x = static_cast<int>(p.k_x);
+  f.norm_weight = static_cast<const __nv_bfloat16*>(p.norm_weight);
+  f.eps = p.eps;
+  f.residual = static_cast<const __nv_bfloat16*>(p.residual);
+  f.residual_row_stride = p.residual_row_stride;
+  f.rows = static_cast<int>(p.rows);
+  f.n_out = static_cast<int>(p.swiglu ? p.n / 2 : p.n);
+  f.up_pairs = static_cast<int>(p.n / 2 / 16);
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (p.inner_k_tiles) {
+    case 2: return static_cast<int>(int4mm::launch_fused_default<2>(p, sh, f, s));
+    case 4: return static_cast<int>(int4mm::launch_fused_default<4>(p, sh, f, s));
+    default: return static_cast<int>(int4mm::launch_fused_default<8>(p, sh, f, s));
+  }
+}
+
+}  // namespace fused_linear
 }  // namespace shim
 }  // namespace aoti_cuda

@@ -327,7 +327,10 @@ long_exports() {
       step "export_$name" "$timeout_s" "${cmd[@]}"  # in this shell: its mismatches must count
     else
       rm -f "$dir/manifest.json" "$dir/export.flags"
-      { step "export_$name" "$timeout_s" "${cmd[@]}" && echo "$stamp" > "$dir/export.flags"; } &
+      # One Inductor cache per export: two exports compiling the same kernel into one cache at once collided
+      # (objcopy on a half-written .o, 2026-12-04 15:59).
+      { export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor_$name"
+        step "export_$name" "$timeout_s" "${cmd[@]}" && echo "$stamp" > "$dir/export.flags"; } &
       pids+=($!)
     fi
   done
@@ -425,7 +428,8 @@ stage_BC() {
   REF_EXPORT=${REF_EXPORT:-1} long_exports $((BUDGET - 170))
   [[ -n "$SUITE_PID" ]] && wait "$SUITE_PID"  # the suite shares the GPU: done before anything is timed
   long_measure
-  pdl_measure
+  # PDL_MEASURE=0: dependent launch is decided (off by default); its on/off runs can be left out to save time.
+  [[ ${PDL_MEASURE:-1} == 1 ]] && pdl_measure
   # The decode attention kernel alone by position (its log is in the archive).
   if [[ -x "$BUILD/bench/aoti_cuda_attention_bench" ]]; then
     step attention_decode 60 "$BUILD/bench/aoti_cuda_attention_bench" --decode
