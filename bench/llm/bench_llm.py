@@ -82,8 +82,10 @@ EXPORTS = {
     # between the q/k/v projection and the attention (three fewer launches per layer than dopu, measured in B).
     "bf16dopq": ("decodeopq", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "decode-op-qkv"]),
     "int4dopq": ("int4decodeopq", ["--quant", "int4", "--gemm", "cublas", "--sdpa", "decode-op-qkv"]),
-    # As bf16dopq, every decode projection through aoti_cuda's fused linear operator (work in progress, bf16 only).
+    # As bf16dopq / int4dopq, every decode projection through aoti_cuda's fused linear operator (its int4 form on
+    # torchao's packed weights), with the RMSNorms, SwiGLU and residual adds folded in: four projections per layer.
     "bf16dopqf": ("decodeopqf", ["--quant", "bf16", "--gemm", "cublas", "--sdpa", "decode-op-fused"]),
+    "int4dopqf": ("int4decodeopqf", ["--quant", "int4", "--gemm", "cublas", "--sdpa", "decode-op-fused"]),
 }
 
 
@@ -492,7 +494,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", default="1b")
     ap.add_argument("--layers", type=int)
     ap.add_argument("--parts", default="llm,int4,compile,fixtures",
-                    help="comma list of llm, int4, cublas (bf16 export with cuBLAS GEMMs), fast, int4fast, mix, mixfuse, flash, decodeop, int4decodeop, decodeopu, int4decodeopu, decodeopq, int4decodeopq (see EXPORTS), "
+                    help="comma list of llm, int4, cublas (bf16 export with cuBLAS GEMMs), fast, int4fast, mix, mixfuse, flash, decodeop, int4decodeop, decodeopu, int4decodeopu, decodeopq, int4decodeopq, decodeopqf, int4decodeopqf (see EXPORTS), "
                          "compile, fixtures")
     ap.add_argument("--budget", type=float, default=540, help="seconds for everything (the call limit is 600)")
     ap.add_argument("--export-timeout", type=float, default=330)
@@ -542,7 +544,7 @@ def main(argv=None) -> int:
         results["runs"]["compile_warm"] = s.json_of("compile_warm")  # also left by an earlier prepare
         if a.stage == "prepare":
             return 0
-        if a.parts & {"llm", "int4", "cublas", "fast", "int4fast", "mix", "mixfuse", "flash", "decodeop", "int4decodeop", "decodeopu", "int4decodeopu", "decodeopq", "int4decodeopq", "compile"}:
+        if a.parts & ({part for part, _flags in EXPORTS.values()} | {"compile"}):  # an export's part, or compile
             phase2_llm(s, a, cfg_flags, results)
         if "fixtures" in a.parts:
             phase2_calls(s, a, results)

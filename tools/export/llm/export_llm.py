@@ -49,12 +49,13 @@ aoti_cuda::aoti_cuda_decode_attention_update, which also stores the step's K and
 aoti_torch_cuda_aoti_cuda_decode_attention_update), so decode has no separate kernels writing the cache.
 `decode-op-qkv`: the qkv form, aoti_cuda::aoti_cuda_decode_attention_qkv (shim
 aoti_torch_cuda_aoti_cuda_decode_attention_qkv), which takes the q/k/v projection's output and the rotary tables and
-rotates q and k itself, so decode has no kernel between the projection and the attention. `decode-op-fused` (work in
-progress, bf16 only: aoti_cuda's shim for it has not run on a GPU yet): the qkv form, and every decode projection
-through aoti_cuda::aoti_cuda_fused_linear (fused_linear_op.py, shim aoti_torch_cuda_aoti_cuda_fused_linear), with the
-RMSNorms, the residual adds and SwiGLU folded into the projections, so a decode layer is four projections and the
-attention. --max-ctx
-sets the cache length (e.g. 4096 for the position sweep of issue 32).
+rotates q and k itself, so decode has no kernel between the projection and the attention. `decode-op-fused`: the qkv
+form, and every decode projection through aoti_cuda::aoti_cuda_fused_linear (fused_linear_op.py, shim
+aoti_torch_cuda_aoti_cuda_fused_linear) or, for a Linear that --quant int4 quantized, its int4 form
+aoti_cuda::aoti_cuda_fused_linear_int4 (shim aoti_torch_cuda_aoti_cuda_fused_linear_int4, on the torchao weight's
+packed data and scales), with the RMSNorms in the projections' prologues and SwiGLU and the residual adds in their
+epilogues, so a decode layer is four projections and the attention. --max-ctx sets the cache length (e.g. 4096 for
+the position sweep of issue 32).
 """
 
 from __future__ import annotations
@@ -156,6 +157,14 @@ def sdpa_decode_op(method: str, sdpa: str) -> bool:
     return sdpa in DECODE_OP_CHOICES and method == "decode"
 
 
+def fused_linear_shim(quant: str) -> str:
+    """The fused linear shim a --sdpa decode-op-fused program must import for --quant `quant`: the int4 form's when
+    the weights are int4 (a Linear torchao left in bf16 would call the bf16 form's too, which is not checked)."""
+    import fused_linear_op
+
+    return fused_linear_op.INT4_SHIM if quant == "int4" else fused_linear_op.SHIM
+
+
 def decode_op_shims():
     """{OpOverload: [C declaration]} of aoti_cuda's decode operators: the attention's and the fused linear's
     (imported with torch)."""
@@ -232,7 +241,8 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
                                    (decode_attention_op.QUALIFIED, decode_attention_op.SHIM,
                                     decode_attention_op.UPDATE_QUALIFIED, decode_attention_op.UPDATE_SHIM,
                                     decode_attention_op.QKV_QUALIFIED, decode_attention_op.QKV_SHIM,
-                                    fused_linear_op.QUALIFIED, fused_linear_op.SHIM)) as op_emitted, \
+                                    fused_linear_op.QUALIFIED, fused_linear_op.SHIM,
+                                    fused_linear_op.INT4_QUALIFIED, fused_linear_op.INT4_SHIM)) as op_emitted, \
             bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
@@ -274,8 +284,8 @@ def parse_args(argv):
                          "prefill as mixed; only aoti_cuda runs it; decode-op-update: the same, the operator "
                          "also storing the step's K and V rows (no separate cache-write kernels); decode-op-qkv: "
                          "the same, the operator also rotating q and k (no kernel between projection and attention); "
-                         "decode-op-fused (bf16, work in progress): decode-op-qkv with every decode projection through "
-                         "aoti_cuda's fused linear operator (RMSNorm, SwiGLU and residual adds folded in)")
+                         "decode-op-fused: decode-op-qkv with every decode projection through aoti_cuda's fused linear "
+                         "operator, its int4 form for int4 weights (RMSNorm, SwiGLU and residual adds folded in)")
     ap.add_argument("--fusion", choices=gemm_backend.FUSION_CHOICES, default="executorch",
                     help="executorch: the backend's Inductor settings; inductor: AOTInductor's defaults for "
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
@@ -289,10 +299,7 @@ def parse_args(argv):
     ap.add_argument("--methods", default="prefill,decode", help="export only these (e.g. to warm caches)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--stub-backend", metavar="ELF_SO", help="testing without a GPU: see export_models.py")
-    args = ap.parse_args(argv)
-    if args.sdpa == "decode-op-fused" and args.quant != "bf16":
-        ap.error("--sdpa decode-op-fused takes bf16 weights only (its operator has no int4 form yet)")
-    return args
+    return ap.parse_args(argv)
 
 
 def timed(times, key, fn, *a):
@@ -360,11 +367,9 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         text = json.dumps(imports)
         shims = [decode_attention_op.SHIM_OF_CHOICE[args.sdpa]]
         if args.sdpa == "decode-op-fused":
-            import fused_linear_op
-
-            shims.append(fused_linear_op.SHIM)
+            shims.append(fused_linear_shim(args.quant))
         for shim in shims:
-            if shim not in text:
+            if shim not in imports:  # the names, not `text`: one shim's name begins another's
                 print(f"sdpa={args.sdpa}: warning: the libraries do not import {shim}", flush=True)
         if "proxy_executor" in text:  # Inductor's runtime-dispatch path, which needs libtorch: not runnable here
             print(f"sdpa={args.sdpa}: warning: the libraries call the operator through AOTInductor's proxy executor",

@@ -33,7 +33,9 @@ bf16, equal head counts for q/k/v (no enable_gqa) and a boolean mask [B, 1, L_q,
     `position <= pos`: no copy of the cache per step.
 use_decode_attention_op(model) makes decode call aoti_cuda's custom operator
 aoti_cuda::aoti_cuda_decode_attention instead (decode_attention_op.py: the same masked attention in eager; in a
-program exported with --sdpa decode-op, a kernel whose cost grows with pos, not max_ctx).
+program exported with --sdpa decode-op, a kernel whose cost grows with pos, not max_ctx). use_fused_linear(model)
+then makes every decode projection a call of aoti_cuda::aoti_cuda_fused_linear (or its int4 form for a Linear that
+torchao quantized), with the RMSNorms, residual adds and SwiGLU folded in (fused_linear_op.py).
 
 Weights: random, from a fixed seed, generated per tensor (seed derived from the config seed and the
 parameter name), independent of construction order. They depend on the device's generator: every
@@ -206,6 +208,26 @@ class FeedForward(nn.Module):
         return self.w2(F.silu(h[..., : self.ffn]) * h[..., self.ffn :])
 
 
+def is_int4_tile_packed(weight) -> bool:
+    """Whether `weight` is torchao's Int4TilePackedTo4dTensor (export_llm.py --quant int4). By class name, so that
+    this module needs no torchao: only torchao makes a tensor of that class."""
+    return type(weight).__name__ == "Int4TilePackedTo4dTensor"
+
+
+def fused_projection(x, norm_weight, eps: float, swiglu: bool, linear: nn.Linear, residual):
+    """linear's projection of x through aoti_cuda's fused linear operator (fused_linear_op.py): the bf16 form, or for
+    a weight torchao quantized, the int4 form on the weight's parts (torch.export records reading them from the
+    parameter, which keeps its class in the state dict)."""
+    w = linear.weight
+    if not is_int4_tile_packed(w):
+        return torch.ops.aoti_cuda.aoti_cuda_fused_linear(x, norm_weight, eps, swiglu, w, residual)
+    if w.block_size[0] != 1 or getattr(w, "act_pre_scale", None) is not None:
+        raise ValueError(f"fused linear: int4 weight with block_size {w.block_size} / an activation pre-scale: the "
+                         "int4 operator takes group-wise weights without one")
+    return torch.ops.aoti_cuda.aoti_cuda_fused_linear_int4(x, norm_weight, eps, swiglu, w.qdata, w.scale_and_zero,
+                                                           w.block_size[-1], w.shape[0], residual)
+
+
 class Block(nn.Module):
     def __init__(self, cfg: LlamaConfig, dtype):
         super().__init__()
@@ -213,7 +235,7 @@ class Block(nn.Module):
         self.attention = Attention(cfg, dtype)
         self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
         self.feed_forward = FeedForward(cfg)
-        # Decode through aoti_cuda::aoti_cuda_fused_linear (use_fused_linear; work in progress, fused_linear_op.py).
+        # Decode through aoti_cuda::aoti_cuda_fused_linear(_int4) (use_fused_linear, fused_linear_op.py).
         self.fused_linear = False
 
     def forward(self, x, cos, sin, pos, mask):
@@ -224,16 +246,16 @@ class Block(nn.Module):
 
     def _decode_fused(self, x, cos, sin, pos):
         """One decode step as four fused projections around the qkv-form attention: the RMSNorms ride in the
-        projections after them, the residual adds and SwiGLU in the ones before; the same arithmetic as forward()."""
+        prologues of the projections after them, SwiGLU in the epilogue of the gate/up projection, the residual adds
+        in the epilogues of wo and w2; the same arithmetic as forward()."""
         att, ffn = self.attention, self.feed_forward
         cfg = att.cfg
-        linear = torch.ops.aoti_cuda.aoti_cuda_fused_linear
-        qkv = linear(x, self.attention_norm.weight, self.attention_norm.eps, False, att.wqkv.weight, None)
+        qkv = fused_projection(x, self.attention_norm.weight, self.attention_norm.eps, False, att.wqkv, None)
         y = torch.ops.aoti_cuda.aoti_cuda_decode_attention_qkv(
             qkv, cos, sin, att.k_cache, att.v_cache, pos, cfg.n_heads, 1.0 / math.sqrt(cfg.head_dim))
-        h = linear(y.reshape(1, 1, cfg.n_heads * cfg.head_dim), None, 0.0, False, att.wo.weight, x)
-        gate_up = linear(h, self.ffn_norm.weight, self.ffn_norm.eps, False, ffn.w13.weight, None)
-        return linear(gate_up, None, 0.0, True, ffn.w2.weight, h)
+        h = fused_projection(y.reshape(1, 1, cfg.n_heads * cfg.head_dim), None, 0.0, False, att.wo, x)
+        a = fused_projection(h, self.ffn_norm.weight, self.ffn_norm.eps, True, ffn.w13, None)
+        return fused_projection(a, None, 0.0, False, ffn.w2, h)
 
 
 class Llama(nn.Module):
@@ -252,8 +274,7 @@ class Llama(nn.Module):
 
     def _head(self, x, fused: bool = False):
         if fused:  # the final RMSNorm folded into the output projection
-            logits = torch.ops.aoti_cuda.aoti_cuda_fused_linear(x, self.norm.weight, self.norm.eps, False,
-                                                                self.output.weight, None)
+            logits = fused_projection(x, self.norm.weight, self.norm.eps, False, self.output, None)
         else:
             logits = self.output(self.norm(x))  # [1, vocab]
         return logits, torch.argmax(logits, dim=-1, keepdim=True)
@@ -302,13 +323,14 @@ def use_decode_attention_op(model: Llama, enabled: bool = True, form: str = "") 
 
 
 def use_fused_linear(model: Llama, enabled: bool = True) -> None:
-    """Decode's projections through aoti_cuda::aoti_cuda_fused_linear (work in progress: aoti_cuda has no shim for
-    it yet, fused_linear_op.py), with the RMSNorms, residual adds and SwiGLU folded into them. Needs the qkv form of
-    the decode attention operator (use_decode_attention_op(model, form="qkv")). Prefill is unchanged."""
+    """Decode's projections through aoti_cuda::aoti_cuda_fused_linear, or aoti_cuda::aoti_cuda_fused_linear_int4 for
+    a Linear whose weight torchao quantized (fused_linear_op.py), with the RMSNorms, residual adds and SwiGLU folded
+    into them. Needs the qkv form of the decode attention operator (use_decode_attention_op(model, form="qkv")).
+    Prefill is unchanged."""
     if enabled:
         if any(layer.attention.decode_op != "qkv" for layer in model.layers):
             raise ValueError("use_fused_linear needs the decode attention operator's qkv form first")
-        import fused_linear_op  # noqa: F401  (defines the operator)
+        import fused_linear_op  # noqa: F401  (defines the operators)
     for layer in model.layers:
         layer.fused_linear = enabled
 

@@ -15,8 +15,11 @@ aoti_torch_cuda_aoti_cuda_decode_attention with the same arguments. Checks, in t
   other code writes them;
 - the qkv form after a projection: one direct call that takes the projection's output, the rotary tables and the
   caches as they are (no generated kernel at all: nothing left between the projection and the attention);
-- the fused linear operator (fused_linear_op.py, work in progress): an absent optional tensor is passed as nullptr
-  and a present one as the address of its handle, the bool as 0 / 1, and no kernel is generated around the calls.
+- the fused linear operator (fused_linear_op.py): an absent optional tensor is passed as nullptr and a present one as
+  the address of its handle, the bool as 0 / 1, and no kernel is generated around the calls;
+- its int4 form on Linears holding torchao's Int4TilePackedTo4dTensor (built by hand; skipped without torchao): the
+  weight's qdata and scale_and_zero are passed as the program's constants, group_size and n as int64 literals, and
+  again no kernel is generated around the calls.
 """
 
 from __future__ import annotations
@@ -50,6 +53,56 @@ def cpu_wrapper(torch, ep, op, shim, declaration):
     cpu_declaration = declaration.replace(shim, cpu)
     options = {"aot_inductor.custom_ops_to_c_shims": {op: [cpu_declaration]}, "aot_inductor.package_cpp_only": True}
     return cpu, cpu_declaration, generated_wrapper(torch, ep, options)
+
+
+def check_fused_linear_int4(torch, check, flo) -> None:
+    """The int4 form as the model calls it (model.fused_projection) on Linears whose weights are torchao's
+    Int4TilePackedTo4dTensor: torch.export reads the weight's parts from the parameter, AOTInductor makes them the
+    program's constants and passes them to the shim."""
+    try:
+        from test_model import int4_weight
+        int4_weight(torch, 8, 8)
+    except ImportError:
+        print("  (int4 fused linear codegen skipped: torchao is not installed)")
+        return
+    from model import fused_projection
+
+    class Int4Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = torch.nn.Parameter(torch.ones(256, dtype=torch.bfloat16))
+            self.w13 = torch.nn.Linear(256, 128, bias=False)
+            self.w13.weight = torch.nn.Parameter(int4_weight(torch, 128, 256), requires_grad=False)
+            self.w2 = torch.nn.Linear(64, 256, bias=False)
+            self.w2.weight = torch.nn.Parameter(int4_weight(torch, 256, 64), requires_grad=False)
+
+        def forward(self, x):
+            a = fused_projection(x, self.norm, 1e-5, True, self.w13, None)
+            return fused_projection(a, None, 0.0, False, self.w2, x)
+
+    ep = torch.export.export(Int4Step(), (torch.randn(1, 1, 256, dtype=torch.bfloat16),))
+    cpu_int4, declaration, code = cpu_wrapper(torch, ep, torch.ops.aoti_cuda.aoti_cuda_fused_linear_int4.default,
+                                              flo.INT4_SHIM, flo.INT4_SHIM_DECLARATION)
+    code = code or ""
+    check("int4 fused linear: the declaration is written as given (group_size and n as int64_t)",
+          f"extern {declaration};" in code and "int64_t group_size, int64_t n" in declaration)
+    optional = r"(nullptr|&temporary_reference\((\w+)\.get\(\)\))"
+    calls = re.findall(rf"{cpu_int4}\((\w+), {optional}, ([0-9.e+-]+), ([01]), (\w+), (\w+), (\d+)L?, (\d+)L?, "
+                       rf"{optional}, &(\w+)\)", code)
+    check("int4 fused linear: two direct calls (x, &norm or nullptr, eps, swiglu, qdata, scale_and_zero, group_size, "
+          "n, &residual or nullptr, &out)",
+          len(calls) == 2 and code.count(f"{cpu_int4}(") == 3  # the declaration and the calls
+          and calls[0][1] != "nullptr" and calls[0][9] == "nullptr" and calls[1][1] == "nullptr"
+          and calls[1][9] != "nullptr")
+    check("int4 fused linear: swiglu 1 / 0, group_size 32 and n (128, then 256) as literals",
+          len(calls) == 2 and (calls[0][4], calls[0][7], calls[0][8]) == ("1", "32", "128")
+          and (calls[1][4], calls[1][7], calls[1][8]) == ("0", "32", "256"))
+    constants = set(re.findall(r"auto& (\w+) = constants_->at\(", code))
+    check("int4 fused linear: qdata and scale_and_zero are the program's constants (the weights' parts)",
+          len(calls) == 2 and all(c[5] in constants and c[6] in constants for c in calls)
+          and len({c[5] for c in calls} | {c[6] for c in calls}) == 4)
+    check("int4 fused linear: no generated kernel, no other int4 matmul", "cpp_fused" not in code
+          and "_weight_int4pack_mm" not in code)
 
 
 def main() -> int:
@@ -149,8 +202,8 @@ def main() -> int:
     check("qkv form: no generated kernel (nothing left between the projection and the operator)",
           "cpp_fused" not in code)
 
-    # The fused linear operator (fused_linear_op.py, work in progress: its shim is not in the SDK yet): what the C
-    # call looks like with optional tensors and a bool, and that the norm, SwiGLU and residual leave no kernel.
+    # The fused linear operator (fused_linear_op.py): what the C call looks like with optional tensors and a bool,
+    # and that the norm, SwiGLU and residual leave no kernel.
     import fused_linear_op as flo
 
     class FusedStep(torch.nn.Module):
@@ -161,8 +214,8 @@ def main() -> int:
             self.w2 = torch.nn.Parameter(torch.randn(256, 64))
 
         def forward(self, x):
-            gate_up = torch.ops.aoti_cuda.aoti_cuda_fused_linear(x, self.norm, 1e-5, False, self.w13, None)
-            return torch.ops.aoti_cuda.aoti_cuda_fused_linear(gate_up, None, 0.0, True, self.w2, x)
+            a = torch.ops.aoti_cuda.aoti_cuda_fused_linear(x, self.norm, 1e-5, True, self.w13, None)
+            return torch.ops.aoti_cuda.aoti_cuda_fused_linear(a, None, 0.0, False, self.w2, x)
 
     ep = torch.export.export(FusedStep(), (torch.randn(1, 1, 256),))
     cpu_fused, declaration, code = cpu_wrapper(torch, ep, torch.ops.aoti_cuda.aoti_cuda_fused_linear.default,
@@ -175,8 +228,9 @@ def main() -> int:
           len(calls) == 2 and calls[0][1] != "nullptr" and calls[0][6] == "nullptr"
           and calls[1][1] == "nullptr" and calls[1][6] != "nullptr")
     check("fused linear: eps as a double literal, swiglu as 0 / 1",
-          len(calls) == 2 and float(calls[0][3]) == 1e-5 and calls[0][4] == "0" and calls[1][4] == "1")
+          len(calls) == 2 and float(calls[0][3]) == 1e-5 and calls[0][4] == "1" and calls[1][4] == "0")
     check("fused linear: no generated kernel (norm, SwiGLU and residual all inside the calls)", "cpp_fused" not in code)
+    check_fused_linear_int4(torch, check, flo)
 
     failed = results.count(False)
     print(f"decode op codegen: {len(results) - failed} passed, {failed} failed")

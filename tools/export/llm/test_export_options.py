@@ -8,7 +8,8 @@ allow_fp16_bf16_reduction_math_sdp on inside the block only, restores the value 
 exception), changes nothing when disabled, and says so when the torch it runs with has no such switch.
 sdpa_decomposed / sdpa_flash: which methods --sdpa decomposes (mixed and flash: decode only) and which keep flash
 attention (flash: prefill only); sdpa_decode_op: decode-op sends decode (only) through aoti_cuda's operator and
-decomposes nothing; an unknown choice is refused; --max-ctx reaches the config.
+decomposes nothing (decode-op-fused too, with bf16 or int4 weights); an unknown choice is refused; --max-ctx reaches
+the config.
 """
 
 from __future__ import annotations
@@ -107,6 +108,10 @@ def main() -> int:
     check("fusion: executorch by default, inductor when asked", default.fusion == "executorch"
           and chosen.fusion == "inductor" and chosen.sdpa == "mixed")
     check("sdpa flash accepted on the command line", parse_args(["--out", "x", "--sdpa", "flash"]).sdpa == "flash")
+    fused = {q: parse_args(["--out", "x", "--quant", q, "--sdpa", "decode-op-fused"]) for q in ("bf16", "int4")}
+    check("sdpa decode-op-fused accepted with bf16 and int4 weights (the operator's int4 form)",
+          all(fused[q].sdpa == "decode-op-fused" and fused[q].quant == q for q in fused)
+          and sdpa_decode_op("decode", "decode-op-fused") and not sdpa_decode_op("prefill", "decode-op-fused"))
 
     passed = sum(results)
     print(f"export options: {passed} passed, {len(results) - passed} failed")

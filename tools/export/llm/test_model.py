@@ -12,8 +12,12 @@
 - aoti_cuda's decode attention operator (decode_attention_op.py, --sdpa decode-op): against a float64 softmax
   reference with grouped-query heads and one position per sequence, decode through it gives the masked model's
   logits, and torch.export keeps it as one opaque node (no masked SDPA left in decode);
-- aoti_cuda's fused linear operator (fused_linear_op.py, work in progress): decode through it gives the qkv-form
-  decode's bits in bf16, and torch.export keeps four per layer plus the head, with no RMSNorm, SiLU or matmul left.
+- aoti_cuda's fused linear operators (fused_linear_op.py): the bf16 form's eager arithmetic is the unfused ops' bit
+  for bit (RMSNorm prologue; projection; SwiGLU and residual epilogue), decode through it gives the qkv-form decode's
+  bits in bf16, and torch.export keeps four per layer plus the head, with no RMSNorm, SiLU or matmul left; the int4
+  form (torchao's Int4TilePackedTo4dTensor weights, built by hand: no GPU needed to export) likewise, taking the
+  weight's parts; its refusals. With CUDA and torchao, also decode of a torchao-quantized model through it == the
+  quantized model's qkv-form decode, bit for bit.
 """
 
 from __future__ import annotations
@@ -166,27 +170,39 @@ def check_decode_op(check, cfg) -> None:
 
 
 def check_fused_linear(check, cfg) -> None:
-    """fused_linear_op.py (work in progress: no shim yet): the operator's eager arithmetic is the model's, so decode
-    through it gives the unfused decode's bits in bf16; its refusals; what torch.export keeps of a decode step."""
+    """fused_linear_op.py: the operators' eager arithmetic is the model's, so decode through them gives the unfused
+    decode's bits in bf16; their refusals; what torch.export keeps of a decode step."""
     import torch
+    import torch.nn.functional as F
 
-    import fused_linear_op  # noqa: F401
+    import fused_linear_op
     from export_llm import export_methods
     from model import build_model, prompt_tokens, use_decode_attention_op, use_fused_linear
 
     op = torch.ops.aoti_cuda.aoti_cuda_fused_linear
     g = torch.Generator().manual_seed(5)
     x = torch.randn(1, 1, 64, generator=g).bfloat16()
-    w = torch.randn(48, 32, generator=g).bfloat16()
+    norm = (1 + 0.1 * torch.randn(64, generator=g)).bfloat16()
+    w = torch.randn(96, 64, generator=g).bfloat16()
     r = torch.randn(1, 1, 48, generator=g).bfloat16()
-    swiglu = op(x, None, 0.0, True, w, r)
-    want = r + torch.nn.functional.linear(torch.nn.functional.silu(x[..., :32]) * x[..., 32:], w)
-    check("fused linear: SwiGLU, projection, residual == the unfused ops bit for bit", torch.equal(swiglu, want))
+    y = F.linear(fused_linear_op.rms_norm(x, norm, 1e-5), w)
+    check("fused linear: RMSNorm, projection, SwiGLU of its halves, residual == the unfused ops bit for bit",
+          torch.equal(op(x, norm, 1e-5, True, w, r), r + F.silu(y[..., :48]) * y[..., 48:]))
+    check("fused linear: without SwiGLU, [..., N] (projection + residual)",
+          torch.equal(op(x, None, 0.0, False, w, None), F.linear(x, w)))
+    fake = torch.library.opcheck(op, (x, norm, 1e-5, True, w, r), test_utils=("test_schema", "test_faketensor"))
+    check("fused linear: the fake implementation's [..., N/2] with SwiGLU agrees with eager (opcheck)",
+          all(v == "SUCCESS" for v in fake.values()))
     try:
-        op(x, None, 0.0, False, w, None)
+        op(x, None, 0.0, False, w[:, :32], None)
         check("fused linear: a weight of the wrong width is refused", False)
     except ValueError as e:
-        check("fused linear: a weight of the wrong width is refused, naming the width", "[N, 64]" in str(e))
+        check("fused linear: a weight of the wrong width is refused, naming the width", "32 input features" in str(e))
+    try:
+        op(x, None, 0.0, True, w[:95], None)
+        check("fused linear: SwiGLU of an odd number of outputs is refused", False)
+    except ValueError as e:
+        check("fused linear: SwiGLU of an odd number of outputs is refused", "even" in str(e))
 
     m = build_model(cfg, device="cpu")  # bf16, as exported
     toks = prompt_tokens(12, cfg.vocab)
@@ -211,8 +227,112 @@ def check_fused_linear(check, cfg) -> None:
     dec = [str(n.target) for n in progs["decode"].graph.nodes if n.op == "call_function"]
     linears = dec.count("aoti_cuda.aoti_cuda_fused_linear.default")
     check(f"export with the fused linear op: 4 per layer + the head ({linears}); no RMSNorm, SiLU or matmul left",
-          linears == 4 * cfg.n_layers + 1
-          and not any(t.startswith(("aten.rsqrt", "aten.silu", "aten.mm", "aten.linear", "aten.add")) for t in dec))
+          linears == 4 * cfg.n_layers + 1 and not any(t.startswith(UNFUSED) for t in dec))
+    from export_llm import fused_linear_shim
+
+    check("export_llm expects the int4 form's shim with --quant int4, the bf16 form's otherwise",
+          fused_linear_shim("int4") == fused_linear_op.INT4_SHIM and fused_linear_shim("bf16") == fused_linear_op.SHIM
+          and fused_linear_op.INT4_SHIM == "aoti_torch_cuda_aoti_cuda_fused_linear_int4")
+    check_fused_linear_int4(check, cfg)
+
+
+# What a decode step through the fused linear operators must not have left.
+UNFUSED = ("aten.rsqrt", "aten.silu", "aten.mm", "aten.linear", "aten.add", "aten.mul", "aten._weight_int4pack_mm")
+
+
+def int4_weight(torch, n: int, k: int, group: int = 32, device="cpu"):
+    """An Int4TilePackedTo4dTensor [n, k] of the shapes torchao packs (qdata [n_padded / 8, K_padded / 128, 32, 4]
+    int32, scale_and_zero [K_padded / group, n_padded, 2] bf16; K padded to 1024, n to 8), zeros: its contents do not
+    matter to torch.export, and torchao's own packing needs a GPU."""
+    from torchao.quantization.quantize_.workflows.int4.int4_tile_packed_to_4d_tensor import Int4TilePackedTo4dTensor
+
+    k_padded, n_padded = -(-k // 1024) * 1024, -(-n // 8) * 8
+    qdata = torch.zeros(n_padded // 8, k_padded // 128, 32, 4, dtype=torch.int32, device=device)
+    scale_and_zero = torch.zeros(k_padded // group, n_padded, 2, dtype=torch.bfloat16, device=device)
+    return Int4TilePackedTo4dTensor(qdata, scale_and_zero, [1, group], torch.Size([n, k]))
+
+
+def check_fused_linear_int4(check, cfg) -> None:
+    """The int4 form: its refusals (before any int4 arithmetic, so on the CPU), and what torch.export keeps of a
+    decode step whose Linears hold torchao's int4 weights; with CUDA, decode through it against the quantized model."""
+    import torch
+
+    import fused_linear_op
+    from export_llm import export_methods
+    from model import build_model, is_int4_tile_packed, prompt_tokens, use_decode_attention_op, use_fused_linear
+
+    try:
+        import torchao  # noqa: F401
+    except ImportError:
+        print("  (int4 fused linear checks skipped: torchao is not installed)")
+        return
+    op = torch.ops.aoti_cuda.aoti_cuda_fused_linear_int4
+    w = int4_weight(torch, 48, 64)
+    x = torch.zeros(1, 1, 64, dtype=torch.bfloat16)
+    for name, args, needle in (
+            ("SwiGLU with n not a multiple of 32", (x, None, 0.0, True, w.qdata, w.scale_and_zero, 32, 48, None),
+             "multiple of 32"),
+            ("an x whose K is not the packed weight's", (torch.zeros(1, 1, 1100, dtype=torch.bfloat16), None, 0.0,
+                                                         False, w.qdata, w.scale_and_zero, 32, 48, None), "qdata"),
+            ("a norm weight of another length", (x, torch.ones(63, dtype=torch.bfloat16), 1e-5, False, w.qdata,
+                                                 w.scale_and_zero, 32, 48, None), "norm_weight"),
+            ("n past the packed rows", (x, None, 0.0, False, w.qdata, w.scale_and_zero, 32, 56, None), "1..48"),
+            ("a float32 x", (x.float(), None, 0.0, False, w.qdata, w.scale_and_zero, 32, 48, None), "bfloat16")):
+        try:
+            op(*args)
+            check(f"int4 fused linear: {name} is refused", False)
+        except ValueError as e:
+            check(f"int4 fused linear: {name} is refused", needle in str(e))
+
+    m = build_model(cfg, device="cpu")
+    for module in m.modules():
+        if isinstance(module, torch.nn.Linear):
+            module.weight = torch.nn.Parameter(int4_weight(torch, *module.weight.shape), requires_grad=False)
+    use_decode_attention_op(m, form="qkv")
+    use_fused_linear(m)
+    progs = export_methods(m, cfg, 16, "cpu")
+    dec = [str(n.target) for n in progs["decode"].graph.nodes if n.op == "call_function"]
+    linears = dec.count("aoti_cuda.aoti_cuda_fused_linear_int4.default")
+    check(f"export with int4 weights: the int4 fused linear op 4 per layer + the head ({linears}); no bf16 one, no "
+          "RMSNorm, SiLU or matmul left",
+          linears == 4 * cfg.n_layers + 1 and "aoti_cuda.aoti_cuda_fused_linear.default" not in dec
+          and not any(t.startswith(UNFUSED) for t in dec))
+    check("export with int4 weights: the state dict keeps torchao's weights",
+          type(progs["decode"].state_dict["model.output.weight"]).__name__ == "Int4TilePackedTo4dTensor")
+
+    if not torch.cuda.is_available():
+        print("  (int4 fused linear against torchao's quantized model skipped: no CUDA)")
+        return
+    from dataclasses import replace
+
+    from export_llm import quantize_int4
+
+    small = replace(cfg, dim=128, ffn=256, n_heads=2, n_kv_heads=1)  # every K a multiple of torchao's group of 128
+    q = build_model(small, device="cuda")
+    quantize_int4(q)
+    linears = [mod for mod in q.modules() if isinstance(mod, torch.nn.Linear)]
+    check(f"torchao quantized all {len(linears)} Linears to Int4TilePackedTo4dTensor (CUDA)",
+          all(is_int4_tile_packed(mod.weight) for mod in linears))
+    w13 = q.layers[0].feed_forward.w13.weight
+    g = torch.Generator(device="cuda").manual_seed(7)
+    x = torch.randn(1, 1, small.dim, generator=g, device="cuda").bfloat16()
+    norm = (1 + 0.1 * torch.randn(small.dim, generator=g, device="cuda")).bfloat16()
+    r = torch.randn(1, 1, small.ffn, generator=g, device="cuda").bfloat16()
+    y = torch.nn.functional.linear(fused_linear_op.rms_norm(x, norm, 1e-5), w13)  # torchao's int4 linear
+    want = r + torch.nn.functional.silu(y[..., : small.ffn]) * y[..., small.ffn :]
+    got = op(x, norm, 1e-5, True, w13.qdata, w13.scale_and_zero, w13.block_size[-1], w13.shape[0], r)
+    check("int4 fused linear: RMSNorm, torchao's int4 linear, SwiGLU, residual == the unfused ops bit for bit (CUDA)",
+          torch.equal(got, want))
+    toks = prompt_tokens(12, small.vocab).cuda()
+    use_decode_attention_op(q, form="qkv")
+    with torch.no_grad():
+        q.prefill(toks[:, :11])
+        plain, _ = q.decode(toks[:, 11:12], torch.tensor([11], device="cuda"))
+        use_fused_linear(q)
+        q.prefill(toks[:, :11])
+        fused, _ = q.decode(toks[:, 11:12], torch.tensor([11], device="cuda"))
+    check("decode of a torchao int4 model through the int4 fused linear op == its qkv-form decode, bit for bit (CUDA)",
+          torch.equal(plain, fused) and bool(plain.float().std() > 0))
 
 
 def main() -> int:
