@@ -291,10 +291,8 @@ stage_A2() {
   step executorch_llm 220 env PARTS=llm LLM_EXPORTS="$present_csv" LLM_WORK="$WORK" BUDGET=200 BUILD_ET13="$ET13" \
     bash bench/peers/executorch/run_on_device.sh "$RES/et" "$BUILD" "$ET12"
   [[ $DRY == 1 ]] || cp "$RES/et/executorch_results.json" "$OUT/A2_executorch_results.json" 2>/dev/null
-  # Issue 32: the decode attention kernel by position (its log is in the archive), when the pack has the bench.
-  if [[ -x "$BUILD/bench/aoti_cuda_attention_bench" ]]; then
-    step attention_decode 60 "$BUILD/bench/aoti_cuda_attention_bench" --decode
-  fi
+  # Issue 32: the decode kernels alone (their logs are in the archive), when the pack has the benches.
+  kernel_benches
   finish_stage
 }
 
@@ -433,9 +431,29 @@ stage_BC() {
   # PDL_MEASURE=0: dependent launch is decided (off by default); its on/off runs can be left out to save time.
   [[ ${PDL_MEASURE:-1} == 1 ]] && pdl_measure
   # The decode attention kernel alone by position (its log is in the archive).
+  kernel_benches
+  finish_stage
+}
+
+# The decode kernels alone, each in a few seconds, when the pack has their benches (SUITE=1): decode attention by
+# position, and each fused projection of a layer against the plain one it replaces (their logs and
+# fused_linear_bench.json are in the archive).
+kernel_benches() {
   if [[ -x "$BUILD/bench/aoti_cuda_attention_bench" ]]; then
     step attention_decode 60 "$BUILD/bench/aoti_cuda_attention_bench" --decode
   fi
+  if [[ -x "$BUILD/bench/aoti_cuda_fused_linear_bench" ]]; then
+    step fused_linear_bench 90 "$BUILD/bench/aoti_cuda_fused_linear_bench" --json "$RES/fused_linear_bench.json"
+  fi
+}
+
+# K: the kernels alone, no export (about a minute with the GPU suite): to measure a kernel change before spending
+# minutes of exports on it.
+stage_K() {
+  start_stage K
+  start_suite
+  [[ -n "$SUITE_PID" ]] && wait "$SUITE_PID"
+  kernel_benches
   finish_stage
 }
 
@@ -530,10 +548,11 @@ case "$STAGE" in
   B) stage_B ;;
   C) stage_C ;;
   BC) stage_BC ;;
+  K) stage_K ;;
   selftest) stage_selftest ;;
   all) [[ $DRY == 1 ]] || { echo "STAGE all is for the dry run"; exit 2; }
-       stage_A1; stage_A2; stage_B; stage_C; stage_BC ;;
-  *) echo "unknown STAGE $STAGE (A1, A2, B, C, BC)"; exit 2 ;;
+       stage_A1; stage_A2; stage_B; stage_C; stage_BC; stage_K ;;
+  *) echo "unknown STAGE $STAGE (A1, A2, B, C, BC, K)"; exit 2 ;;
 esac
 rc=$?
 if [[ $DRY == 1 ]]; then
