@@ -32,10 +32,11 @@ these operators a decode layer is four projections and the attention (model.py, 
 
 SwiGLU sits in the epilogue of the gate/up projection rather than in the prologue of the down projection: the kernel
 pairs each gate column with its up column in one warp (int4: one block) and writes F values instead of 2F, and the
-down projection's prologue then stages F values per row, not 2F to combine.
+down projection then reads F values per row, not 2F to combine (and computes no SiLU in every block).
 
 The SDK implements both C shims (src/shim/ops/fused_linear.cpp; the kernels stream the weights as the few-row GEMVs
-do, stage the row of a in shared memory while the first weight loads are in flight, and add the residual on store;
+do; with a norm weight they stage the normalized row in shared memory while the first weight loads are in flight,
+without one they read the row next to the weights; they add the residual on store;
 the int4 form on weight_int4pack_gemv.cu's kernel). The C calls AOTInductor emits (aot_inductor.custom_ops_to_c_shims
 = the declarations below; checked by test_decode_op_codegen.py with torch 2.11): an absent optional tensor is
 nullptr, a present one the address of a handle, the bool an int32_t, the float a double, an int an int64_t:
