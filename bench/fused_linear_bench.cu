@@ -12,7 +12,8 @@
 // runs them: R back-to-back launches over R distinct copies of the weights (R x bytes >= 256 MiB, so every call
 // reads HBM), captured in a CUDA graph, replayed after an L2 flush; the median per-call time of the replays.
 // "plain" is the kernel the unfused export runs for the matmul alone (bf16: the few-row GEMV, int4: the
-// _weight_int4pack_mm dispatch), without the RMSNorm / SwiGLU / residual kernels around it.
+// _weight_int4pack_mm dispatch), without the RMSNorm / SwiGLU / residual kernels around it. The bf16 projections
+// with a norm are also timed with each number of warps per column forced (rows "split N").
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -142,6 +143,7 @@ int main(int argc, char** argv) {
   const std::size_t flush_bytes = std::size_t{512} << 20;
   void* flush = filled(flush_bytes);
   std::vector<Row> rows;
+  int forced_split = 0;  // the bf16 kernel's warps per column: 0, launch()'s choice
   for (const bool int4 : {false, true}) {
     for (const Projection& pr : kProjections) {
       const int64_t kp = int4 ? padded_k(pr.k) : pr.k;
@@ -182,6 +184,7 @@ int main(int argc, char** argv) {
           p.rows = 1;
           p.n = pr.n;
           p.k = pr.k;
+          p.split = forced_split;
           return fl::launch(p, s);
         };
       } else {
@@ -220,6 +223,7 @@ int main(int argc, char** argv) {
           return fl::launch_int4(p, s);
         };
       }
+      forced_split = 0;
       Row row{int4 ? "int4" : "bf16", pr.name, bytes, per_call_us(copies, reps, plain, flush, flush_bytes),
               per_call_us(copies, reps, fused, flush, flush_bytes)};
       std::printf("%-4s %-24s %6lld x %-5lld  %7.2f MB  plain %6.2f us (%5.0f GB/s)  fused %6.2f us (%5.0f GB/s)  "
@@ -228,6 +232,21 @@ int main(int argc, char** argv) {
                   bytes / 1e6, row.plain_us, bytes / row.plain_us / 1e3, row.fused_us, bytes / row.fused_us / 1e3,
                   row.fused_us - row.plain_us);
       rows.push_back(row);
+      // bf16 with a norm: the staging kernel with each number of warps per column launch() can choose from (the
+      // prologue's cost depends on how many blocks stage the same row: llm.md, "The fused linear operator").
+      if (!int4 && pr.norm) {
+        for (int split : {1, 2, 4, 8}) {
+          forced_split = split;
+          Row forced{"bf16", std::string(pr.name) + " (split " + std::to_string(split) + ")", bytes, row.plain_us,
+                     per_call_us(copies, reps, fused, flush, flush_bytes)};
+          std::printf("%-4s %-24s %6s   %-5s  %7s     %6s    %6s              fused %6.2f us (%5.0f GB/s)  "
+                      "fused - plain %+5.2f us\n",
+                      "", ("  split " + std::to_string(split)).c_str(), "", "", "", "", "", forced.fused_us,
+                      bytes / forced.fused_us / 1e3, forced.fused_us - row.plain_us);
+          rows.push_back(forced);
+        }
+        forced_split = 0;
+      }
       for (void* p : {static_cast<void*>(w), static_cast<void*>(sz), x, norm, residual, out}) cudaFree(p);
     }
   }

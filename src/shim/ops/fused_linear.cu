@@ -236,15 +236,16 @@ int multiprocessors() {
 int launch(const Problem& problem, void* stream) {
   if (problem.rows == 0 || problem.n == 0) return 0;
   if (problem.k < 1 || problem.k > kMaxK || problem.k % 8 != 0 || problem.rows > 65535 ||
-      (problem.swiglu && problem.n % 2 != 0)) {
+      (problem.swiglu && problem.n % 2 != 0) ||
+      !(problem.split == 0 || problem.split == 1 || problem.split == 2 || problem.split == 4 || problem.split == 8)) {
     return cudaErrorInvalidValue;
   }
   Problem p = problem;
   const int64_t n_out = p.swiglu ? p.n / 2 : p.n;
   const std::size_t smem = static_cast<std::size_t>(p.k) * sizeof(float);
-  p.split = column_split(p.n, p.rows, p.k);
   auto blocks = [&](int split) { return (n_out + kWarps / split - 1) / (kWarps / split) * p.rows; };
-  if (p.norm_weight != nullptr) {
+  if (p.split == 0) p.split = column_split(p.n, p.rows, p.k);
+  if (problem.split == 0 && p.norm_weight != nullptr) {
     // Staging blocks pay the prologue once per block: more blocks than fit the GPU at once would pay it again in
     // a second wave, after the first wave's loads (measured: q/k/v, 3072 columns, 1.5 waves, 9.6 us against
     // 5.8 us for the plain GEMV; 2026-12-04 16:25). So fewer warps per column until one wave holds them all.

@@ -43,11 +43,12 @@ struct Problem {
   void* out = nullptr;             ///< [rows, N or N/2] contiguous
   int64_t rows = 0, n = 0, k = 0;
   bool fp16 = false;               ///< fp16 operands; bf16 otherwise
-  int split = 1;                   ///< warps per output column (launch() sets it)
+  /// Warps per output column: 0 lets launch() choose (what the shim passes); 1, 2, 4 or 8 forces it (benchmarks).
+  int split = 0;
 };
 
 /// Enqueues the call on `stream` (a cudaStream_t of the current device). Requires 1 <= k <= kMaxK, k % 8 == 0,
-/// rows <= 65535, n even with swiglu. Returns the launch's cudaError_t (0 = success); rows or n 0 enqueue nothing.
+/// rows <= 65535, n even with swiglu, split 0 or a power of two up to 8. Returns the launch's cudaError_t (0 = success); rows or n 0 enqueue nothing.
 int launch(const Problem& p, void* stream);
 
 /// The int4 form: the weight as torchao's tile_packed_to_4d packs it (_weight_int4pack_mm's operands), x bf16.
