@@ -91,28 +91,11 @@ double per_call_us(int copies, int reps, const std::function<int(int, cudaStream
   check(cudaStreamEndCapture(stream, &graph), "end capture");
   cudaGraphExec_t exec;
   check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> times;
-  for (int i = -1; i < reps; ++i) {
-    aoti_cuda_bench::flush_l2(flush, flush_bytes);
-    check(cudaDeviceSynchronize(), "flush");
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (i >= 0) times.push_back(ms * 1000.0 / copies);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  const double us = aoti_cuda_bench::replay_per_call_us(exec, stream, copies, reps, flush, flush_bytes);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return us;
 }
 
 struct Row {
@@ -147,7 +130,8 @@ int main(int argc, char** argv) {
   for (const bool int4 : {false, true}) {
     for (const Projection& pr : kProjections) {
       const int64_t kp = int4 ? padded_k(pr.k) : pr.k;
-      const std::size_t wbytes = int4 ? static_cast<std::size_t>(pr.n * kp / 2) : static_cast<std::size_t>(pr.n * pr.k * 2);
+      const std::size_t wbytes =
+          static_cast<std::size_t>(int4 ? pr.n * kp / 2 : pr.n * pr.k * 2);
       const std::size_t sbytes = int4 ? static_cast<std::size_t>(kp / kGroup * pr.n * 4) : 0;
       const std::size_t wstride = (wbytes + 255) / 256 * 256, sstride = (sbytes + 255) / 256 * 256;
       const double bytes = static_cast<double>(wbytes + sbytes);
@@ -185,7 +169,7 @@ int main(int argc, char** argv) {
           p.n = pr.n;
           p.k = pr.k;
           p.split = forced_split;
-          return fl::launch(p, s);
+          return fl::launch(p, s, sms);
         };
       } else {
         plain = [&](int r, cudaStream_t s) {

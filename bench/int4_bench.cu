@@ -231,23 +231,7 @@ double measure_stream(int64_t m, int64_t n, int64_t k, int group, int ikt, int r
   check(cudaStreamEndCapture(stream, &graph), "end capture");
   cudaGraphExec_t exec;
   check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  std::vector<double> times;
-  for (int i = -1; i < reps; ++i) {
-    aoti_cuda_bench::flush_l2(flush, flush_bytes);
-    check(cudaDeviceSynchronize(), "flush");
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    if (i >= 0) times.push_back(ms * 1000.0 / copies);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  const double us = aoti_cuda_bench::replay_per_call_us(exec, stream, copies, reps, flush, flush_bytes);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
@@ -255,8 +239,7 @@ double measure_stream(int64_t m, int64_t n, int64_t k, int group, int ikt, int r
   cudaFree(ss);
   cudaFree(out);
   for (AtenTensorHandle t : {x, w0, s0}) aoti_torch_delete_tensor_object(t);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return us;
 }
 
 __global__ void empty_kernel() {}
@@ -293,25 +276,8 @@ void measure_floors(std::size_t bytes, int copies, int reps, void* flush, std::s
     check(cudaStreamEndCapture(stream, &graph), "end capture");
     cudaGraphExec_t exec;
     check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-    cudaEvent_t start, stop;
-    check(cudaEventCreate(&start), "cudaEventCreate");
-    check(cudaEventCreate(&stop), "cudaEventCreate");
-    std::vector<double> times;
-    for (int i = -1; i < reps; ++i) {
-      aoti_cuda_bench::flush_l2(flush, flush_bytes);
-      check(cudaDeviceSynchronize(), "flush");
-      check(cudaEventRecord(start, stream), "cudaEventRecord");
-      check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-      check(cudaEventRecord(stop, stream), "cudaEventRecord");
-      check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-      float ms = 0;
-      check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-      if (i >= 0) times.push_back(ms * 1000.0 / copies);
-    }
-    std::sort(times.begin(), times.end());
-    (which == 0 ? *empty_us : *read_us) = times[times.size() / 2];
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
+    (which == 0 ? *empty_us : *read_us) =
+        aoti_cuda_bench::replay_per_call_us(exec, stream, copies, reps, flush, flush_bytes);
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
   }

@@ -1,12 +1,16 @@
-// Shared by the kernel benchmarks (int4_bench.cu, gemv_bench.cu): evicting the GPU's L2 cache
-// between timed calls, so that a call's operands come from HBM as they do in a model (the
-// H200's L2 holds 60 MB).
+// Shared by the kernel benchmarks (int4_bench.cu, gemv_bench.cu, fused_linear_bench.cu): evicting
+// the GPU's L2 cache between timed calls, so that a call's operands come from HBM as they do in a
+// model (the H200's L2 holds 60 MB), and timing a captured graph of back-to-back calls that way.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 namespace aoti_cuda_bench {
 
@@ -26,6 +30,36 @@ __global__ void read_flush_kernel(const uint4* p, std::size_t n, uint4* sink) {
 // Enqueues a read of the `bytes` of device memory at `buffer` (a multiple of 16) on the default stream.
 inline void flush_l2(void* buffer, std::size_t bytes) {
   read_flush_kernel<<<1024, 512>>>(static_cast<const uint4*>(buffer), bytes / 16, static_cast<uint4*>(buffer));
+}
+
+// Median per-call time, in µs, of `exec` (a graph of `calls` back-to-back calls) replayed `reps`
+// times on `stream`, each replay after an L2 flush (one untimed replay first). Exits on a CUDA error.
+inline double replay_per_call_us(cudaGraphExec_t exec, cudaStream_t stream, int calls, int reps, void* flush,
+                                 std::size_t flush_bytes) {
+  auto check = [](cudaError_t err, const char* what) {
+    if (err == cudaSuccess) return;
+    std::fprintf(stderr, "graph replay: %s: %s\n", what, cudaGetErrorString(err));
+    std::exit(1);
+  };
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "cudaEventCreate");
+  check(cudaEventCreate(&stop), "cudaEventCreate");
+  std::vector<double> times;
+  for (int i = -1; i < reps; ++i) {
+    flush_l2(flush, flush_bytes);
+    check(cudaDeviceSynchronize(), "flush");
+    check(cudaEventRecord(start, stream), "cudaEventRecord");
+    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    check(cudaEventRecord(stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
+    if (i >= 0) times.push_back(ms * 1000.0 / calls);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
 }
 
 }  // namespace aoti_cuda_bench

@@ -77,7 +77,8 @@ TEST_CASE("fused linear: null handles, dtypes, shapes and strides") {
   expect_failure(o.x.get(), nullptr, 0, wide.get(), nullptr, "weight must be [N, 64]");
   OwnedTensor odd_rows = empty({31, 64}, {}, kBF16);
   expect_failure(o.x.get(), nullptr, 1, odd_rows.get(), nullptr, "with swiglu, weight's rows");
-  expect_failure(o.x.get(), nullptr, 1, o.weight.get(), &residual, "residual must have x's leading sizes and 16 columns");
+  expect_failure(o.x.get(), nullptr, 1, o.weight.get(), &residual,
+                 "residual must have x's leading sizes and 16 columns");
   OwnedTensor x_strided = empty({1, 1, 64}, {128, 128, 2}, kBF16);
   expect_failure(x_strided.get(), nullptr, 0, o.weight.get(), nullptr, "x must have a unit-stride last dimension");
   OwnedTensor w_t = empty({32, 64}, {1, 32}, kBF16);
@@ -115,10 +116,8 @@ struct Int4Operands {
   OwnedTensor residual = empty({1, 1, 44}, {}, kBF16);
 };
 
-void expect_int4_failure(const Int4Operands& o, AtenTensorHandle x, AtenTensorHandle qdata, AtenTensorHandle sz,
-                         int64_t group, int64_t n, int32_t swiglu, AtenTensorHandle* norm, AtenTensorHandle* residual,
-                         const std::string& needle) {
-  (void)o;
+void refused(AtenTensorHandle x, AtenTensorHandle qdata, AtenTensorHandle sz, int64_t group, int64_t n,
+             int32_t swiglu, AtenTensorHandle* norm, AtenTensorHandle* residual, const std::string& needle) {
   aoti_cuda_test::expect_refused(
       "aoti_torch_cuda_aoti_cuda_fused_linear_int4",
       [&](AtenTensorHandle* out) {
@@ -132,13 +131,9 @@ void expect_int4_failure(const Int4Operands& o, AtenTensorHandle x, AtenTensorHa
 TEST_CASE("int4 fused linear: validation of the packed weight, n, group and the optional operands") {
   Int4Operands o;
   AtenTensorHandle norm = o.norm.get(), residual = o.residual.get();
-  auto refused = [&](AtenTensorHandle x, AtenTensorHandle q, AtenTensorHandle sz, int64_t group, int64_t n,
-                     int32_t swiglu, AtenTensorHandle* nw, AtenTensorHandle* res, const std::string& needle) {
-    expect_int4_failure(o, x, q, sz, group, n, swiglu, nw, res, needle);
-  };
   // Well formed: refused only for living on the CPU.
   refused(o.x.get(), o.qdata.get(), o.sz.get(), 128, 44, 0, &norm, &residual, "x must be a CUDA tensor");
-  OwnedTensor x32 = empty({1, 1, 1000}, {}, 6);
+  OwnedTensor x32 = empty({1, 1, 1000}, {}, kF32);
   refused(x32.get(), o.qdata.get(), o.sz.get(), 128, 44, 0, nullptr, nullptr, "x must be bfloat16");
   OwnedTensor q3 = empty({6, 8, 32}, {}, kI32);
   refused(o.x.get(), q3.get(), o.sz.get(), 128, 44, 0, nullptr, nullptr, "qdata must be a contiguous int32");
@@ -148,15 +143,20 @@ TEST_CASE("int4 fused linear: validation of the packed weight, n, group and the 
   OwnedTensor x_long = empty({1, 1, 1032}, {}, kBF16);
   refused(x_long.get(), o.qdata.get(), o.sz.get(), 128, 44, 0, nullptr, nullptr, "at least x's 1032");
   OwnedTensor sz_bad = empty({8, 44, 2}, {}, kBF16);
-  refused(o.x.get(), o.qdata.get(), sz_bad.get(), 128, 44, 0, nullptr, nullptr, "scale_and_zero must be a contiguous bfloat16 [8, 48, 2]");
-  refused(o.x.get(), o.qdata.get(), o.sz.get(), 128, 49, 0, nullptr, nullptr, "n (the weight's output features) must be in [1, 48]");
+  refused(o.x.get(), o.qdata.get(), sz_bad.get(), 128, 44, 0, nullptr, nullptr,
+          "scale_and_zero must be a contiguous bfloat16 [8, 48, 2]");
+  refused(o.x.get(), o.qdata.get(), o.sz.get(), 128, 49, 0, nullptr, nullptr,
+          "n (the weight's output features) must be in [1, 48]");
   refused(o.x.get(), o.qdata.get(), o.sz.get(), 128, 0, 0, nullptr, nullptr, "must be in [1, 48]");
   refused(o.x.get(), o.qdata.get(), o.sz.get(), 128, 44, 1, nullptr, nullptr, "a multiple of 32");
-  refused(o.x.get(), o.qdata.get(), o.sz.get(), 128, 32, 1, nullptr, &residual, "residual must have x's leading sizes and 16 columns");
+  refused(o.x.get(), o.qdata.get(), o.sz.get(), 128, 32, 1, nullptr, &residual,
+          "residual must have x's leading sizes and 16 columns");
   OwnedTensor norm_short = empty({999}, {}, kBF16);
   AtenTensorHandle ns = norm_short.get();
-  refused(o.x.get(), o.qdata.get(), o.sz.get(), 128, 44, 0, &ns, nullptr, "norm_weight must be a contiguous, 16-byte aligned [1000]");
+  refused(o.x.get(), o.qdata.get(), o.sz.get(), 128, 44, 0, &ns, nullptr,
+          "norm_weight must be a contiguous, 16-byte aligned [1000]");
   refused(o.x.get(), nullptr, o.sz.get(), 128, 44, 0, nullptr, nullptr, "qdata");
   OwnedTensor x_odd = empty({1, 1, 1001}, {}, kBF16);
-  refused(x_odd.get(), o.qdata.get(), o.sz.get(), 128, 44, 0, nullptr, nullptr, "x's last dimension must be a multiple of 8");
+  refused(x_odd.get(), o.qdata.get(), o.sz.get(), 128, 44, 0, nullptr, nullptr,
+          "x's last dimension must be a multiple of 8");
 }

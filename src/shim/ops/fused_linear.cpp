@@ -56,7 +56,8 @@ bool rows_of(const AtenTensorOpaque& t, int64_t* rows, int64_t* row_stride) {
   return true;
 }
 
-// What both forms check the same way (the callers reset *ret0 first): x's rows, the optional norm weight and residual, the devices; then the output.
+// What both forms check the same way (the callers reset *ret0 first): x's rows, the optional norm weight and
+// residual, the devices; then the output.
 struct Operands {
   const AtenTensorOpaque& x;
   const AtenTensorOpaque* norm;
@@ -96,19 +97,20 @@ struct Operands {
              });
     }
     for (const AtenTensorOpaque* t : {norm, residual}) {
-      if (t != nullptr) expect(t->dtype == x.dtype, [&] { return "norm_weight and residual must have x's dtype, got " + t->describe(); });
+      if (t == nullptr) continue;
+      expect(t->dtype == x.dtype, [&] { return "norm_weight and residual must have x's dtype, got " + t->describe(); });
     }
     expect(x.storage->is_cuda(), [&] { return "x must be a CUDA tensor, got " + x.describe(); });
     device = x.storage->device_index;
-    std::vector<const AtenTensorOpaque*> operands(others);
-    operands.push_back(norm);
-    operands.push_back(residual);
-    for (const AtenTensorOpaque* t : operands) {
-      if (t == nullptr) continue;
+    auto on_x_device = [&](const AtenTensorOpaque* t) {
+      if (t == nullptr) return;
       expect(t->storage->is_cuda() && t->storage->device_index == device, [&] {
         return "every operand must be on x's device (cuda:" + std::to_string(device) + "), got " + t->describe();
       });
-    }
+    };
+    for (const AtenTensorOpaque* t : others) on_x_device(t);
+    on_x_device(norm);
+    on_x_device(residual);
   }
 
   // Allocates the output (x's leading sizes, n_out columns), launches (timed as `label` when kernels are
@@ -167,7 +169,7 @@ void fused_linear_call(AtenTensorHandle x, AtenTensorHandle* norm_weight, double
   p.fp16 = o.x.dtype == kFloat16;
   o.run(n_out, ret0, "aoti_cuda fused linear", "fused linear kernel launch", [&](void* out, void* stream) {
     p.out = out;
-    return fused_linear::launch(p, stream);
+    return fused_linear::launch(p, stream, multiprocessor_count(o.device));
   });
 }
 
@@ -193,7 +195,8 @@ void fused_linear_int4_call(AtenTensorHandle x, AtenTensorHandle* norm_weight, d
   expect(group_size == 32 || group_size == 64 || group_size == 128 || group_size == 256,
          [&] { return "group_size must be 32, 64, 128 or 256, got " + std::to_string(group_size); });
   expect(p.k % group_size == 0 && o.k <= p.k, [&] {
-    return "qdata " + qt.describe() + " packs K = " + std::to_string(p.k) + ", which must be a multiple of group_size " +
+    return "qdata " + qt.describe() + " packs K = " + std::to_string(p.k) +
+           ", which must be a multiple of group_size " +
            std::to_string(group_size) + " and at least x's " + std::to_string(o.k);
   });
   expect(st.dtype == kBFloat16 && st.dim() == 3 && st.is_contiguous() && st.sizes[0] == p.k / group_size &&

@@ -4,7 +4,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -62,10 +61,10 @@ __device__ __forceinline__ float silu_rounded(float v) {
 constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and weight row, as the few-row GEMV
 
 // kSwiglu: each output column c streams weight rows c (gate) and c + n/2 (up) and stores their SwiGLU.
-// kStage: the row is staged (and normalized) in shared memory by a prologue; without a norm weight it is read
-// straight from global memory next to the weights instead, as the few-row GEMV reads it (measured: staging a row
-// that needs no normalization made the 5632-wide down projection ~1.5 us slower, 2026-12-04 16:25).
-template <bool kHalf, bool kSwiglu, bool kStage>
+// kNorm (p.norm_weight set): a prologue stages the RMS-normalized row in shared memory; without a norm the row is
+// read straight from global memory next to the weights, as the few-row GEMV reads it (measured: staging a row that
+// needs no normalization made the 5632-wide down projection ~1.5 us slower, 2026-12-04 16:25).
+template <bool kHalf, bool kSwiglu, bool kNorm>
 __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
   constexpr int kRows = kSwiglu ? 2 : 1;  // weight rows per output column
   extern __shared__ float4 a_raw[];       // the row's activation, K floats (16-byte aligned for float4 reads)
@@ -107,7 +106,7 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
   load_round(base);
 
   const uint4* x4 = reinterpret_cast<const uint4*>(static_cast<const char*>(p.x) + 2 * row * p.x_row_stride);
-  if constexpr (kStage) {
+  if constexpr (kNorm) {
     // Prologue: the row's activation as float, normalized as the model rounds it; 16-byte loads, all in flight.
     float squares = 0.f;
 #pragma unroll 2
@@ -119,27 +118,25 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
       a4_s[2 * v] = make_float4(f[0], f[1], f[2], f[3]);
       a4_s[2 * v + 1] = make_float4(f[4], f[5], f[6], f[7]);
     }
-    if (p.norm_weight != nullptr) {
 #pragma unroll
-      for (int off = 16; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
-      if (lane == 0) squares_s[warp] = squares;
-      __syncthreads();
-      float total = 0.f;
+    for (int off = 16; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
+    if (lane == 0) squares_s[warp] = squares;
+    __syncthreads();
+    float total = 0.f;
 #pragma unroll
-      for (int i = 0; i < kWarps; ++i) total += squares_s[i];
-      const float inv = rsqrtf(total / static_cast<float>(k) + p.eps);
-      const uint4* nw4 = static_cast<const uint4*>(p.norm_weight);
+    for (int i = 0; i < kWarps; ++i) total += squares_s[i];
+    const float inv = rsqrtf(total / static_cast<float>(k) + p.eps);
+    const uint4* nw4 = static_cast<const uint4*>(p.norm_weight);
 #pragma unroll 2
-      for (int v = tid; v < vecs; v += kThreads) {  // this thread's own vectors: no barrier needed before
-        float g[8];
-        unpack8<kHalf>(__ldg(nw4 + v), g);
-        const float4 lo = a4_s[2 * v], hi = a4_s[2 * v + 1];
-        float f[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    for (int v = tid; v < vecs; v += kThreads) {  // this thread's own vectors: no barrier needed before
+      float g[8];
+      unpack8<kHalf>(__ldg(nw4 + v), g);
+      const float4 lo = a4_s[2 * v], hi = a4_s[2 * v + 1];
+      float f[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) f[e] = rounded<kHalf>(rounded<kHalf>(f[e] * inv) * g[e]);
-        a4_s[2 * v] = make_float4(f[0], f[1], f[2], f[3]);
-        a4_s[2 * v + 1] = make_float4(f[4], f[5], f[6], f[7]);
-      }
+      for (int e = 0; e < 8; ++e) f[e] = rounded<kHalf>(rounded<kHalf>(f[e] * inv) * g[e]);
+      a4_s[2 * v] = make_float4(f[0], f[1], f[2], f[3]);
+      a4_s[2 * v + 1] = make_float4(f[4], f[5], f[6], f[7]);
     }
     __syncthreads();
   }
@@ -154,7 +151,7 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
       const int i = base + u * stride;
       if (!active || i >= vecs) break;
       float af[8];
-      if constexpr (kStage) {
+      if constexpr (kNorm) {
         const float4 lo = a4_s[2 * i], hi = a4_s[2 * i + 1];
         af[0] = lo.x, af[1] = lo.y, af[2] = lo.z, af[3] = lo.w, af[4] = hi.x, af[5] = hi.y, af[6] = hi.z, af[7] = hi.w;
       } else {
@@ -200,40 +197,15 @@ int column_split(int64_t columns, int64_t rows, int64_t k) {
   return split;
 }
 
-
-template <bool kHalf, bool kSwiglu, bool kStage>
+template <bool kHalf, bool kSwiglu>
 void launch_typed(const Problem& p, dim3 grid, std::size_t smem, cudaStream_t s) {
-  fused_linear_kernel<kHalf, kSwiglu, kStage><<<grid, kThreads, kStage ? smem : 0, s>>>(p);
-}
-
-template <bool kHalf>
-void launch_dtype(const Problem& p, dim3 grid, std::size_t smem, cudaStream_t s) {
-  const bool stage = p.norm_weight != nullptr;
-  if (p.swiglu) {
-    if (stage) launch_typed<kHalf, true, true>(p, grid, smem, s);
-    else launch_typed<kHalf, true, false>(p, grid, smem, s);
-  } else {
-    if (stage) launch_typed<kHalf, false, true>(p, grid, smem, s);
-    else launch_typed<kHalf, false, false>(p, grid, smem, s);
-  }
-}
-
-// Multiprocessors of the current device (cached per device).
-int multiprocessors() {
-  static std::atomic<int> cached[64] = {};
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= 64) return 132;
-  int count = cached[device].load(std::memory_order_relaxed);
-  if (count == 0) {
-    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess || count < 1) count = 132;
-    cached[device].store(count, std::memory_order_relaxed);
-  }
-  return count;
+  if (p.norm_weight != nullptr) fused_linear_kernel<kHalf, kSwiglu, true><<<grid, kThreads, smem, s>>>(p);
+  else fused_linear_kernel<kHalf, kSwiglu, false><<<grid, kThreads, 0, s>>>(p);
 }
 
 }  // namespace
 
-int launch(const Problem& problem, void* stream) {
+int launch(const Problem& problem, void* stream, int sm_count) {
   if (problem.rows == 0 || problem.n == 0) return 0;
   if (problem.k < 1 || problem.k > kMaxK || problem.k % 8 != 0 || problem.rows > 65535 ||
       (problem.swiglu && problem.n % 2 != 0) ||
@@ -251,14 +223,19 @@ int launch(const Problem& problem, void* stream) {
     // 5.8 us for the plain GEMV; 2026-12-04 16:25). So fewer warps per column until one wave holds them all.
     const int by_threads = 2048 / kThreads;
     const int by_smem = static_cast<int>((227 * 1024) / (smem + 1024));
-    const int64_t resident = static_cast<int64_t>(multiprocessors()) * std::max(1, std::min(by_threads, by_smem));
+    const int64_t resident = static_cast<int64_t>(sm_count) * std::max(1, std::min(by_threads, by_smem));
     while (p.split > 1 && blocks(p.split) > resident) p.split /= 2;
   }
   const int64_t columns = kWarps / p.split;
   const dim3 grid(static_cast<unsigned>((n_out + columns - 1) / columns), static_cast<unsigned>(p.rows));
   auto s = static_cast<cudaStream_t>(stream);
-  if (p.fp16) launch_dtype<true>(p, grid, smem, s);
-  else launch_dtype<false>(p, grid, smem, s);
+  if (p.fp16) {
+    if (p.swiglu) launch_typed<true, true>(p, grid, smem, s);
+    else launch_typed<true, false>(p, grid, smem, s);
+  } else {
+    if (p.swiglu) launch_typed<false, true>(p, grid, smem, s);
+    else launch_typed<false, false>(p, grid, smem, s);
+  }
   return static_cast<int>(cudaGetLastError());
 }
 

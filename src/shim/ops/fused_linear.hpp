@@ -31,13 +31,13 @@ namespace fused_linear {
 constexpr int64_t kMaxK = 12032;
 
 struct Problem {
-  const void* x = nullptr;         ///< [rows, K], rows x_row_stride apart (a multiple of 8), unit stride, 16-byte aligned
-  int64_t x_row_stride = 0;
+  const void* x = nullptr;         ///< [rows, K]: unit-stride rows x_row_stride apart, 16-byte aligned
+  int64_t x_row_stride = 0;        ///< a multiple of 8 (every row stays 16-byte aligned)
   const void* norm_weight = nullptr;  ///< [K] contiguous, 16-byte aligned, or null
   float eps = 0;
   bool swiglu = false;             ///< N even: the output has N/2 columns
-  const void* weight = nullptr;    ///< [N, K], rows weight_row_stride apart (a multiple of 8), unit stride, 16-byte aligned
-  int64_t weight_row_stride = 0;
+  const void* weight = nullptr;    ///< [N, K]: unit-stride rows weight_row_stride apart, 16-byte aligned
+  int64_t weight_row_stride = 0;   ///< a multiple of 8
   const void* residual = nullptr;  ///< [rows, N or N/2], rows residual_row_stride apart, unit stride, or null
   int64_t residual_row_stride = 0;
   void* out = nullptr;             ///< [rows, N or N/2] contiguous
@@ -47,9 +47,10 @@ struct Problem {
   int split = 0;
 };
 
-/// Enqueues the call on `stream` (a cudaStream_t of the current device). Requires 1 <= k <= kMaxK, k % 8 == 0,
-/// rows <= 65535, n even with swiglu, split 0 or a power of two up to 8. Returns the launch's cudaError_t (0 = success); rows or n 0 enqueue nothing.
-int launch(const Problem& p, void* stream);
+/// Enqueues the call on `stream` (a cudaStream_t of the current device, whose multiprocessor count is `sm_count`).
+/// Requires 1 <= k <= kMaxK, k % 8 == 0, rows <= 65535, n even with swiglu, split 0 or a power of two up to 8.
+/// Returns the launch's cudaError_t (0 = success); rows or n 0 enqueue nothing.
+int launch(const Problem& p, void* stream, int sm_count);
 
 /// The int4 form: the weight as torchao's tile_packed_to_4d packs it (_weight_int4pack_mm's operands), x bf16.
 struct Int4Problem {

@@ -156,7 +156,8 @@ struct Int4Gemv {
         for (int e = 0; e < 4; ++e) acc[j][t][e] = 0.f;
     // Activation rows of this lane's B fragments (token g, and g+8 when T == 2); past M: zeros.
     // (Fused: this block row's rows, staged in shared memory by the prologue below.)
-    const int rows = kFuse == kNone ? sh.m : min(f.rows_per_block, f.rows - static_cast<int>(blockIdx.y) * f.rows_per_block);
+    const int rows =
+        kFuse == kNone ? sh.m : min(f.rows_per_block, f.rows - static_cast<int>(blockIdx.y) * f.rows_per_block);
     uint32_t* staged = reinterpret_cast<uint32_t*>(gemv_smem + reduction_bytes(kw));
     const uint32_t* xrow[T];
     bool xvalid[T];
@@ -421,28 +422,34 @@ cudaError_t launch_fused(const fused_linear::Int4Problem& p, const GemvShape& sh
   const int kw = gemv_warps(sh.k_super, U, KWMax);
   const int reduction = Kernel::reduction_bytes(kw);
   const int row_bytes = kStage ? Kernel::staged_row_words(sh.k) * 4 : 0;
-  // Rows per block row: up to the 8 of an mma fragment, as many as the shared memory holds.
-  int max_smem = 0, device = 0;
-  cudaError_t err = cudaGetDevice(&device);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (err != cudaSuccess) return err;
-  max_smem -= 1024;  // the prologue's static bytes
-  f.rows_per_block = static_cast<int>(
-      std::min<int64_t>({8, p.rows, kStage ? (max_smem - reduction) / row_bytes : int64_t{8}}));
-  if (f.rows_per_block < 1) return cudaErrorInvalidValue;
-  const std::size_t smem = static_cast<std::size_t>(reduction) + static_cast<std::size_t>(f.rows_per_block) * row_bytes;
-  if (smem > 48 * 1024) {
+  // Rows per block row: up to the 8 of an mma fragment, as many as the shared memory holds. A decode row fits the
+  // 48 KB every launch gets; only past that is the device's opt-in limit asked for (not on every call).
+  constexpr std::size_t kDefaultSmem = 48 * 1024;
+  f.rows_per_block = static_cast<int>(std::min<int64_t>(8, p.rows));
+  auto smem_for = [&](int rows) {
+    return static_cast<std::size_t>(reduction) + static_cast<std::size_t>(rows) * row_bytes;
+  };
+  if (smem_for(f.rows_per_block) > kDefaultSmem) {
+    int max_smem = 0, device = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err != cudaSuccess) return err;
+    max_smem -= 1024;  // the prologue's static bytes
+    while (f.rows_per_block > 1 && smem_for(f.rows_per_block) > static_cast<std::size_t>(max_smem)) --f.rows_per_block;
+    if (smem_for(f.rows_per_block) > static_cast<std::size_t>(max_smem)) return cudaErrorInvalidValue;
     err = cudaFuncSetAttribute(int4_fused_linear_kernel<IKT, U, NP, kFuse, kStage>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem_for(f.rows_per_block)));
     if (err != cudaSuccess) return err;
   }
+  const std::size_t smem = smem_for(f.rows_per_block);
   constexpr int out_pairs_per_block = kFuse == kSwiglu ? NP / 2 : NP;
   const int64_t out_pairs = (f.n_out + 15) / 16;
   const dim3 grid(static_cast<unsigned>((out_pairs + out_pairs_per_block - 1) / out_pairs_per_block),
                   static_cast<unsigned>((p.rows + f.rows_per_block - 1) / f.rows_per_block));
-  return pdl::launch(int4_fused_linear_kernel<IKT, U, NP, kFuse, kStage>, grid, dim3(static_cast<unsigned>(kw * kLanes)),
-                     smem, stream, static_cast<const uint32_t*>(p.qdata), static_cast<const uint32_t*>(p.scale_and_zero),
-                     static_cast<__nv_bfloat16*>(p.out), sh, f);
+  return pdl::launch(int4_fused_linear_kernel<IKT, U, NP, kFuse, kStage>, grid,
+                     dim3(static_cast<unsigned>(kw * kLanes)), smem, stream, static_cast<const uint32_t*>(p.qdata),
+                     static_cast<const uint32_t*>(p.scale_and_zero), static_cast<__nv_bfloat16*>(p.out), sh, f);
 }
 
 // The plain kernel's configurations (launch_gemv_default), with two pairs (gate, up) for SwiGLU; staged rows
