@@ -103,6 +103,121 @@ struct Row {
   double bytes, plain_us, fused_us;
 };
 
+void print(const Row& r) {
+  std::printf("%-4s %-34s %7.2f MB  plain %6.2f us (%5.0f GB/s)  fused %6.2f us (%5.0f GB/s)  "
+              "fused - plain %+5.2f us\n",
+              r.weights.c_str(), r.name.c_str(), r.bytes / 1e6, r.plain_us, r.bytes / r.plain_us / 1e3, r.fused_us,
+              r.bytes / r.fused_us / 1e3, r.fused_us - r.plain_us);
+}
+
+using Launch = std::function<int(int, cudaStream_t)>;  // launches the call on weight copy r
+
+// One projection's operands on the device: `copies` copies of its weights (int4: packed, K padded as torchao pads
+// it, with their scales and zeros), the row, the norm weight, the residual and the output.
+struct Operands {
+  Projection pr;
+  bool int4;
+  int64_t kp, n_out;
+  std::size_t wstride, sstride;
+  double bytes;
+  int copies;
+  char *w = nullptr, *sz = nullptr;
+  void *x = nullptr, *norm = nullptr, *residual = nullptr, *out = nullptr;
+
+  Operands(const Projection& projection, bool int4_weights) : pr(projection), int4(int4_weights) {
+    kp = int4 ? padded_k(pr.k) : pr.k;
+    n_out = pr.swiglu ? pr.n / 2 : pr.n;
+    const std::size_t wbytes = static_cast<std::size_t>(int4 ? pr.n * kp / 2 : pr.n * pr.k * 2);
+    const std::size_t sbytes = int4 ? static_cast<std::size_t>(kp / kGroup * pr.n * 4) : 0;
+    wstride = (wbytes + 255) / 256 * 256;
+    sstride = (sbytes + 255) / 256 * 256;
+    bytes = static_cast<double>(wbytes + sbytes);
+    copies = static_cast<int>(std::min(2048.0, std::max(8.0, std::floor(256.0 * (1 << 20) / bytes) + 1)));
+    w = static_cast<char*>(filled(wstride * copies));
+    if (int4) sz = static_cast<char*>(filled(sstride * copies));
+    x = filled(static_cast<std::size_t>(kp * 2));  // int4's plain path reads the padded row
+    norm = filled(static_cast<std::size_t>(pr.k * 2));
+    residual = filled(static_cast<std::size_t>(n_out * 2));
+    out = filled(static_cast<std::size_t>(pr.n * 2));
+  }
+  ~Operands() {
+    for (void* p : {static_cast<void*>(w), static_cast<void*>(sz), x, norm, residual, out}) cudaFree(p);
+  }
+  Operands(const Operands&) = delete;
+  Operands& operator=(const Operands&) = delete;
+
+  // The plain matmul the unfused export runs (bf16: the few-row GEMV; int4: the _weight_int4pack_mm dispatch).
+  Launch plain(int sms) const {
+    if (!int4) {
+      return [this](int r, cudaStream_t s) {
+        const gemm::Batch a{gemm::Matrix{x, 1, pr.k, pr.k, 1}, 0};
+        const gemm::Batch b{gemm::Matrix{w + r * wstride, pr.k, pr.n, 1, pr.k}, 0};
+        const gemm::Batch c{gemm::Matrix{out, 1, pr.n, pr.n, 1}, 0};
+        return gemm::gemv::launch(gemm::gemv::Kernel::kDot, gemm::gemv::Element::kBFloat16, a, b, c, 1, 1.0f, 0.0f,
+                                  s);
+      };
+    }
+    return [this, sms](int r, cudaStream_t s) {
+      int4mm::Problem p;
+      p.x = x;
+      p.w = w + r * wstride;
+      p.sz = sz + r * sstride;
+      p.out = out;
+      p.m = 1;
+      p.n = pr.n;
+      p.k = kp;
+      p.group = kGroup;
+      p.inner_k_tiles = 8;
+      return int4mm::launch(p, s, sms);
+    };
+  }
+
+  // The fused projection; `split` forces the bf16 kernel's warps per column (0: launch()'s choice).
+  Launch fused(int sms, int split) const {
+    if (!int4) {
+      return [this, sms, split](int r, cudaStream_t s) {
+        fl::Problem p;
+        p.x = x;
+        p.x_row_stride = pr.k;
+        p.norm_weight = pr.norm ? norm : nullptr;
+        p.eps = 1e-5f;
+        p.swiglu = pr.swiglu;
+        p.weight = w + r * wstride;
+        p.weight_row_stride = pr.k;
+        p.residual = pr.residual ? residual : nullptr;
+        p.residual_row_stride = n_out;
+        p.out = out;
+        p.rows = 1;
+        p.n = pr.n;
+        p.k = pr.k;
+        p.split = split;
+        return fl::launch(p, s, sms);
+      };
+    }
+    return [this](int r, cudaStream_t s) {
+      fl::Int4Problem p;
+      p.x = x;
+      p.x_row_stride = pr.k;
+      p.k_x = pr.k;
+      p.norm_weight = pr.norm ? norm : nullptr;
+      p.eps = 1e-5f;
+      p.swiglu = pr.swiglu;
+      p.qdata = w + r * wstride;
+      p.scale_and_zero = sz + r * sstride;
+      p.k = kp;
+      p.n_packed = pr.n;
+      p.group = kGroup;
+      p.inner_k_tiles = 8;
+      p.residual = pr.residual ? residual : nullptr;
+      p.residual_row_stride = n_out;
+      p.out = out;
+      p.rows = 1;
+      p.n = pr.n;
+      return fl::launch_int4(p, s);
+    };
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,119 +234,30 @@ int main(int argc, char** argv) {
     }
   }
   int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) {
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
     std::printf("fused_linear_bench: no CUDA device, nothing to measure\n");
     return 0;
   }
   const std::size_t flush_bytes = std::size_t{512} << 20;
   void* flush = filled(flush_bytes);
   std::vector<Row> rows;
-  int forced_split = 0;  // the bf16 kernel's warps per column: 0, launch()'s choice
   for (const bool int4 : {false, true}) {
     for (const Projection& pr : kProjections) {
-      const int64_t kp = int4 ? padded_k(pr.k) : pr.k;
-      const std::size_t wbytes =
-          static_cast<std::size_t>(int4 ? pr.n * kp / 2 : pr.n * pr.k * 2);
-      const std::size_t sbytes = int4 ? static_cast<std::size_t>(kp / kGroup * pr.n * 4) : 0;
-      const std::size_t wstride = (wbytes + 255) / 256 * 256, sstride = (sbytes + 255) / 256 * 256;
-      const double bytes = static_cast<double>(wbytes + sbytes);
-      const int copies = static_cast<int>(std::min(2048.0, std::max(8.0, std::floor(256.0 * (1 << 20) / bytes) + 1)));
-      char* w = static_cast<char*>(filled(wstride * copies));
-      char* sz = int4 ? static_cast<char*>(filled(sstride * copies)) : nullptr;
-      const int64_t n_out = pr.swiglu ? pr.n / 2 : pr.n;
-      void* x = filled(static_cast<std::size_t>(kp * 2));  // int4's plain path reads the padded row
-      void* norm = filled(static_cast<std::size_t>(pr.k * 2));
-      void* residual = filled(static_cast<std::size_t>(n_out * 2));
-      void* out = filled(static_cast<std::size_t>(pr.n * 2));
-
-      std::function<int(int, cudaStream_t)> plain, fused;
-      if (!int4) {
-        plain = [&](int r, cudaStream_t s) {
-          const gemm::Batch a{gemm::Matrix{x, 1, pr.k, pr.k, 1}, 0};
-          const gemm::Batch b{gemm::Matrix{w + r * wstride, pr.k, pr.n, 1, pr.k}, 0};
-          const gemm::Batch c{gemm::Matrix{out, 1, pr.n, pr.n, 1}, 0};
-          return gemm::gemv::launch(gemm::gemv::Kernel::kDot, gemm::gemv::Element::kBFloat16, a, b, c, 1, 1.0f, 0.0f,
-                                    s);
-        };
-        fused = [&](int r, cudaStream_t s) {
-          fl::Problem p;
-          p.x = x;
-          p.x_row_stride = pr.k;
-          p.norm_weight = pr.norm ? norm : nullptr;
-          p.eps = 1e-5f;
-          p.swiglu = pr.swiglu;
-          p.weight = w + r * wstride;
-          p.weight_row_stride = pr.k;
-          p.residual = pr.residual ? residual : nullptr;
-          p.residual_row_stride = n_out;
-          p.out = out;
-          p.rows = 1;
-          p.n = pr.n;
-          p.k = pr.k;
-          p.split = forced_split;
-          return fl::launch(p, s, sms);
-        };
-      } else {
-        plain = [&](int r, cudaStream_t s) {
-          int4mm::Problem p;
-          p.x = x;
-          p.w = w + r * wstride;
-          p.sz = sz + r * sstride;
-          p.out = out;
-          p.m = 1;
-          p.n = pr.n;
-          p.k = kp;
-          p.group = kGroup;
-          p.inner_k_tiles = 8;
-          return int4mm::launch(p, s, sms);
-        };
-        fused = [&](int r, cudaStream_t s) {
-          fl::Int4Problem p;
-          p.x = x;
-          p.x_row_stride = pr.k;
-          p.k_x = pr.k;
-          p.norm_weight = pr.norm ? norm : nullptr;
-          p.eps = 1e-5f;
-          p.swiglu = pr.swiglu;
-          p.qdata = w + r * wstride;
-          p.scale_and_zero = sz + r * sstride;
-          p.k = kp;
-          p.n_packed = pr.n;
-          p.group = kGroup;
-          p.inner_k_tiles = 8;
-          p.residual = pr.residual ? residual : nullptr;
-          p.residual_row_stride = n_out;
-          p.out = out;
-          p.rows = 1;
-          p.n = pr.n;
-          return fl::launch_int4(p, s);
-        };
-      }
-      forced_split = 0;
-      Row row{int4 ? "int4" : "bf16", pr.name, bytes, per_call_us(copies, reps, plain, flush, flush_bytes),
-              per_call_us(copies, reps, fused, flush, flush_bytes)};
-      std::printf("%-4s %-24s %6lld x %-5lld  %7.2f MB  plain %6.2f us (%5.0f GB/s)  fused %6.2f us (%5.0f GB/s)  "
-                  "fused - plain %+5.2f us\n",
-                  row.weights.c_str(), pr.name, static_cast<long long>(pr.n), static_cast<long long>(pr.k),
-                  bytes / 1e6, row.plain_us, bytes / row.plain_us / 1e3, row.fused_us, bytes / row.fused_us / 1e3,
-                  row.fused_us - row.plain_us);
-      rows.push_back(row);
+      const Operands o(pr, int4);
+      const std::string weights = int4 ? "int4" : "bf16";
+      const double plain_us = per_call_us(o.copies, reps, o.plain(sms), flush, flush_bytes);
+      rows.push_back({weights, pr.name, o.bytes, plain_us, per_call_us(o.copies, reps, o.fused(sms, 0), flush,
+                                                                       flush_bytes)});
+      print(rows.back());
       // bf16 with a norm: the staging kernel with each number of warps per column launch() can choose from (the
       // prologue's cost depends on how many blocks stage the same row: llm.md, "The fused linear operator").
-      if (!int4 && pr.norm) {
-        for (int split : {1, 2, 4, 8}) {
-          forced_split = split;
-          Row forced{"bf16", std::string(pr.name) + " (split " + std::to_string(split) + ")", bytes, row.plain_us,
-                     per_call_us(copies, reps, fused, flush, flush_bytes)};
-          std::printf("%-4s %-24s %6s   %-5s  %7s     %6s    %6s              fused %6.2f us (%5.0f GB/s)  "
-                      "fused - plain %+5.2f us\n",
-                      "", ("  split " + std::to_string(split)).c_str(), "", "", "", "", "", forced.fused_us,
-                      bytes / forced.fused_us / 1e3, forced.fused_us - row.plain_us);
-          rows.push_back(forced);
-        }
-        forced_split = 0;
+      if (int4 || !pr.norm) continue;
+      for (int split : {1, 2, 4, 8}) {
+        rows.push_back({weights, std::string(pr.name) + " (split " + std::to_string(split) + ")", o.bytes, plain_us,
+                        per_call_us(o.copies, reps, o.fused(sms, split), flush, flush_bytes)});
+        print(rows.back());
       }
-      for (void* p : {static_cast<void*>(w), static_cast<void*>(sz), x, norm, residual, out}) cudaFree(p);
     }
   }
   cudaFree(flush);
