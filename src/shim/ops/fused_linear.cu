@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "shim/ops/fused_linear.hpp"
+#include "shim/ops/ptx.cuh"
 
 namespace aoti_cuda {
 namespace shim {
@@ -52,6 +53,22 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
   }
 }
 
+// 8 floats, each already representable in the dtype, as a 16-byte vector.
+template <bool kHalf>
+__device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (kHalf) {
+      const __half2 h = __floats2half2_rn(f[2 * i], f[2 * i + 1]);
+      memcpy(&w[i], &h, 4);
+    } else {
+      w[i] = (__float_as_uint(f[2 * i]) >> 16) | (__float_as_uint(f[2 * i + 1]) & 0xffff0000u);
+    }
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // The silu of an already rounded value, rounded (PyTorch's silu: x / (1 + exp(-x)) in float32).
 template <bool kHalf>
 __device__ __forceinline__ float silu_rounded(float v) {
@@ -60,15 +77,17 @@ __device__ __forceinline__ float silu_rounded(float v) {
 
 constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and weight row, as the few-row GEMV
 
+// Block b computes output columns [b * C, b * C + C) (C = kWarps / split), then those gridDim.x groups further on, so
+// a grid capped at one wave stages each row once per block (launch()).
 // kSwiglu: each output column c streams weight rows c (gate) and c + n/2 (up) and stores their SwiGLU.
-// kNorm (p.norm_weight set): a prologue stages the RMS-normalized row in shared memory; without a norm the row is
-// read straight from global memory next to the weights, as the few-row GEMV reads it (measured: staging a row that
-// needs no normalization made the 5632-wide down projection ~1.5 us slower, 2026-12-04 16:25).
+// kNorm (p.norm_weight set): a prologue stages the RMS-normalized row in shared memory, in the dtype (each element
+// is rounded to it anyway), while the first weight loads are in flight. Without a norm
+// the row is read straight from global memory next to the weights, as the few-row GEMV reads it (measured: staging
+// a row that needs no normalization made the 5632-wide down projection ~1.5 us slower, 2026-12-04 16:25).
 template <bool kHalf, bool kSwiglu, bool kNorm>
 __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
   constexpr int kRows = kSwiglu ? 2 : 1;  // weight rows per output column
-  extern __shared__ float4 a_raw[];       // the row's activation, K floats (16-byte aligned for float4 reads)
-  float4* a4_s = a_raw;
+  extern __shared__ uint4 staged_s[];     // kNorm: the row (vecs vectors, normalized in place), then the norm weight
   __shared__ float partial_s[kWarps][kRows];
   __shared__ float squares_s[kWarps];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -76,20 +95,18 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
   const int k = static_cast<int>(p.k);
   const int vecs = k / 8;
   const int64_t n_out = kSwiglu ? p.n / 2 : p.n;
+  const uint4* x4 = reinterpret_cast<const uint4*>(static_cast<const char*>(p.x) + 2 * row * p.x_row_stride);
 
   // `split` warps per output column (a power of two dividing kWarps), each taking every split-th run of 32 vectors
   // of K; the warps of a column add up through shared memory.
   const int split = p.split;
-  const int64_t col = static_cast<int64_t>(blockIdx.x) * (kWarps / split) + warp / split;
+  const int columns = kWarps / split;
+  const int64_t groups = (n_out + columns - 1) / columns;
   const int slice = warp % split;
   const int stride = 32 * split;
-  const bool active = col < n_out;
+  int64_t col = 0;
+  bool active = false;
   const uint4* w[kRows];
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    w[r] = reinterpret_cast<const uint4*>(static_cast<const char*>(p.weight) +
-                                          2 * (col + r * n_out) * p.weight_row_stride);
-  }
   uint4 wv[kRows][kUnroll];
   auto load_round = [&](int base) {
 #pragma unroll
@@ -101,22 +118,40 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
       }
     }
   };
-  // The weights do not depend on the prologue: their first round is in flight while it runs.
-  int base = slice * 32 + lane;
-  load_round(base);
+  // Points w at group g's column for this warp and issues its first round of weight loads (and the residual's).
+  float residual = 0.f;
+  auto start_group = [&](int64_t g) {
+    col = g * columns + warp / split;
+    active = col < n_out;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      w[r] = reinterpret_cast<const uint4*>(static_cast<const char*>(p.weight) +
+                                            2 * (col + r * n_out) * p.weight_row_stride);
+    }
+    load_round(slice * 32 + lane);
+    if (p.residual != nullptr && active && slice == 0 && lane == 0) {
+      residual = load<kHalf>(p.residual, row * p.residual_row_stride + col);
+    }
+  };
+  start_group(blockIdx.x);
 
-  const uint4* x4 = reinterpret_cast<const uint4*>(static_cast<const char*>(p.x) + 2 * row * p.x_row_stride);
   if constexpr (kNorm) {
-    // Prologue: the row's activation as float, normalized as the model rounds it; 16-byte loads, all in flight.
+    // Prologue, while the first weight loads are in flight (issued before them, its copies made q/k/v 6.18 ->
+    // 6.69 us, 2026-12-04 18:49): the row and the norm weight copied together, then on this thread's own copies
+    // (visible to it after the wait) a_k = T(T(a_k * inv) * g_k).
+    const uint4* nw4 = static_cast<const uint4*>(p.norm_weight);
+    for (int v = tid; v < vecs; v += kThreads) {
+      ptx::cp_async16_l1(ptx::shared_address(staged_s + v), x4 + v, 16);
+      ptx::cp_async16_l1(ptx::shared_address(staged_s + vecs + v), nw4 + v, 16);
+    }
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
     float squares = 0.f;
-#pragma unroll 2
     for (int v = tid; v < vecs; v += kThreads) {
       float f[8];
-      unpack8<kHalf>(__ldg(x4 + v), f);
+      unpack8<kHalf>(staged_s[v], f);
 #pragma unroll
       for (int e = 0; e < 8; ++e) squares = fmaf(f[e], f[e], squares);
-      a4_s[2 * v] = make_float4(f[0], f[1], f[2], f[3]);
-      a4_s[2 * v + 1] = make_float4(f[4], f[5], f[6], f[7]);
     }
 #pragma unroll
     for (int off = 16; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
@@ -126,65 +161,62 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
 #pragma unroll
     for (int i = 0; i < kWarps; ++i) total += squares_s[i];
     const float inv = rsqrtf(total / static_cast<float>(k) + p.eps);
-    const uint4* nw4 = static_cast<const uint4*>(p.norm_weight);
-#pragma unroll 2
-    for (int v = tid; v < vecs; v += kThreads) {  // this thread's own vectors: no barrier needed before
-      float g[8];
-      unpack8<kHalf>(__ldg(nw4 + v), g);
-      const float4 lo = a4_s[2 * v], hi = a4_s[2 * v + 1];
-      float f[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    for (int v = tid; v < vecs; v += kThreads) {
+      float f[8], g[8];
+      unpack8<kHalf>(staged_s[v], f);
+      unpack8<kHalf>(staged_s[vecs + v], g);
 #pragma unroll
       for (int e = 0; e < 8; ++e) f[e] = rounded<kHalf>(rounded<kHalf>(f[e] * inv) * g[e]);
-      a4_s[2 * v] = make_float4(f[0], f[1], f[2], f[3]);
-      a4_s[2 * v + 1] = make_float4(f[4], f[5], f[6], f[7]);
+      staged_s[v] = pack8<kHalf>(f);
     }
     __syncthreads();
   }
 
-  float acc[kRows];
+  for (int64_t group = blockIdx.x;;) {
+    float acc[kRows];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
-  for (bool first = true; base < vecs; base += stride * kUnroll, first = false) {
-    if (!first) load_round(base);
+    for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
+    for (int base = slice * 32 + lane, first = 1; base < vecs; base += stride * kUnroll, first = 0) {
+      if (!first) load_round(base);
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int i = base + u * stride;
-      if (!active || i >= vecs) break;
-      float af[8];
-      if constexpr (kNorm) {
-        const float4 lo = a4_s[2 * i], hi = a4_s[2 * i + 1];
-        af[0] = lo.x, af[1] = lo.y, af[2] = lo.z, af[3] = lo.w, af[4] = hi.x, af[5] = hi.y, af[6] = hi.z, af[7] = hi.w;
-      } else {
-        unpack8<kHalf>(__ldg(x4 + i), af);
-      }
+      for (int u = 0; u < kUnroll; ++u) {
+        const int i = base + u * stride;
+        if (!active || i >= vecs) break;
+        float af[8];
+        unpack8<kHalf>(kNorm ? staged_s[i] : __ldg(x4 + i), af);
 #pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-        float wf[8];
-        unpack8<kHalf>(wv[r][u], wf);
+        for (int r = 0; r < kRows; ++r) {
+          float wf[8];
+          unpack8<kHalf>(wv[r][u], wf);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) acc[r] = fmaf(af[e], wf[e], acc[r]);
+          for (int e = 0; e < 8; ++e) acc[r] = fmaf(af[e], wf[e], acc[r]);
+        }
       }
     }
-  }
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
-    if (lane == 0) partial_s[warp][r] = acc[r];
-  }
-  __syncthreads();
-  if (active && slice == 0 && lane == 0) {
-    float y[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      float sum = 0.f;
-      for (int i = 0; i < split; ++i) sum += partial_s[warp + i][r];  // warp order: deterministic
-      y[r] = rounded<kHalf>(sum);
+#pragma unroll
+      for (int off = 16; off > 0; off /= 2) acc[r] += __shfl_xor_sync(0xffffffffu, acc[r], off);
+      if (lane == 0) partial_s[warp][r] = acc[r];
     }
-    float out = y[0];
-    if constexpr (kSwiglu) out = rounded<kHalf>(silu_rounded<kHalf>(y[0]) * y[1]);
-    if (p.residual != nullptr) out = load<kHalf>(p.residual, row * p.residual_row_stride + col) + out;
-    store<kHalf>(p.out, row * n_out + col, out);
+    __syncthreads();
+    if (active && slice == 0 && lane == 0) {
+      float y[kRows];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        float sum = 0.f;
+        for (int i = 0; i < split; ++i) sum += partial_s[warp + i][r];  // warp order: deterministic
+        y[r] = rounded<kHalf>(sum);
+      }
+      float out = y[0];
+      if constexpr (kSwiglu) out = rounded<kHalf>(silu_rounded<kHalf>(y[0]) * y[1]);
+      if (p.residual != nullptr) out = residual + out;
+      store<kHalf>(p.out, row * n_out + col, out);
+    }
+    group += gridDim.x;
+    if (!kNorm || group >= groups) break;  // without a norm the grid covers every group (launch())
+    __syncthreads();  // partial_s is read above before the next group writes it
+    start_group(group);
   }
 }
 
@@ -197,46 +229,51 @@ int column_split(int64_t columns, int64_t rows, int64_t k) {
   return split;
 }
 
+template <bool kHalf, bool kSwiglu, bool kNorm>
+cudaError_t launch_kernel(Problem p, int64_t n_out, int sm_count, cudaStream_t s) {
+  auto* kernel = fused_linear_kernel<kHalf, kSwiglu, kNorm>;
+  // With a norm: the row and the norm weight as 16-byte vectors (<= 48 KB for K <= kMaxK).
+  const std::size_t smem = kNorm ? static_cast<std::size_t>(p.k) * 4 : 0;
+  if (p.split == 0) p.split = kNorm ? 1 : column_split(p.n, p.rows, p.k);
+  const int64_t columns = kWarps / p.split;
+  int64_t groups = (n_out + columns - 1) / columns;
+  if constexpr (kNorm) {
+    // Each block pays the prologue once, so the grid is capped at what the GPU holds at once and a block takes
+    // every gridDim.x-th group of columns: the blocks of a second wave would pay it again after the first wave's
+    // loads. Measured on q/k/v (3072 columns, 2026-12-04 18:42): 8 columns a block, 384 blocks, one wave: 6.16 us
+    // (plain GEMV 5.81); 4 columns a block, 768 blocks, 1.5 waves: 8.83 us. Likewise one warp per column: the
+    // most columns per staged row.
+    int per_sm = 0;
+    const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem);
+    if (err != cudaSuccess) return err;
+    const int64_t resident = static_cast<int64_t>(std::max(1, per_sm)) * std::max(1, sm_count);
+    groups = std::min(groups, std::max<int64_t>(1, resident / p.rows));
+  }
+  const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(p.rows));
+  kernel<<<grid, kThreads, smem, s>>>(p);
+  return cudaGetLastError();
+}
+
 template <bool kHalf, bool kSwiglu>
-void launch_typed(const Problem& p, dim3 grid, std::size_t smem, cudaStream_t s) {
-  if (p.norm_weight != nullptr) fused_linear_kernel<kHalf, kSwiglu, true><<<grid, kThreads, smem, s>>>(p);
-  else fused_linear_kernel<kHalf, kSwiglu, false><<<grid, kThreads, 0, s>>>(p);
+cudaError_t launch_typed(const Problem& p, int64_t n_out, int sm_count, cudaStream_t s) {
+  return p.norm_weight != nullptr ? launch_kernel<kHalf, kSwiglu, true>(p, n_out, sm_count, s)
+                                  : launch_kernel<kHalf, kSwiglu, false>(p, n_out, sm_count, s);
 }
 
 }  // namespace
 
-int launch(const Problem& problem, void* stream, int sm_count) {
-  if (problem.rows == 0 || problem.n == 0) return 0;
-  if (problem.k < 1 || problem.k > kMaxK || problem.k % 8 != 0 || problem.rows > 65535 ||
-      (problem.swiglu && problem.n % 2 != 0) ||
-      !(problem.split == 0 || problem.split == 1 || problem.split == 2 || problem.split == 4 || problem.split == 8)) {
+int launch(const Problem& p, void* stream, int sm_count) {
+  if (p.rows == 0 || p.n == 0) return 0;
+  if (p.k < 1 || p.k > kMaxK || p.k % 8 != 0 || p.rows > 65535 || (p.swiglu && p.n % 2 != 0) ||
+      !(p.split == 0 || p.split == 1 || p.split == 2 || p.split == 4 || p.split == 8)) {
     return cudaErrorInvalidValue;
   }
-  Problem p = problem;
   const int64_t n_out = p.swiglu ? p.n / 2 : p.n;
-  const std::size_t smem = static_cast<std::size_t>(p.k) * sizeof(float);
-  auto blocks = [&](int split) { return (n_out + kWarps / split - 1) / (kWarps / split) * p.rows; };
-  if (p.split == 0) p.split = column_split(p.n, p.rows, p.k);
-  if (problem.split == 0 && p.norm_weight != nullptr) {
-    // Staging blocks pay the prologue once per block: more blocks than fit the GPU at once would pay it again in
-    // a second wave, after the first wave's loads (measured: q/k/v, 3072 columns, 1.5 waves, 9.6 us against
-    // 5.8 us for the plain GEMV; 2026-12-04 16:25). So fewer warps per column until one wave holds them all.
-    const int by_threads = 2048 / kThreads;
-    const int by_smem = static_cast<int>((227 * 1024) / (smem + 1024));
-    const int64_t resident = static_cast<int64_t>(sm_count) * std::max(1, std::min(by_threads, by_smem));
-    while (p.split > 1 && blocks(p.split) > resident) p.split /= 2;
-  }
-  const int64_t columns = kWarps / p.split;
-  const dim3 grid(static_cast<unsigned>((n_out + columns - 1) / columns), static_cast<unsigned>(p.rows));
   auto s = static_cast<cudaStream_t>(stream);
   if (p.fp16) {
-    if (p.swiglu) launch_typed<true, true>(p, grid, smem, s);
-    else launch_typed<true, false>(p, grid, smem, s);
-  } else {
-    if (p.swiglu) launch_typed<false, true>(p, grid, smem, s);
-    else launch_typed<false, false>(p, grid, smem, s);
+    return p.swiglu ? launch_typed<true, true>(p, n_out, sm_count, s) : launch_typed<true, false>(p, n_out, sm_count, s);
   }
-  return static_cast<int>(cudaGetLastError());
+  return p.swiglu ? launch_typed<false, true>(p, n_out, sm_count, s) : launch_typed<false, false>(p, n_out, sm_count, s);
 }
 
 }  // namespace fused_linear
