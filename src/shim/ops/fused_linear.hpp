@@ -14,9 +14,12 @@
 //
 // How: the weights stream as in the few-row kernels (gemv.cu: 16-byte loads, one to eight warps per output column;
 // int4: weight_int4pack_gemv.cu's kernel, 16 output features per n-tile pair). Each block first issues its first
-// weight loads, then stages its row(s) of a in shared memory while they are in flight (the prologue: the row is a
-// few KB and sits in L2 after the first block reads it), then multiplies; the SwiGLU pairs a gate column with its
-// up column in the same warp (int4: the same block), and the residual is added on store.
+// weight loads (and its residual load), then stages its row(s) of a in shared memory while they are in flight (the
+// prologue: the row is a few KB; read through L1, which the blocks of an SM share), then multiplies; the SwiGLU
+// pairs a gate column with its up column in the same warp (int4: the same block), and the residual is added on
+// store. The bf16 / fp16 kernel stages only to normalize (without a norm it reads the row next to the weights) and
+// then caps its grid at one wave, each block taking every gridDim.x-th group of columns: a second wave's blocks
+// would pay the prologue again after the first wave's loads.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +29,8 @@ namespace aoti_cuda {
 namespace shim {
 namespace fused_linear {
 
-/// The most elements of a (K) the bf16 / fp16 kernel stages: 47 KB of float32 shared memory (with the kernel's few
-/// static bytes, under the 48 KB a launch gets without opting in).
+/// The most elements of a (K) the bf16 / fp16 kernel stages: the row and the norm weight, 47 KB of shared memory
+/// (with the kernel's few static bytes, under the 48 KB a launch gets without opting in).
 constexpr int64_t kMaxK = 12032;
 
 struct Problem {

@@ -114,11 +114,13 @@ struct FusedArgs {
 // kFuse: kNone, the plain multiply; kLinear, aoti_cuda's fused linear (fused_linear.hpp): the residual added on
 // store; kSwiglu, that with the SwiGLU epilogue: the block's first NP/2 n-tile pairs are gate features, its last
 // NP/2 the up features up_pairs pairs further, and it stores silu(gate) * up.
-// kStage (fused only): the activation rows are staged and RMS-normalized in shared memory by a prologue; without it
-// they are read from global memory as the plain multiply reads them, zero past x's K (the packing pads K).
+// The fused kernels stage their activation rows in shared memory (a prologue; RMS-normalized with a norm weight),
+// zero past x's K (the packing pads K). Also without a norm: on the 1.1 B model's int4 export, reading the row
+// from global memory as the plain multiply does made down (2048 x 5632) 7.4 -> 9.9 us and o (2048 x 2048)
+// 4.0 -> 4.3 us in a decode replay (traces of 2026-12-04 16:19 and 19:11), unlike the bf16 kernel.
 enum Fuse { kNone, kLinear, kSwiglu };
 
-template <int IKT, int U, int NP, int T, int kFuse = kNone, bool kStage = false>
+template <int IKT, int U, int NP, int T, int kFuse = kNone>
 struct Int4Gemv {
   static constexpr int kWords = IKT / 2;
   static constexpr int kAcc = NP * T * 4;  // fp32 accumulators per lane
@@ -167,11 +169,8 @@ struct Int4Gemv {
       xvalid[t] = row < rows;
       if constexpr (kFuse == kNone) {
         xrow[t] = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(xvalid[t] ? row : 0) * sh.k);
-      } else if constexpr (kStage) {
-        xrow[t] = staged + (xvalid[t] ? row : 0) * staged_row_words(sh.k);
       } else {
-        const int64_t global_row = static_cast<int64_t>(blockIdx.y) * f.rows_per_block + (xvalid[t] ? row : 0);
-        xrow[t] = reinterpret_cast<const uint32_t*>(f.x + global_row * f.x_row_stride);
+        xrow[t] = staged + (xvalid[t] ? row : 0) * staged_row_words(sh.k);
       }
     }
     // Scales: one group covers whole super-tiles when group >= 16*IKT; then one load per super-tile.
@@ -227,8 +226,7 @@ struct Int4Gemv {
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               if constexpr (kFuse == kNone) b[t][e] = xvalid[t] ? __ldg(xrow[t] + (k0 + 8 * e) / 2) : 0u;
-              else if constexpr (kStage) b[t][e] = xvalid[t] ? xrow[t][(k0 + 8 * e) / 2] : 0u;
-              else b[t][e] = xvalid[t] && k0 + 8 * e < f.k_x ? __ldg(xrow[t] + (k0 + 8 * e) / 2) : 0u;
+              else b[t][e] = xvalid[t] ? xrow[t][(k0 + 8 * e) / 2] : 0u;
             }
 #pragma unroll
           for (int j = 0; j < NP; ++j) {
@@ -262,7 +260,7 @@ struct Int4Gemv {
         residual_first = __bfloat162float(f.residual[first.out_row * f.residual_row_stride + first.col]);
       }
       if (warp < n_chunks) load_chunk(warp);
-      if constexpr (kStage) stage_rows(f, sh.k, rows, staged);
+      stage_rows(f, sh.k, rows, staged);
       for (int chunk = warp; chunk < n_chunks; chunk += kw) {
         if (chunk != warp) load_chunk(chunk);
         compute_chunk(chunk);
@@ -393,13 +391,13 @@ __global__ void __launch_bounds__(512) int4_gemv_kernel(const __nv_bfloat16* __r
 #endif
 }
 
-template <int IKT, int U, int NP, int kFuse, bool kStage>
+template <int IKT, int U, int NP, int kFuse>
 __global__ void __launch_bounds__(512) int4_fused_linear_kernel(const uint32_t* __restrict__ w,
                                                                  const uint32_t* __restrict__ sz,
                                                                  __nv_bfloat16* __restrict__ out, GemvShape sh,
                                                                  FusedArgs f) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  Int4Gemv<IKT, U, NP, 1, kFuse, kStage>::run(nullptr, w, sz, out, sh, f);
+  Int4Gemv<IKT, U, NP, 1, kFuse>::run(nullptr, w, sz, out, sh, f);
 #endif
 }
 
@@ -446,12 +444,12 @@ cudaError_t launch_gemv_default(const Problem& p, const Shape& s, cudaStream_t s
 
 namespace {
 
-template <int IKT, int U, int NP, int KWMax, int kFuse, bool kStage>
+template <int IKT, int U, int NP, int KWMax, int kFuse>
 cudaError_t launch_fused(const fused_linear::Int4Problem& p, const GemvShape& sh, FusedArgs f, cudaStream_t stream) {
-  using Kernel = Int4Gemv<IKT, U, NP, 1, kFuse, kStage>;
+  using Kernel = Int4Gemv<IKT, U, NP, 1, kFuse>;
   const int kw = gemv_warps(sh.k_super, U, KWMax);
   const int reduction = Kernel::reduction_bytes(kw);
-  const int row_bytes = kStage ? Kernel::staged_row_words(sh.k) * 4 : 0;
+  const int row_bytes = Kernel::staged_row_words(sh.k) * 4;
   // Rows per block row: up to the 8 of an mma fragment, as many as the shared memory holds. A decode row fits the
   // 48 KB every launch gets; only past that is the device's opt-in limit asked for (not on every call).
   constexpr std::size_t kDefaultSmem = 48 * 1024;
@@ -467,7 +465,7 @@ cudaError_t launch_fused(const fused_linear::Int4Problem& p, const GemvShape& sh
     max_smem -= 1024;  // the prologue's static bytes
     while (f.rows_per_block > 1 && smem_for(f.rows_per_block) > static_cast<std::size_t>(max_smem)) --f.rows_per_block;
     if (smem_for(f.rows_per_block) > static_cast<std::size_t>(max_smem)) return cudaErrorInvalidValue;
-    err = cudaFuncSetAttribute(int4_fused_linear_kernel<IKT, U, NP, kFuse, kStage>,
+    err = cudaFuncSetAttribute(int4_fused_linear_kernel<IKT, U, NP, kFuse>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem_for(f.rows_per_block)));
     if (err != cudaSuccess) return err;
@@ -477,36 +475,29 @@ cudaError_t launch_fused(const fused_linear::Int4Problem& p, const GemvShape& sh
   const int64_t out_pairs = (f.n_out + 15) / 16;
   const dim3 grid(static_cast<unsigned>((out_pairs + out_pairs_per_block - 1) / out_pairs_per_block),
                   static_cast<unsigned>((p.rows + f.rows_per_block - 1) / f.rows_per_block));
-  return pdl::launch(int4_fused_linear_kernel<IKT, U, NP, kFuse, kStage>, grid,
+  return pdl::launch(int4_fused_linear_kernel<IKT, U, NP, kFuse>, grid,
                      dim3(static_cast<unsigned>(kw * kLanes)), smem, stream, static_cast<const uint32_t*>(p.qdata),
                      static_cast<const uint32_t*>(p.scale_and_zero), static_cast<__nv_bfloat16*>(p.out), sh, f);
 }
 
-// The plain kernel's configurations (launch_gemv_default), with two pairs (gate, up) for SwiGLU; staged rows
-// only with a norm weight. innerKTiles 2 and 4 (not what torchao writes) always stage, to keep the variants few.
-template <int IKT, bool kStage>
-cudaError_t launch_fused_config(const fused_linear::Int4Problem& p, const GemvShape& sh, const FusedArgs& f,
+// The plain kernel's configurations (launch_gemv_default), with two pairs (gate, up) for SwiGLU.
+template <int IKT>
+cudaError_t launch_fused_default(const fused_linear::Int4Problem& p, const GemvShape& sh, const FusedArgs& f,
                                 cudaStream_t stream) {
   if constexpr (IKT != 8) {
-    return p.swiglu ? launch_fused<IKT, 4, 2, 16, kSwiglu, kStage>(p, sh, f, stream)
-                    : launch_fused<IKT, 4, 1, 16, kLinear, kStage>(p, sh, f, stream);
+    return p.swiglu ? launch_fused<IKT, 4, 2, 16, kSwiglu>(p, sh, f, stream)
+                    : launch_fused<IKT, 4, 1, 16, kLinear>(p, sh, f, stream);
   } else {
     if (p.swiglu) {
-      return sh.k_super > 16 ? launch_fused<IKT, 4, 2, 8, kSwiglu, kStage>(p, sh, f, stream)
-                             : launch_fused<IKT, 1, 2, 8, kSwiglu, kStage>(p, sh, f, stream);
+      return sh.k_super > 16 ? launch_fused<IKT, 4, 2, 8, kSwiglu>(p, sh, f, stream)
+                             : launch_fused<IKT, 1, 2, 8, kSwiglu>(p, sh, f, stream);
     }
-    if (sh.k_super > 16) return launch_fused<IKT, 4, 1, 16, kLinear, kStage>(p, sh, f, stream);
-    if (sh.n_tiles >= 1024) return launch_fused<IKT, 1, 2, 8, kLinear, kStage>(p, sh, f, stream);
-    return launch_fused<IKT, 1, 1, 16, kLinear, kStage>(p, sh, f, stream);
+    if (sh.k_super > 16) return launch_fused<IKT, 4, 1, 16, kLinear>(p, sh, f, stream);
+    if (sh.n_tiles >= 1024) return launch_fused<IKT, 1, 2, 8, kLinear>(p, sh, f, stream);
+    return launch_fused<IKT, 1, 1, 16, kLinear>(p, sh, f, stream);
   }
 }
 
-template <int IKT>
-cudaError_t launch_fused_default(const fused_linear::Int4Problem& p, const GemvShape& sh, const FusedArgs& f,
-                                 cudaStream_t stream) {
-  if (IKT == 8 && p.norm_weight == nullptr) return launch_fused_config<IKT, false>(p, sh, f, stream);
-  return launch_fused_config<IKT, true>(p, sh, f, stream);
-}
 
 int log2_exact(int64_t v) {
   int s = 0;

@@ -36,7 +36,8 @@ down projection then reads F values per row, not 2F to combine (and computes no 
 
 The SDK implements both C shims (src/shim/ops/fused_linear.cpp; the kernels stream the weights as the few-row GEMVs
 do; with a norm weight they stage the normalized row in shared memory while the first weight loads are in flight,
-without one they read the row next to the weights; they add the residual on store;
+without one the bf16 kernel reads the row next to the weights and the int4 kernel stages it; they add the residual
+on store;
 the int4 form on weight_int4pack_gemv.cu's kernel). The C calls AOTInductor emits (aot_inductor.custom_ops_to_c_shims
 = the declarations below; checked by test_decode_op_codegen.py with torch 2.11): an absent optional tensor is
 nullptr, a present one the address of a handle, the bool an int32_t, the float a double, an int an int64_t:
