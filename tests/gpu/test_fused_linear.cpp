@@ -205,6 +205,10 @@ TEST_CASE("gpu: fused linear against the model's rounding (norm, SwiGLU, residua
     check_case({fp16, 3, 256, 40, true, false, true}, seed++);       // several rows
     check_case({fp16, 2, 8, 8, false, false, false}, seed++);        // the smallest K
     check_case({fp16, 1, 12032, 16, true, false, false}, seed++);    // the largest K
+    // With a norm the grid is capped at one wave and a block loops over groups of columns: the head has far more
+    // groups than fit at once, and with more rows than that each block takes every group of its row.
+    check_case({fp16, 1, 2048, 32000, true, false, false}, seed++);  // final norm + output head
+    check_case({fp16, 1200, 64, 264, true, false, true}, seed++);    // many rows, N not a multiple of 8 columns
   }
 }
 
