@@ -271,9 +271,11 @@ int launch(const Problem& p, void* stream, int sm_count) {
   const int64_t n_out = p.swiglu ? p.n / 2 : p.n;
   auto s = static_cast<cudaStream_t>(stream);
   if (p.fp16) {
-    return p.swiglu ? launch_typed<true, true>(p, n_out, sm_count, s) : launch_typed<true, false>(p, n_out, sm_count, s);
+    return p.swiglu ? launch_typed<true, true>(p, n_out, sm_count, s)
+                    : launch_typed<true, false>(p, n_out, sm_count, s);
   }
-  return p.swiglu ? launch_typed<false, true>(p, n_out, sm_count, s) : launch_typed<false, false>(p, n_out, sm_count, s);
+  return p.swiglu ? launch_typed<false, true>(p, n_out, sm_count, s)
+                  : launch_typed<false, false>(p, n_out, sm_count, s);
 }
 
 }  // namespace fused_linear
