@@ -454,6 +454,9 @@ stage_K() {
   start_suite
   [[ -n "$SUITE_PID" ]] && wait "$SUITE_PID"
   kernel_benches
+  # NCU=1: Nsight Compute on the decode attention and the norm + q/k/v projections (ncu-kernels.sh), after the
+  # benches so that their figures are not taken beside the profiler.
+  if [[ ${NCU:-0} == 1 ]]; then step ncu_kernels 240 "$HERE/ncu-kernels.sh" "$BUILD"; fi
   finish_stage
 }
 
