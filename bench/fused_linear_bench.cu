@@ -85,15 +85,8 @@ double per_call_us(int copies, int reps, const std::function<int(int, cudaStream
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   for (int r = 0; r < 2; ++r) check(static_cast<cudaError_t>(launch(r, stream)), "warm-up launch");  // attributes
   check(cudaStreamSynchronize(stream), "warm-up");
-  cudaGraph_t graph;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-  for (int r = 0; r < copies; ++r) check(static_cast<cudaError_t>(launch(r, stream)), "launch");
-  check(cudaStreamEndCapture(stream, &graph), "end capture");
-  cudaGraphExec_t exec;
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  const double us = aoti_cuda_bench::replay_per_call_us(exec, stream, copies, reps, flush, flush_bytes);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  const double us = aoti_cuda_bench::captured_per_call_us(stream, copies, reps, flush, flush_bytes,
+                                                          [&](int r) { return launch(r, stream); });
   cudaStreamDestroy(stream);
   return us;
 }

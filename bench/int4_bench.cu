@@ -221,19 +221,11 @@ double measure_stream(int64_t m, int64_t n, int64_t k, int group, int ikt, int r
     for (AtenTensorHandle t : {x, w0, s0}) aoti_torch_delete_tensor_object(t);
     return -1;
   }
-  cudaGraph_t graph;
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-  for (int r = 0; r < copies; ++r) {
+  const double us = aoti_cuda_bench::captured_per_call_us(stream, copies, reps, flush, flush_bytes, [&](int r) {
     p.w = static_cast<char*>(ws) + r * wstride;
     p.sz = static_cast<char*>(ss) + r * sstride;
-    check(static_cast<cudaError_t>(mm::launch_variant(p, stream, variant)), "launch");
-  }
-  check(cudaStreamEndCapture(stream, &graph), "end capture");
-  cudaGraphExec_t exec;
-  check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
-  const double us = aoti_cuda_bench::replay_per_call_us(exec, stream, copies, reps, flush, flush_bytes);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+    return mm::launch_variant(p, stream, variant);
+  });
   cudaStreamDestroy(stream);
   cudaFree(ws);
   cudaFree(ss);
@@ -263,23 +255,16 @@ void measure_floors(std::size_t bytes, int copies, int reps, void* flush, std::s
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   for (int which = 0; which < 2; ++which) {
-    cudaGraph_t graph;
-    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
-    for (int r = 0; r < copies; ++r) {
-      if (which == 0) {
-        empty_kernel<<<static_cast<unsigned>(sms), 256, 0, stream>>>();
-      } else {
-        const uint4* p = reinterpret_cast<const uint4*>(static_cast<char*>(buf) + r * stride);
-        aoti_cuda_bench::stream_read_kernel<<<blocks, 512, 0, stream>>>(p, vecs, static_cast<uint4*>(buf));
-      }
-    }
-    check(cudaStreamEndCapture(stream, &graph), "end capture");
-    cudaGraphExec_t exec;
-    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
     (which == 0 ? *empty_us : *read_us) =
-        aoti_cuda_bench::replay_per_call_us(exec, stream, copies, reps, flush, flush_bytes);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
+        aoti_cuda_bench::captured_per_call_us(stream, copies, reps, flush, flush_bytes, [&](int r) {
+          if (which == 0) {
+            empty_kernel<<<static_cast<unsigned>(sms), 256, 0, stream>>>();
+          } else {
+            const uint4* p = reinterpret_cast<const uint4*>(static_cast<char*>(buf) + r * stride);
+            aoti_cuda_bench::stream_read_kernel<<<blocks, 512, 0, stream>>>(p, vecs, static_cast<uint4*>(buf));
+          }
+          return cudaGetLastError();
+        });
   }
   cudaStreamDestroy(stream);
   cudaFree(buf);

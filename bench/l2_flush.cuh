@@ -1,6 +1,7 @@
 // Shared by the kernel benchmarks (int4_bench.cu, gemv_bench.cu, fused_linear_bench.cu): evicting
 // the GPU's L2 cache between timed calls, so that a call's operands come from HBM as they do in a
-// model (the H200's L2 holds 60 MB), and timing a captured graph of back-to-back calls that way.
+// model (the H200's L2 holds 60 MB), and timing a captured graph of back-to-back calls that way
+// (captured_per_call_us).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,13 +35,16 @@ inline void flush_l2(void* buffer, std::size_t bytes) {
 
 // Median per-call time, in µs, of `exec` (a graph of `calls` back-to-back calls) replayed `reps`
 // times on `stream`, each replay after an L2 flush (one untimed replay first). Exits on a CUDA error.
+// Exits with a message naming `what` when `err` is not cudaSuccess.
+inline void check_or_exit(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return;
+  std::fprintf(stderr, "graph replay: %s: %s\n", what, cudaGetErrorString(err));
+  std::exit(1);
+}
+
 inline double replay_per_call_us(cudaGraphExec_t exec, cudaStream_t stream, int calls, int reps, void* flush,
                                  std::size_t flush_bytes) {
-  auto check = [](cudaError_t err, const char* what) {
-    if (err == cudaSuccess) return;
-    std::fprintf(stderr, "graph replay: %s: %s\n", what, cudaGetErrorString(err));
-    std::exit(1);
-  };
+  const auto check = check_or_exit;
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "cudaEventCreate");
   check(cudaEventCreate(&stop), "cudaEventCreate");
@@ -60,6 +64,23 @@ inline double replay_per_call_us(cudaGraphExec_t exec, cudaStream_t stream, int 
   cudaEventDestroy(stop);
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
+}
+
+// The same for `calls` calls that `enqueue(r)` puts on `stream` (call r; it returns a cudaError_t or an int of
+// one), captured into one graph here. Warm-up launches, which set kernel attributes, belong before it.
+template <typename Enqueue>
+double captured_per_call_us(cudaStream_t stream, int calls, int reps, void* flush, std::size_t flush_bytes,
+                            Enqueue enqueue) {
+  cudaGraph_t graph;
+  check_or_exit(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "capture");
+  for (int r = 0; r < calls; ++r) check_or_exit(static_cast<cudaError_t>(enqueue(r)), "launch");
+  check_or_exit(cudaStreamEndCapture(stream, &graph), "end capture");
+  cudaGraphExec_t exec;
+  check_or_exit(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  const double us = replay_per_call_us(exec, stream, calls, reps, flush, flush_bytes);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return us;
 }
 
 }  // namespace aoti_cuda_bench

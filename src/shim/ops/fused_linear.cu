@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -77,6 +78,47 @@ __device__ __forceinline__ float silu_rounded(float v) {
 
 constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and weight row, as the few-row GEMV
 
+// The kernel's prologue with a norm, run while the block's first weight loads are in flight (issued before them,
+// its copies made q/k/v 6.18 -> 6.69 us, 2026-12-04 18:49): the row x4 and the norm weight copied together into
+// `staged` (vecs = K/8 16-byte vectors each), then, on this thread's own copies (visible to it after the wait),
+// a_k = T(T(a_k * inv) * g_k) in place of the row. Ends with a barrier.
+template <bool kHalf>
+__device__ __forceinline__ void stage_normalized_row(const Problem& p, int vecs, const uint4* x4, uint4* staged) {
+  __shared__ float squares_s[kWarps];
+  const int tid = threadIdx.x;
+  const uint4* nw4 = static_cast<const uint4*>(p.norm_weight);
+  for (int v = tid; v < vecs; v += kThreads) {
+    ptx::cp_async16_l1(ptx::shared_address(staged + v), x4 + v, 16);
+    ptx::cp_async16_l1(ptx::shared_address(staged + vecs + v), nw4 + v, 16);
+  }
+  ptx::cp_async_commit();
+  ptx::cp_async_wait<0>();
+  float squares = 0.f;
+  for (int v = tid; v < vecs; v += kThreads) {
+    float f[8];
+    unpack8<kHalf>(staged[v], f);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) squares = fmaf(f[e], f[e], squares);
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
+  if (tid % 32 == 0) squares_s[tid / 32] = squares;
+  __syncthreads();
+  float total = 0.f;
+#pragma unroll
+  for (int i = 0; i < kWarps; ++i) total += squares_s[i];
+  const float inv = rsqrtf(total / static_cast<float>(8 * vecs) + p.eps);
+  for (int v = tid; v < vecs; v += kThreads) {
+    float f[8], g[8];
+    unpack8<kHalf>(staged[v], f);
+    unpack8<kHalf>(staged[vecs + v], g);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) f[e] = rounded<kHalf>(rounded<kHalf>(f[e] * inv) * g[e]);
+    staged[v] = pack8<kHalf>(f);
+  }
+  __syncthreads();
+}
+
 // Block b computes output columns [b * C, b * C + C) (C = kWarps / split), then those gridDim.x groups further on, so
 // a grid capped at one wave stages each row once per block (launch()).
 // kSwiglu: each output column c streams weight rows c (gate) and c + n/2 (up) and stores their SwiGLU.
@@ -89,11 +131,9 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
   constexpr int kRows = kSwiglu ? 2 : 1;  // weight rows per output column
   extern __shared__ uint4 staged_s[];     // kNorm: the row (vecs vectors, normalized in place), then the norm weight
   __shared__ float partial_s[kWarps][kRows];
-  __shared__ float squares_s[kWarps];
-  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = blockIdx.y;
-  const int k = static_cast<int>(p.k);
-  const int vecs = k / 8;
+  const int vecs = static_cast<int>(p.k / 8);
   const int64_t n_out = kSwiglu ? p.n / 2 : p.n;
   const uint4* x4 = reinterpret_cast<const uint4*>(static_cast<const char*>(p.x) + 2 * row * p.x_row_stride);
 
@@ -135,42 +175,7 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
   };
   start_group(blockIdx.x);
 
-  if constexpr (kNorm) {
-    // Prologue, while the first weight loads are in flight (issued before them, its copies made q/k/v 6.18 ->
-    // 6.69 us, 2026-12-04 18:49): the row and the norm weight copied together, then on this thread's own copies
-    // (visible to it after the wait) a_k = T(T(a_k * inv) * g_k).
-    const uint4* nw4 = static_cast<const uint4*>(p.norm_weight);
-    for (int v = tid; v < vecs; v += kThreads) {
-      ptx::cp_async16_l1(ptx::shared_address(staged_s + v), x4 + v, 16);
-      ptx::cp_async16_l1(ptx::shared_address(staged_s + vecs + v), nw4 + v, 16);
-    }
-    ptx::cp_async_commit();
-    ptx::cp_async_wait<0>();
-    float squares = 0.f;
-    for (int v = tid; v < vecs; v += kThreads) {
-      float f[8];
-      unpack8<kHalf>(staged_s[v], f);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) squares = fmaf(f[e], f[e], squares);
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
-    if (lane == 0) squares_s[warp] = squares;
-    __syncthreads();
-    float total = 0.f;
-#pragma unroll
-    for (int i = 0; i < kWarps; ++i) total += squares_s[i];
-    const float inv = rsqrtf(total / static_cast<float>(k) + p.eps);
-    for (int v = tid; v < vecs; v += kThreads) {
-      float f[8], g[8];
-      unpack8<kHalf>(staged_s[v], f);
-      unpack8<kHalf>(staged_s[vecs + v], g);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) f[e] = rounded<kHalf>(rounded<kHalf>(f[e] * inv) * g[e]);
-      staged_s[v] = pack8<kHalf>(f);
-    }
-    __syncthreads();
-  }
+  if constexpr (kNorm) stage_normalized_row<kHalf>(p, vecs, x4, staged_s);
 
   for (int64_t group = blockIdx.x;;) {
     float acc[kRows];
@@ -229,6 +234,24 @@ int column_split(int64_t columns, int64_t rows, int64_t k) {
   return split;
 }
 
+// How many blocks of `kernel` (kThreads each, `smem` bytes of dynamic shared memory) an SM of the current device
+// holds. The occupancy query costs microseconds and a launch is on eager decode's per-call path, so the answer for
+// the last (device, smem) asked is kept in `cache`, one per kernel: (device << 32 | smem << 8 | blocks).
+cudaError_t blocks_per_sm(std::atomic<uint64_t>& cache, const void* kernel, std::size_t smem, int* blocks) {
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  if (err != cudaSuccess) return err;
+  const uint64_t key = static_cast<uint64_t>(device) << 32 | static_cast<uint64_t>(smem) << 8;  // smem < 2^24
+  const uint64_t cached = cache.load(std::memory_order_relaxed);
+  if ((cached & ~uint64_t{0xff}) == key) {
+    *blocks = static_cast<int>(cached & 0xff);
+    return cudaSuccess;
+  }
+  err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, kernel, kThreads, smem);
+  if (err == cudaSuccess) cache.store(key | static_cast<uint64_t>(std::min(*blocks, 255)), std::memory_order_relaxed);
+  return err;
+}
+
 template <bool kHalf, bool kSwiglu, bool kNorm>
 cudaError_t launch_kernel(Problem p, int64_t n_out, int sm_count, cudaStream_t s) {
   auto* kernel = fused_linear_kernel<kHalf, kSwiglu, kNorm>;
@@ -243,8 +266,9 @@ cudaError_t launch_kernel(Problem p, int64_t n_out, int sm_count, cudaStream_t s
     // loads. Measured on q/k/v (3072 columns, 2026-12-04 18:42): 8 columns a block, 384 blocks, one wave: 6.16 us
     // (plain GEMV 5.81); 4 columns a block, 768 blocks, 1.5 waves: 8.83 us. Likewise one warp per column: the
     // most columns per staged row.
+    static std::atomic<uint64_t> occupancy{~uint64_t{0}};  // no device has index 2^32 - 1: empty
     int per_sm = 0;
-    const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, smem);
+    const cudaError_t err = blocks_per_sm(occupancy, reinterpret_cast<const void*>(kernel), smem, &per_sm);
     if (err != cudaSuccess) return err;
     const int64_t resident = static_cast<int64_t>(std::max(1, per_sm)) * std::max(1, sm_count);
     groups = std::min(groups, std::max<int64_t>(1, resident / p.rows));
