@@ -40,9 +40,11 @@ constexpr int kChunkRows = static_cast<int>(kChunk);
 // it, as the mask `position <= pos` would; a negative one sees nothing).
 __device__ __forceinline__ int64_t chunk_count(int64_t cache_len) { return (cache_len + kChunk - 1) / kChunk; }
 
+__device__ __forceinline__ int64_t visible_at(int64_t pos, int64_t cache_len) {
+  return pos < 0 ? 0 : (pos >= cache_len ? cache_len : pos + 1);
+}
 __device__ __forceinline__ int64_t visible(const Problem& p, int64_t b) {
-  const int64_t pos = p.pos[b * p.pos_stride];
-  return pos < 0 ? 0 : (pos >= p.cache_len ? p.cache_len : pos + 1);
+  return visible_at(p.pos[b * p.pos_stride], p.cache_len);
 }
 
 template <bool kHalf>
@@ -148,7 +150,8 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   const int64_t kv_head = blockIdx.y / sub_groups;
   const int64_t head0 = kv_head * (p.heads / p.kv_heads) + (blockIdx.y % sub_groups) * kHeads;
   const int64_t b = blockIdx.z;
-  const int64_t n = visible(p, b);
+  const int64_t pos_b = p.pos[b * p.pos_stride];
+  const int64_t n = visible_at(pos_b, p.cache_len);
   const int64_t start = chunk * kChunk;
   if (start >= n) return;  // the whole block: no thread has reached a barrier
   const int rows = static_cast<int>(n - start < kChunk ? n - start : kChunk);
@@ -161,41 +164,47 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
                        2 * (b * p.v_stride[0] + kv_head * p.v_stride[1] + start * p.v_stride[2] + slice * 8);
   // The update form: the step's row (position pos[b] < L, the last visible one) is read from k_new / v_new,
   // never from the cache; `fresh` is its row in this chunk (-1 when not here or not the update form).
-  int fresh = -1;
-  const char* v_new_base = nullptr;
-  uint4 fresh_k = make_uint4(0, 0, 0, 0);  // this lane's slice of the step's K row (rotated in the qkv form)
-  // The qkv form's table row: the position clamped to the table.
-  const float* cos_row = nullptr;
-  const float* sin_row = nullptr;
-  if (p.rope_cos != nullptr) {
-    const int64_t raw = p.pos[b * p.pos_stride];
-    const int64_t r = raw < 0 ? 0 : (raw >= p.rope_rows ? p.rope_rows - 1 : raw);
-    cos_row = p.rope_cos + r * p.rope_stride;
-    sin_row = p.rope_sin + r * p.rope_stride;
-  }
-  if (p.k_new != nullptr && n == p.pos[b * p.pos_stride] + 1 && n - 1 - start < kChunk) {
-    fresh = static_cast<int>(n - 1 - start);
-    const char* k_new_row = static_cast<const char*>(p.k_new) + 2 * (b * p.k_new_stride[0] + kv_head * p.k_new_stride[1]);
-    fresh_k = cos_row != nullptr ? rotated_slice<kHalf, kDim>(k_new_row, slice, cos_row, sin_row)
-                                 : load16(k_new_row + 2 * slice * 8);
-    v_new_base = static_cast<const char*>(p.v_new) + 2 * (b * p.v_new_stride[0] + kv_head * p.v_new_stride[1] + slice * 8);
-  }
+  const int fresh = p.k_new != nullptr && n == pos_b + 1 && n - 1 - start < kChunk ? static_cast<int>(n - 1 - start)
+                                                                                    : -1;
 
-  // This thread's K and V vectors (kSteps rows each) are all requested before anything else, so that a block has
-  // its whole chunk in flight at once (while it stages q); rows past n are not read (zeros).
+  // This thread's K and V vectors (kSteps rows each) of the cache are all requested first: they depend on the
+  // position only, so a block has its whole chunk in flight while it rotates the step's row and stages q. Rows
+  // past n are not read (zeros), nor is the step's row (taken from k_new / v_new below).
   constexpr int kSteps = kChunkRows / kRowsPerStep;
   uint4 k_raw[kSteps], v_raw[kSteps];
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
-    k_raw[step] = row >= rows ? make_uint4(0, 0, 0, 0)
-                  : (row == fresh ? fresh_k : load16(k_base + 2 * row * p.k_stride[2]));
+    k_raw[step] = row < rows && row != fresh ? load16(k_base + 2 * row * p.k_stride[2]) : make_uint4(0, 0, 0, 0);
   }
 #pragma unroll
   for (int step = 0; step < kSteps; ++step) {
     const int row = step * kRowsPerStep + warp * kRowsPerWarp + group;
-    v_raw[step] = row >= rows ? make_uint4(0, 0, 0, 0)
-                  : load16(row == fresh ? v_new_base : v_base + 2 * row * p.v_stride[2]);
+    v_raw[step] = row < rows && row != fresh ? load16(v_base + 2 * row * p.v_stride[2]) : make_uint4(0, 0, 0, 0);
+  }
+
+  // The qkv form's table row: the position clamped to the table.
+  const float* cos_row = nullptr;
+  const float* sin_row = nullptr;
+  if (p.rope_cos != nullptr) {
+    const int64_t r = pos_b < 0 ? 0 : (pos_b >= p.rope_rows ? p.rope_rows - 1 : pos_b);
+    cos_row = p.rope_cos + r * p.rope_stride;
+    sin_row = p.rope_sin + r * p.rope_stride;
+  }
+  uint4 fresh_k = make_uint4(0, 0, 0, 0);  // this lane's slice of the step's K row (rotated in the qkv form)
+  const char* v_new_base = nullptr;
+  if (fresh >= 0) {
+    const char* k_new_row = static_cast<const char*>(p.k_new) + 2 * (b * p.k_new_stride[0] + kv_head * p.k_new_stride[1]);
+    fresh_k = cos_row != nullptr ? rotated_slice<kHalf, kDim>(k_new_row, slice, cos_row, sin_row)
+                                 : load16(k_new_row + 2 * slice * 8);
+    v_new_base = static_cast<const char*>(p.v_new) + 2 * (b * p.v_new_stride[0] + kv_head * p.v_new_stride[1] + slice * 8);
+#pragma unroll
+    for (int step = 0; step < kSteps; ++step) {
+      if (step * kRowsPerStep + warp * kRowsPerWarp + group == fresh) {
+        k_raw[step] = fresh_k;
+        v_raw[step] = load16(v_new_base);
+      }
+    }
   }
   // 0. The update form: the first head sub-group's block holding the step's row stores it in the cache (one
   //    16-byte vector per lane of the row's lane group).
