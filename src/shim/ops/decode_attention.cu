@@ -145,12 +145,16 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before the
   // wait, not even the position (the step that wrote it may be the kernel before).
   pdl::wait_for_predecessor();
-  const int64_t chunk = blockIdx.x;
-  const int64_t sub_groups = p.heads / p.kv_heads / kHeads;
-  const int64_t kv_head = blockIdx.y / sub_groups;
-  const int64_t head0 = kv_head * (p.heads / p.kv_heads) + (blockIdx.y % sub_groups) * kHeads;
+  // The position first: everything the block reads depends on it.
   const int64_t b = blockIdx.z;
   const int64_t pos_b = p.pos[b * p.pos_stride];
+  const int64_t chunk = blockIdx.x;
+  // 32-bit division (64-bit division is a long software sequence): the grid's y, kv_heads x sub_groups, is at most
+  // 65,535, so the group size (sub_groups x kHeads) and the head indices fit easily.
+  const int group_size = static_cast<int>(p.heads) / static_cast<int>(p.kv_heads);
+  const int sub_groups = group_size / kHeads;
+  const int64_t kv_head = static_cast<int>(blockIdx.y) / sub_groups;
+  const int64_t head0 = kv_head * group_size + (static_cast<int>(blockIdx.y) % sub_groups) * kHeads;
   const int64_t n = visible_at(pos_b, p.cache_len);
   const int64_t start = chunk * kChunk;
   if (start >= n) return;  // the whole block: no thread has reached a barrier
