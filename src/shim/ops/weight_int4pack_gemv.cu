@@ -251,15 +251,18 @@ struct Int4Gemv {
         compute_chunk(chunk);
       }
     } else {
-      // This thread's residual load goes out first: at the end it would add a memory latency after the last
-      // weights (measured on o, 2048 x 2048: 4.80 -> 4.67 us, 2026-12-04 18:53). Then the first chunk's weight
-      // loads, in flight while the prologue stages the rows. (The prologue's loads through cp.async, as the bf16
-      // kernel's, were slower here: q/k/v 5.57 -> 5.75 us, gate/up 9.94 -> 10.44 us.)
-      const Target first = target(threadIdx.x, pair0, rows, f);
-      if (first.valid && f.residual != nullptr) {
-        residual_first = __bfloat162float(f.residual[first.out_row * f.residual_row_stride + first.col]);
-      }
+      // The first chunk's weight loads go out first, then this thread's residual load (loaded at the end, it would
+      // add a memory latency after the last weights: o, 2048 x 2048, 4.80 -> 4.67 us, 2026-12-04 18:53; computing
+      // its index before the weight loads put ~90 instructions ahead of them, SASS of 19:20), then the prologue
+      // stages the rows while they are in flight. (The prologue's loads through cp.async, as the bf16 kernel's,
+      // were slower here: q/k/v 5.57 -> 5.75 us, gate/up 9.94 -> 10.44 us.)
       if (warp < n_chunks) load_chunk(warp);
+      if (f.residual != nullptr) {
+        const Target first = target(threadIdx.x, pair0, rows, f);
+        if (first.valid) {
+          residual_first = __bfloat162float(f.residual[first.out_row * f.residual_row_stride + first.col]);
+        }
+      }
       stage_rows(f, sh.k, rows, staged);
       for (int chunk = warp; chunk < n_chunks; chunk += kw) {
         if (chunk != warp) load_chunk(chunk);
