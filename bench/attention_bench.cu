@@ -7,7 +7,7 @@
 // (4 * L * S * D * H multiply-adds as flops, halved for the causal mask).
 //
 //   aoti_cuda_attention_bench --decode [--cache 4096] [--positions 128,1024,4000] [--heads 16] [--kv-heads 4]
-//                             [--dim 128]
+//                             [--dim 128] [--qkv-only]
 //
 // The decode attention kernel (src/shim/ops/decode_attention.cu, aoti_cuda's
 // aoti_torch_cuda_aoti_cuda_decode_attention) for one query row per head over a cache of --cache
@@ -18,6 +18,8 @@
 // mask) over all positions. Each decode line also gives the time per call with 50 calls captured in one CUDA
 // graph (as in a decode step's graph), the update form's (aoti_torch_cuda_aoti_cuda_decode_attention_update) and the
 // qkv form's (aoti_torch_cuda_aoti_cuda_decode_attention_qkv: q and the step's key row rotated in the kernel).
+// --qkv-only times the qkv form alone (the form aoti_cuda's LLM exports use), so that a profiler's first launches
+// are that form's.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -106,7 +108,8 @@ void* device_random(size_t elems, std::mt19937& rng) {
   return d;
 }
 
-int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t heads, int64_t kvh, int64_t dim) {
+int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t heads, int64_t kvh, int64_t dim,
+                 bool qkv_only) {
   namespace da = aoti_cuda::shim::decode_attention;
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
@@ -152,23 +155,25 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   for (int64_t position : all) {
     check(cudaMemcpy(pos, &position, 8, cudaMemcpyHostToDevice), "cudaMemcpy");
     const auto call = [&] { return da::launch(p, scratch, stream); };
-    const double us = time_launch(call, stream);
-    const double graph_us = time_graph(call, stream);
-    const double bytes = 2.0 * static_cast<double>(std::min(position + 1, cache)) * kvh * dim * 2;
-    std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  decode kernel          %8.2f us  %7.1f GB/s"
-                "  (in a graph %.2f us)%s\n",
-                static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
-                static_cast<long long>(dim), static_cast<long long>(position), us, bytes / (us * 1e-6) / 1e9,
-                graph_us, position == cache - 1 ? "  (the whole cache)" : "");
-    // The update form: the step's K/V row read from k_new / v_new and stored at the position (one more 16-byte
-    // store per lane of one block); against the plain form's graph time above.
-    p.k_new = k_new;
-    p.v_new = v_new;
-    const double update_us = time_graph(call, stream);
-    p.k_new = p.v_new = nullptr;
-    std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  update form, in a graph %8.2f us\n",
-                static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
-                static_cast<long long>(dim), static_cast<long long>(position), update_us);
+    if (!qkv_only) {
+      const double us = time_launch(call, stream);
+      const double graph_us = time_graph(call, stream);
+      const double bytes = 2.0 * static_cast<double>(std::min(position + 1, cache)) * kvh * dim * 2;
+      std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  decode kernel          %8.2f us  %7.1f GB/s"
+                  "  (in a graph %.2f us)%s\n",
+                  static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
+                  static_cast<long long>(dim), static_cast<long long>(position), us, bytes / (us * 1e-6) / 1e9,
+                  graph_us, position == cache - 1 ? "  (the whole cache)" : "");
+      // The update form: the step's K/V row read from k_new / v_new and stored at the position (one more 16-byte
+      // store per lane of one block); against the plain form's graph time above.
+      p.k_new = k_new;
+      p.v_new = v_new;
+      const double update_us = time_graph(call, stream);
+      p.k_new = p.v_new = nullptr;
+      std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  update form, in a graph %8.2f us\n",
+                  static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
+                  static_cast<long long>(dim), static_cast<long long>(position), update_us);
+    }
     // The qkv form: q, k_new and v_new are views of one projection row, q and k_new rotated as they are read.
     da::Problem f = p;
     f.q = qkv;
@@ -185,6 +190,7 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
                 static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
                 static_cast<long long>(dim), static_cast<long long>(position), qkv_us);
   }
+  if (qkv_only) return 0;
   // Every position, the way a masked decode attends: the flash kernel with the g query heads of a KV head as rows.
   Problem f;
   f.q = q;
@@ -218,14 +224,15 @@ int main(int argc, char** argv) {
   std::vector<int64_t> lens{128, 512, 1024}, kv_heads{16, 4};
   int64_t heads = 16, dim = 128, cache = 4096;
   std::vector<int64_t> positions{128, 1024, 4000};
-  bool decode = false;
+  bool decode = false, qkv_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--decode") decode = true;
+    if (std::string(argv[i]) == "--qkv-only") qkv_only = true;
   }
   if (decode) kv_heads = {4};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--decode") {
+    if (a == "--decode" || a == "--qkv-only") {
       --i;  // a flag without a value
       continue;
     }
@@ -238,7 +245,7 @@ int main(int argc, char** argv) {
   }
   if (decode) {
     int rc = 0;
-    for (int64_t kvh : kv_heads) rc |= decode_bench(cache, positions, heads, kvh, dim);
+    for (int64_t kvh : kv_heads) rc |= decode_bench(cache, positions, heads, kvh, dim, qkv_only);
     return rc;
   }
   cudaStream_t stream;

@@ -32,7 +32,10 @@ namespace shim {
 namespace decode_attention {
 namespace {
 
-constexpr int kWarps = 4;
+#ifndef AOTI_CUDA_DECODE_ATTENTION_WARPS  // A/B builds only; removed once measured
+#define AOTI_CUDA_DECODE_ATTENTION_WARPS 4
+#endif
+constexpr int kWarps = AOTI_CUDA_DECODE_ATTENTION_WARPS;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kChunkRows = static_cast<int>(kChunk);
 
@@ -45,12 +48,6 @@ __device__ __forceinline__ int64_t visible_at(int64_t pos, int64_t cache_len) {
 }
 __device__ __forceinline__ int64_t visible(const Problem& p, int64_t b) {
   return visible_at(p.pos[b * p.pos_stride], p.cache_len);
-}
-
-template <bool kHalf>
-__device__ __forceinline__ float to_float(const void* base, int64_t i) {
-  if constexpr (kHalf) return __half2float(static_cast<const __half*>(base)[i]);
-  else return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[i]);
 }
 
 // One 16-byte vector (8 elements) of a K or V row; global loads, issued for the whole chunk up front.
@@ -98,26 +95,50 @@ __device__ __forceinline__ float rotate(float x1, float x2, float c, float s, bo
   return first_half ? __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)) : __fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s));
 }
 
-// This lane's 8 elements (slice) of a head row at `row`, rotated: the lane reads its own 16 bytes and those of
-// the slice D/2 away, which holds the partner elements.
+// This lane's 16 bytes (elements 8 slice ... 8 slice + 7) of a head row: one vector load when the row is 16-byte
+// aligned (`vec`), else eight 2-byte loads, all in flight at once either way.
+__device__ __forceinline__ uint4 load_slice(const char* row, int slice, bool vec) {
+  if (vec) return load16(row + 16 * slice);
+  const unsigned short* e = reinterpret_cast<const unsigned short*>(row) + 8 * slice;
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w[i] = static_cast<uint32_t>(__ldg(e + 2 * i)) | (static_cast<uint32_t>(__ldg(e + 2 * i + 1)) << 16);
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// This lane's rotary entries: for its 8 columns (slice), entries j = (8 slice + e) mod D/2 of the table row (8 divides
+// D/2, so they are consecutive). Loaded once per thread, shared by every head it rotates.
+template <int kDim>
+__device__ __forceinline__ void load_rotary(const float* cos_row, const float* sin_row, int slice, float (&c)[8],
+                                            float (&s)[8]) {
+  const int j0 = (slice * 8) % (kDim / 2);
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    c[e] = __ldg(cos_row + j0 + e);
+    s[e] = __ldg(sin_row + j0 + e);
+  }
+}
+
+// This lane's 8 elements (slice) of a head row at `row`, rotated with its rotary entries c, s: the lane reads its own
+// 16 bytes and those of the slice D/2 away, which holds the partner elements.
 template <bool kHalf, int kDim>
-__device__ __forceinline__ uint4 rotated_slice(const char* row, int slice, const float* cos_row, const float* sin_row) {
+__device__ __forceinline__ uint4 rotated_slice(const char* row, int slice, const float (&c)[8], const float (&s)[8],
+                                               bool vec) {
   constexpr int kSlices = kDim / 8;
   const bool first = slice < kSlices / 2;
   const int partner = first ? slice + kSlices / 2 : slice - kSlices / 2;
   float own[8], other[8];
-  unpack8<kHalf>(__ldg(reinterpret_cast<const uint4*>(row + 16 * slice)), own);
-  unpack8<kHalf>(__ldg(reinterpret_cast<const uint4*>(row + 16 * partner)), other);
+  unpack8<kHalf>(load_slice(row, slice, vec), own);
+  unpack8<kHalf>(load_slice(row, partner, vec), other);
   uint32_t words[4];
 #pragma unroll
   for (int e = 0; e < 8; e += 2) {
     uint32_t pair = 0;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      const int j = (slice * 8 + e + i) % (kDim / 2);
       const float x1 = first ? own[e + i] : other[e + i];
       const float x2 = first ? other[e + i] : own[e + i];
-      pair |= static_cast<uint32_t>(bits16<kHalf>(rotate(x1, x2, cos_row[j], sin_row[j], first))) << (16 * i);
+      pair |= static_cast<uint32_t>(bits16<kHalf>(rotate(x1, x2, c[e + i], s[e + i], first))) << (16 * i);
     }
     words[e / 2] = pair;
   }
@@ -131,13 +152,13 @@ __device__ __forceinline__ void store(void* base, int64_t i, float x) {
 }
 
 template <bool kHalf, int kDim, int kHeads>
-__global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* part_out, float* part_lse) {
+__global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* part_out, float* part_lse,
+                                                                  bool q_vectors) {
   constexpr int kLanes = kDim / 8;              // lanes per K/V row
   constexpr int kRowsPerWarp = 32 / kLanes;     // rows a warp reads per step
   constexpr int kRowsPerStep = kRowsPerWarp * kWarps;
   static_assert(kChunkRows % kRowsPerStep == 0, "a chunk is a whole number of block steps");
 
-  __shared__ float q_s[kHeads][kDim];
   __shared__ float s_s[kHeads][kChunkRows];
   __shared__ float red_s[kWarps][kHeads][kDim];
   __shared__ float max_s[kHeads], sum_s[kHeads];
@@ -187,19 +208,18 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
     v_raw[step] = row < rows && row != fresh ? load16(v_base + 2 * row * p.v_stride[2]) : make_uint4(0, 0, 0, 0);
   }
 
-  // The qkv form's table row: the position clamped to the table.
-  const float* cos_row = nullptr;
-  const float* sin_row = nullptr;
-  if (p.rope_cos != nullptr) {
+  // The qkv form: this lane's entries of the table row at the position (clamped to the table).
+  const bool rotary = p.rope_cos != nullptr;
+  float rc[8], rs[8];
+  if (rotary) {
     const int64_t r = pos_b < 0 ? 0 : (pos_b >= p.rope_rows ? p.rope_rows - 1 : pos_b);
-    cos_row = p.rope_cos + r * p.rope_stride;
-    sin_row = p.rope_sin + r * p.rope_stride;
+    load_rotary<kDim>(p.rope_cos + r * p.rope_stride, p.rope_sin + r * p.rope_stride, slice, rc, rs);
   }
   uint4 fresh_k = make_uint4(0, 0, 0, 0);  // this lane's slice of the step's K row (rotated in the qkv form)
   const char* v_new_base = nullptr;
   if (fresh >= 0) {
     const char* k_new_row = static_cast<const char*>(p.k_new) + 2 * (b * p.k_new_stride[0] + kv_head * p.k_new_stride[1]);
-    fresh_k = cos_row != nullptr ? rotated_slice<kHalf, kDim>(k_new_row, slice, cos_row, sin_row)
+    fresh_k = rotary ? rotated_slice<kHalf, kDim>(k_new_row, slice, rc, rs, true)
                                  : load16(k_new_row + 2 * slice * 8);
     v_new_base = static_cast<const char*>(p.v_new) + 2 * (b * p.v_new_stride[0] + kv_head * p.v_new_stride[1] + slice * 8);
 #pragma unroll
@@ -217,24 +237,19 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
     store16(v_base + 2 * fresh * p.v_stride[2], load16(v_new_base));
   }
 
-  // 1. q (rotated in the qkv form), scaled into the log2 domain.
-  for (int i = tid; i < kHeads * kDim; i += kWarps * 32) {
-    const int h = i / kDim, d = i % kDim;
-    const int64_t head = b * p.q_stride[0] + (head0 + h) * p.q_stride[1];
-    float x = to_float<kHalf>(p.q, head + d);
-    if (cos_row != nullptr) {
-      const int j = d % (kDim / 2);
-      x = rounded<kHalf>(rotate(to_float<kHalf>(p.q, head + j), to_float<kHalf>(p.q, head + j + kDim / 2), cos_row[j],
-                                sin_row[j], d < kDim / 2));
-    }
-    q_s[h][d] = x * p.scale * kLog2e;
-  }
-  __syncthreads();
+  // 1. q (rotated in the qkv form), scaled into the log2 domain: each lane loads its own 8 columns of every query
+  //    head straight into registers (no shared-memory stage, no barrier), one round of loads for the block.
   float qr[kHeads][8];
+  {
+    const char* q_head0 = static_cast<const char*>(p.q) + 2 * (b * p.q_stride[0] + head0 * p.q_stride[1]);
 #pragma unroll
-  for (int h = 0; h < kHeads; ++h) {
+    for (int h = 0; h < kHeads; ++h) {
+      const char* q_row = q_head0 + 2 * h * p.q_stride[1];
+      const uint4 raw = rotary ? rotated_slice<kHalf, kDim>(q_row, slice, rc, rs, q_vectors) : load_slice(q_row, slice, q_vectors);
+      unpack8<kHalf>(raw, qr[h]);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) qr[h][e] = q_s[h][slice * 8 + e];
+      for (int e = 0; e < 8; ++e) qr[h][e] = qr[h][e] * p.scale * kLog2e;  // as rounded before: (x scale) log2(e)
+    }
   }
 
   // 2. scores of the chunk's rows (every lane runs every shuffle).
@@ -338,13 +353,19 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
   const int64_t used = chunk_count(n);  // chunks pass 1 wrote
   const int64_t chunks_total = chunk_count(p.cache_len);
   const int64_t first = (b * p.heads + h) * chunks_total;
-  float m = -INFINITY;
-  for (int64_t c = 0; c < used; ++c) m = fmaxf(m, part_lse[first + c]);
-  float sum = 0.f, o = 0.f;
+  // One pass with a running maximum, so that each chunk's log-sum-exp and output are requested together (unrolled,
+  // several chunks in flight) instead of a pass for the maximum and a second for the sums.
+  float m = -INFINITY, sum = 0.f, o = 0.f;
+#pragma unroll 4
   for (int64_t c = 0; c < used; ++c) {
-    const float w = exp2f(part_lse[first + c] - m);
-    sum += w;
-    o = fmaf(w, part_out[(first + c) * kDim + d], o);
+    const float lse = part_lse[first + c];
+    const float x = part_out[(first + c) * kDim + d];
+    const float m_new = fmaxf(m, lse);
+    const float rescale = exp2f(m - m_new);  // 0 on the first chunk (m = -inf), 1 while the maximum holds
+    const float w = exp2f(lse - m_new);
+    sum = fmaf(sum, rescale, w);
+    o = fmaf(o, rescale, w * x);
+    m = m_new;
   }
   store<kHalf>(p.out, (b * p.heads + h) * kDim + d, used == 0 ? 0.f : o / sum);
 }
@@ -352,11 +373,13 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
 template <bool kHalf, int kDim, int kHeads>
 int launch_heads(const Problem& p, float* part_out, float* part_lse, cudaStream_t stream) {
   if (p.cache_len > 0) {
+    // q's rows read as 16-byte vectors when they can be (aligned base and head / batch strides of 8 elements).
+    const bool q_vectors = reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && p.q_stride[0] % 8 == 0 && p.q_stride[1] % 8 == 0;
     const int64_t sub_groups = p.heads / p.kv_heads / kHeads;
     const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.kv_heads * sub_groups),
                     static_cast<unsigned>(p.batch));
     const cudaError_t err =
-        pdl::launch(chunk_kernel<kHalf, kDim, kHeads>, grid, dim3(kWarps * 32), 0, stream, p, part_out, part_lse);
+        pdl::launch(chunk_kernel<kHalf, kDim, kHeads>, grid, dim3(kWarps * 32), 0, stream, p, part_out, part_lse, q_vectors);
     if (err != cudaSuccess) return static_cast<int>(err);
   }
   const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));

@@ -4,8 +4,9 @@
 #
 #   ncu-kernels.sh BUILD [all|attention|fused_linear]
 #
-# Kernels are chosen by their demangled names (template arguments included), the first launches of each:
-#   attention:    the decode attention's two kernels at position 128 (bf16, head_dim 128, 4 query heads a block),
+# Kernels are chosen by their demangled names as ncu prints them (template arguments as `(bool)0`, `(int)128`), the
+# first launches of each:
+#   attention:    the decode attention's two kernels at position 128, qkv form (bf16, head_dim 128, 4 query heads a block),
 #                 10 us a layer in the 19:11 trace for about 0.25 MB of K and V;
 #   fused_linear: the bf16 and int4 RMSNorm + q/k/v projections (the bench's first rows of each), whose norm
 #                 prologue costs +0.45 and +1.3 us over the plain GEMV.
@@ -30,13 +31,13 @@ profile() {  # profile NAME_REGEX LAUNCHES CMD...
     "${SECTIONS[@]}" "$@" || status=1
 }
 if [[ $WHAT == all || $WHAT == attention ]]; then
-  attention=("$BUILD/bench/aoti_cuda_attention_bench" --decode --positions 128)
-  profile 'chunk_kernel<false, 128, 4>' 2 "${attention[@]}"
-  profile 'combine_kernel<false, 128>' 2 "${attention[@]}"
+  attention=("$BUILD/bench/aoti_cuda_attention_bench" --decode --qkv-only --positions 128)
+  profile 'chunk_kernel<\(bool\)0, \(int\)128, \(int\)4>' 2 "${attention[@]}"
+  profile 'combine_kernel<\(bool\)0, \(int\)128>' 2 "${attention[@]}"
 fi
 if [[ $WHAT == all || $WHAT == fused_linear ]]; then
   fused=("$BUILD/bench/aoti_cuda_fused_linear_bench" --reps 1)
-  profile 'fused_linear_kernel<false, false, true>' 2 "${fused[@]}"
-  profile 'int4_fused_linear_kernel<8, 1, 1, 1>' 2 "${fused[@]}"
+  profile 'fused_linear_kernel<\(bool\)0, \(bool\)0, \(bool\)1>' 2 "${fused[@]}"
+  profile 'int4_fused_linear_kernel<\(int\)8, \(int\)1, \(int\)1, \(int\)1>' 2 "${fused[@]}"
 fi
 exit $status
