@@ -21,6 +21,7 @@
 
 #include "aoti_cuda/shim.h"
 #include "shim/allocator.hpp"
+#include "shim/ops/decode_attention.hpp"
 #include "support/gpu.hpp"
 #include "support/half_bits.hpp"
 #include "support/shim_testing.hpp"
@@ -456,6 +457,34 @@ void check_qkv(const Setup& s, const std::vector<std::vector<int64_t>>& position
 }
 
 }  // namespace
+
+TEST_CASE("gpu: decode attention: one query head a block at short positions, a group's heads a block at long ones" *
+          AOTI_CUDA_GPU_CASE) {
+  // Pass 1 serves one query head a block until the visible chunks reach grouped_from_chunks (which depends on the
+  // GPU's SM count), then heads_per_block heads of a KV group from one read of K and V. Positions on both sides of
+  // that switch, for each group size the grouped path has (8, 4, 2; g = 3 is never grouped), against float64, the
+  // update form included; and the qkv form bit for bit against the update form on both sides.
+  namespace da = aoti_cuda::shim::decode_attention;
+  struct Shape {
+    bool fp16;
+    int64_t heads, kv_heads, dim;
+  };
+  for (const Shape& shape : {Shape{false, 32, 4, 128}, Shape{true, 16, 4, 64}, Shape{false, 12, 6, 128},
+                             Shape{false, 6, 2, 128}}) {
+    const int64_t batch = 8;
+    const int64_t from = da::grouped_from_chunks(shape.heads, batch);
+    REQUIRE(from >= 2);  // a GPU of at least 64 SMs: both sides exist
+    const int64_t cache = (from + 2) * da::kChunk;
+    const int64_t below = (from - 1) * da::kChunk - 1;  // (from - 1) chunks visible: one head a block
+    const int64_t above = from * da::kChunk;            // from + 1 chunks: grouped
+    CAPTURE(from);
+    const Setup s{shape.fp16, batch, shape.heads, shape.kv_heads, cache, shape.dim};
+    check_positions(s, {{below}, {above}, {cache - 1}, {below, above, 0, cache - 1, 5, above + 7, below - 3, 64}},
+                    "switch");
+    check_update(s, {{below}, {above}}, "switch");
+    check_qkv(s, {{below}, {above}}, cache, "switch");
+  }
+}
 
 TEST_CASE("gpu: decode attention, qkv form: q and the step's key rotated on the fly equal the update form on "
           "rows rotated on the host, bit for bit" * AOTI_CUDA_GPU_CASE) {

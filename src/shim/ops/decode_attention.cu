@@ -1,8 +1,10 @@
 // The decode attention kernels; see decode_attention.hpp for what they compute and how.
 //
-// Pass 1, one block of kWarps warps per (chunk, kv head [x head sub-group], batch):
+// Pass 1, one block of kWarps warps per (chunk, query head, batch); at long positions the first block of every
+// kHeads query heads of a KV group serves them all (chunk_kernel below says when):
 //   0. every thread requests its K and V vectors of the chunk (16 bytes per row, below) into registers at once;
-//   1. the block's kHeads query rows, times scale * log2(e), into shared memory as float;
+//   1. each lane loads its 8 columns of the block's kHeads query rows (rotated in the qkv form), times
+//      scale * log2(e), into registers;
 //   2. scores: a row of K is held by kLanes = head_dim / 8 lanes, 16 bytes each (so a warp reads
 //      32 / kLanes rows per step, coalesced); each lane takes its 8-element slice of the dot
 //      product for every query head, and the lanes of the row add them up with shuffles;
@@ -12,7 +14,7 @@
 //      shuffles, the warps through shared memory;
 //   5. per query head: the chunk's output divided by its sum, and max + log2(sum), to scratch.
 // Pass 2, one block of head_dim threads per (query head, batch): the chunks below n, weighted
-// by 2^(lse_c - max lse) and normalized; thread d writes column d.
+// by 2^(lse_c - max lse) (in one pass, with a running maximum) and normalized; thread d writes column d.
 // Scores live in the log2 domain (exp2f), which saves a multiply per exponential.
 // The update form (decode_attention.hpp): in pass 1 the step's row comes from k_new / v_new, and the
 // block holding it writes it into the cache (step 0 below).
@@ -151,9 +153,13 @@ __device__ __forceinline__ void store(void* base, int64_t i, float x) {
   else static_cast<__nv_bfloat16*>(base)[i] = __float2bfloat16_rn(x);
 }
 
+// Pass 1's work for one block: chunk `chunk` of batch b (n visible positions, pos_b its position) for the kHeads query
+// heads head0 ... head0 + kHeads - 1 of KV head kv_head. `stores_fresh`: this block writes the step's row into the
+// cache when its chunk holds it (one block per KV head does).
 template <bool kHalf, int kDim, int kHeads>
-__global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* part_out, float* part_lse,
-                                                                  bool q_vectors) {
+__device__ __forceinline__ void chunk_body(const Problem& p, float* part_out, float* part_lse, bool q_vectors,
+                                           int64_t b, int64_t pos_b, int64_t n, int64_t chunk, int64_t kv_head,
+                                           int64_t head0, bool stores_fresh) {
   constexpr int kLanes = kDim / 8;              // lanes per K/V row
   constexpr int kRowsPerWarp = 32 / kLanes;     // rows a warp reads per step
   constexpr int kRowsPerStep = kRowsPerWarp * kWarps;
@@ -163,24 +169,8 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   __shared__ float red_s[kWarps][kHeads][kDim];
   __shared__ float max_s[kHeads], sum_s[kHeads];
 
-  // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before the
-  // wait, not even the position (the step that wrote it may be the kernel before).
-  pdl::wait_for_predecessor();
-  // The position first: everything the block reads depends on it.
-  const int64_t b = blockIdx.z;
-  const int64_t pos_b = p.pos[b * p.pos_stride];
-  const int64_t chunk = blockIdx.x;
-  // 32-bit division (64-bit division is a long software sequence): the grid's y, kv_heads x sub_groups, is at most
-  // 65,535, so the group size (sub_groups x kHeads) and the head indices fit easily.
-  const int group_size = static_cast<int>(p.heads) / static_cast<int>(p.kv_heads);
-  const int sub_groups = group_size / kHeads;
-  const int64_t kv_head = static_cast<int>(blockIdx.y) / sub_groups;
-  const int64_t head0 = kv_head * group_size + (static_cast<int>(blockIdx.y) % sub_groups) * kHeads;
-  const int64_t n = visible_at(pos_b, p.cache_len);
   const int64_t start = chunk * kChunk;
-  if (start >= n) return;  // the whole block: no thread has reached a barrier
   const int rows = static_cast<int>(n - start < kChunk ? n - start : kChunk);
-
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int group = lane / kLanes, slice = lane % kLanes;  // this lane's row within the warp step; its 8 columns
   char* const k_base = static_cast<char*>(p.k) +
@@ -232,7 +222,7 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   }
   // 0. The update form: the first head sub-group's block holding the step's row stores it in the cache (one
   //    16-byte vector per lane of the row's lane group).
-  if (fresh >= 0 && blockIdx.y % sub_groups == 0 && warp == 0 && group == 0) {
+  if (fresh >= 0 && stores_fresh && warp == 0 && group == 0) {
     store16(k_base + 2 * fresh * p.k_stride[2], fresh_k);
     store16(v_base + 2 * fresh * p.v_stride[2], load16(v_new_base));
   }
@@ -343,6 +333,38 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   }
 }
 
+// Pass 1. The grid's y runs over the query heads (kv_head x g + hq). At short positions each block serves one query
+// head: the fewest dependent instructions per thread, and every KV row read by g blocks (from L2). When the
+// visible chunks reach `grouped_from`, there are enough blocks for several waves, and the first block of every
+// kGroupHeads serves all of them from one read of K and V (the others return); see launch_heads().
+// Attention bench, qkv form, 4096-position cache, 16 query / 4 KV heads, 2026-12-04 20:44 UTC (µs per call in a
+// graph at positions 128 / 1024 / 2048 / 4000): one head a block 6.00 / 7.88 / 9.86 / 15.71, four 8.01 / 9.35 /
+// 10.69 / 13.49.
+template <bool kHalf, int kDim, int kGroupHeads>
+__global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* part_out, float* part_lse,
+                                                            bool q_vectors, int64_t grouped_from) {
+  // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before the
+  // wait, not even the position (the step that wrote it may be the kernel before).
+  pdl::wait_for_predecessor();
+  // The position first: everything the block reads depends on it.
+  const int64_t b = blockIdx.z;
+  const int64_t pos_b = p.pos[b * p.pos_stride];
+  const int64_t chunk = blockIdx.x;
+  // 32-bit division (64-bit division is a long software sequence): the grid's y is at most 65,535.
+  const int group_size = static_cast<int>(p.heads) / static_cast<int>(p.kv_heads);
+  const int64_t kv_head = static_cast<int>(blockIdx.y) / group_size;
+  const int hq = static_cast<int>(blockIdx.y) % group_size;  // the query head within the group
+  const int64_t n = visible_at(pos_b, p.cache_len);
+  if (chunk * kChunk >= n) return;  // the whole block: no thread has reached a barrier
+  const int64_t head = kv_head * group_size + hq;
+  if (kGroupHeads > 1 && chunk_count(n) >= grouped_from) {
+    if (hq % kGroupHeads != 0) return;  // served by the group's first block
+    chunk_body<kHalf, kDim, kGroupHeads>(p, part_out, part_lse, q_vectors, b, pos_b, n, chunk, kv_head, head, hq == 0);
+  } else {
+    chunk_body<kHalf, kDim, 1>(p, part_out, part_lse, q_vectors, b, pos_b, n, chunk, kv_head, head, hq == 0);
+  }
+}
+
 template <bool kHalf, int kDim>
 __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
   pdl::wait_for_predecessor();  // the chunks' results (dependent_launch.hpp)
@@ -370,16 +392,15 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
   store<kHalf>(p.out, (b * p.heads + h) * kDim + d, used == 0 ? 0.f : o / sum);
 }
 
-template <bool kHalf, int kDim, int kHeads>
+template <bool kHalf, int kDim, int kGroupHeads>
 int launch_heads(const Problem& p, float* part_out, float* part_lse, cudaStream_t stream) {
   if (p.cache_len > 0) {
     // q's rows read as 16-byte vectors when they can be (aligned base and head / batch strides of 8 elements).
     const bool q_vectors = reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && p.q_stride[0] % 8 == 0 && p.q_stride[1] % 8 == 0;
-    const int64_t sub_groups = p.heads / p.kv_heads / kHeads;
-    const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.kv_heads * sub_groups),
+    const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.heads),
                     static_cast<unsigned>(p.batch));
-    const cudaError_t err =
-        pdl::launch(chunk_kernel<kHalf, kDim, kHeads>, grid, dim3(kWarps * 32), 0, stream, p, part_out, part_lse, q_vectors);
+    const cudaError_t err = pdl::launch(chunk_kernel<kHalf, kDim, kGroupHeads>, grid, dim3(kWarps * 32), 0, stream, p,
+                                        part_out, part_lse, q_vectors, grouped_from_chunks(p.heads, p.batch));
     if (err != cudaSuccess) return static_cast<int>(err);
   }
   const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
@@ -405,6 +426,19 @@ int heads_per_block(int64_t group) {
     if (group % h == 0) return h;
   }
   return 1;
+}
+
+// From the attention bench (chunk_kernel's comment): one head a block wins while its blocks fit about 4 an SM
+// (2048 positions, 16 heads: 512 blocks on 132 SMs), grouped heads win at 4000 (1,008 one-head blocks).
+int64_t grouped_from_chunks(int64_t heads, int64_t batch) {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+    cudaGetLastError();  // leave no error behind: only the switch point depends on the count
+    sms = 132;
+  }
+  const int64_t blocks_per_chunk = heads * batch > 0 ? heads * batch : 1;
+  return 4 * static_cast<int64_t>(sms) / blocks_per_chunk + 1;
 }
 
 bool aligned(const Problem& p) {

@@ -10,10 +10,11 @@
 // g = query heads / key-value heads. bf16 or fp16 in and out, float32 scores, softmax and sums.
 //
 // How (split over positions, "flash-decoding"): the L cache positions are cut into chunks of
-// kChunk. Pass 1 runs one block per (chunk, kv head, batch) -- the grid depends on L, not on
+// kChunk. Pass 1 runs one block per (chunk, query head, batch) -- the grid depends on L, not on
 // pos, so a CUDA graph replays it for any position -- and a block whose chunk starts at or past
-// n returns at once; the others read their chunk's K and V rows once for all the group's query
-// heads and leave, per query head, the chunk's normalized output and its log-sum-exp in float32
+// n returns at once; the others read their chunk's K and V rows for their query head (at long
+// positions, once for heads_per_block() heads of the group) and leave, per query head, the
+// chunk's normalized output and its log-sum-exp in float32
 // scratch. Pass 2 (one block per query head and batch) merges the chunks below n. So the work
 // and the bytes read grow with pos; only the (cheap) empty blocks grow with L.
 //
@@ -72,9 +73,14 @@ bool supports_head_dim(int64_t head_dim);
 /// Pass-1 chunks of a cache of `cache_len` positions.
 inline int64_t chunks(int64_t cache_len) { return (cache_len + kChunk - 1) / kChunk; }
 
-/// Query heads one pass-1 block serves from one read of K and V: the largest of 8, 4, 2, 1 that
-/// divides the group size g (so g = 16 reads each KV head twice, g = 3 three times).
+/// Query heads one pass-1 block serves from one read of K and V once the visible chunks would make
+/// more than 4 one-head blocks per SM: the largest of 8, 4, 2, 1 that divides the group size g (so
+/// g = 16 reads each KV head twice, g = 3 three times). Below that, one head a block.
 int heads_per_block(int64_t group);
+
+/// The visible chunks from which pass 1 serves heads_per_block() heads a block on the current
+/// device: one-head blocks would then exceed 4 per SM (heads x batch x chunks > 4 x SMs).
+int64_t grouped_from_chunks(int64_t heads, int64_t batch);
 
 /// K and V (and k_new / v_new in the update form) can be read as 16-byte vectors: aligned bases,
 /// strides multiples of 8 elements.
