@@ -34,10 +34,9 @@ namespace shim {
 namespace decode_attention {
 namespace {
 
-#ifndef AOTI_CUDA_DECODE_ATTENTION_WARPS  // A/B builds only; removed once measured
-#define AOTI_CUDA_DECODE_ATTENTION_WARPS 4
-#endif
-constexpr int kWarps = AOTI_CUDA_DECODE_ATTENTION_WARPS;
+// Pass 1's warps per block. 8 were slower in the attention bench (qkv form in a graph, 4 heads a block, 2026-12-04
+// 20:31 UTC: 9.82 against 8.44 us at position 128, 10.78 against 9.87 at 1024), and so were chunks of 32 positions.
+constexpr int kWarps = 4;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kChunkRows = static_cast<int>(kChunk);
 
