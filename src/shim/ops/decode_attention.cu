@@ -219,8 +219,8 @@ __device__ __forceinline__ void chunk_body(const Problem& p, float* part_out, fl
       }
     }
   }
-  // 0. The update form: the first head sub-group's block holding the step's row stores it in the cache (one
-  //    16-byte vector per lane of the row's lane group).
+  // 0. The update form: the block of the group's first query head that holds the step's row stores it in the
+  //    cache (one 16-byte vector per lane of the row's lane group).
   if (fresh >= 0 && stores_fresh && warp == 0 && group == 0) {
     store16(k_base + 2 * fresh * p.k_stride[2], fresh_k);
     store16(v_base + 2 * fresh * p.v_stride[2], load16(v_new_base));

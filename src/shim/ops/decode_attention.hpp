@@ -20,7 +20,7 @@
 //
 // The update form (k_new / v_new set, aoti_torch_cuda_aoti_cuda_decode_attention_update) also
 // stores the step's own K and V row at pos[b] (when 0 <= pos[b] < L) before anything reads it: pass 1
-// takes that row from k_new / v_new, and the block whose chunk holds it (first head sub-group)
+// takes that row from k_new / v_new, and the block whose chunk holds it (the group's first query head)
 // writes it into the cache. No block of the call reads that cache row, so the write needs no
 // ordering within the call; the next call sees it. This replaces the two cache-writing kernels an
 // exported model otherwise runs before the attention.
