@@ -150,11 +150,14 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
   p.k_new_stride[1] = p.v_new_stride[1] = dim;
   p.scale = 1.0f / std::sqrt(static_cast<float>(dim));
   check(cudaMalloc(&scratch, da::scratch_bytes(p)), "cudaMalloc");
+  int device = 0, sm_count = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   std::vector<int64_t> all = positions;
   all.push_back(cache - 1);
   for (int64_t position : all) {
     check(cudaMemcpy(pos, &position, 8, cudaMemcpyHostToDevice), "cudaMemcpy");
-    const auto call = [&] { return da::launch(p, scratch, stream); };
+    const auto call = [&] { return da::launch(p, scratch, stream, sm_count); };
     if (!qkv_only) {
       const double us = time_launch(call, stream);
       const double graph_us = time_graph(call, stream);
@@ -185,7 +188,7 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
     f.rope_sin = static_cast<const float*>(rope_sin);
     f.rope_rows = cache;
     f.rope_stride = dim / 2;
-    const double qkv_us = time_graph([&] { return da::launch(f, scratch, stream); }, stream);
+    const double qkv_us = time_graph([&] { return da::launch(f, scratch, stream, sm_count); }, stream);
     std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  qkv form, in a graph    %8.2f us\n",
                 static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
                 static_cast<long long>(dim), static_cast<long long>(position), qkv_us);

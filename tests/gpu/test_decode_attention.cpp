@@ -461,9 +461,10 @@ void check_qkv(const Setup& s, const std::vector<std::vector<int64_t>>& position
 TEST_CASE("gpu: decode attention: one query head a block at short positions, a group's heads a block at long ones" *
           AOTI_CUDA_GPU_CASE) {
   // Pass 1 serves one query head a block until the visible chunks reach grouped_from_chunks (which depends on the
-  // GPU's SM count), then heads_per_block heads of a KV group from one read of K and V. Positions on both sides of
-  // that switch, for each group size the grouped path has (8, 4, 2; g = 3 is never grouped), against float64, the
-  // update form included; and the qkv form bit for bit against the update form on both sides.
+  // GPU's SM count; the shim calls run on device 0), then heads_per_block heads of a KV group from one read of K and
+  // V. Positions on both sides of that switch, for each group size the grouped path has (8, 4, 2; g = 3 is never
+  // grouped), against float64, the update form included; and the qkv form bit for bit against the update form on
+  // both sides.
   namespace da = aoti_cuda::shim::decode_attention;
   struct Shape {
     bool fp16;
@@ -472,7 +473,7 @@ TEST_CASE("gpu: decode attention: one query head a block at short positions, a g
   for (const Shape& shape : {Shape{false, 32, 4, 128}, Shape{true, 16, 4, 64}, Shape{false, 12, 6, 128},
                              Shape{false, 6, 2, 128}}) {
     const int64_t batch = 8;
-    const int64_t from = da::grouped_from_chunks(shape.heads, batch);
+    const int64_t from = da::grouped_from_chunks(shape.heads, batch, aoti_cuda::shim::multiprocessor_count(0));
     REQUIRE(from >= 2);  // a GPU of at least 64 SMs: both sides exist
     const int64_t cache = (from + 2) * da::kChunk;
     const int64_t below = (from - 1) * da::kChunk - 1;  // (from - 1) chunks visible: one head a block

@@ -258,7 +258,7 @@ AtenTensorHandle run(decode_attention::Problem& p, int32_t dtype, int device) {
   StreamScratch scratch(bytes, device, stream);
   aoti_cuda::common::KernelTimer::Launch timed(aoti_cuda::common::KernelTimer::current(), nullptr,
                                                "aoti_cuda decode attention", stream);
-  const int err = decode_attention::launch(p, scratch.get(), stream);
+  const int err = decode_attention::launch(p, scratch.get(), stream, multiprocessor_count(device));
   timed.done(err == 0);
   if (err != 0) throw_cuda_error(err, "decode attention kernel launch");
   return out.release();

@@ -103,7 +103,9 @@ __device__ __forceinline__ uint4 load_slice(const char* row, int slice, bool vec
   const unsigned short* e = reinterpret_cast<const unsigned short*>(row) + 8 * slice;
   uint32_t w[4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) w[i] = static_cast<uint32_t>(__ldg(e + 2 * i)) | (static_cast<uint32_t>(__ldg(e + 2 * i + 1)) << 16);
+  for (int i = 0; i < 4; ++i) {
+    w[i] = static_cast<uint32_t>(__ldg(e + 2 * i)) | (static_cast<uint32_t>(__ldg(e + 2 * i + 1)) << 16);
+  }
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
@@ -207,10 +209,11 @@ __device__ __forceinline__ void chunk_body(const Problem& p, float* part_out, fl
   uint4 fresh_k = make_uint4(0, 0, 0, 0);  // this lane's slice of the step's K row (rotated in the qkv form)
   const char* v_new_base = nullptr;
   if (fresh >= 0) {
-    const char* k_new_row = static_cast<const char*>(p.k_new) + 2 * (b * p.k_new_stride[0] + kv_head * p.k_new_stride[1]);
-    fresh_k = rotary ? rotated_slice<kHalf, kDim>(k_new_row, slice, rc, rs, true)
-                                 : load16(k_new_row + 2 * slice * 8);
-    v_new_base = static_cast<const char*>(p.v_new) + 2 * (b * p.v_new_stride[0] + kv_head * p.v_new_stride[1] + slice * 8);
+    const char* k_new_row =
+        static_cast<const char*>(p.k_new) + 2 * (b * p.k_new_stride[0] + kv_head * p.k_new_stride[1]);
+    fresh_k = rotary ? rotated_slice<kHalf, kDim>(k_new_row, slice, rc, rs, true) : load16(k_new_row + 16 * slice);
+    v_new_base =
+        static_cast<const char*>(p.v_new) + 2 * (b * p.v_new_stride[0] + kv_head * p.v_new_stride[1] + slice * 8);
 #pragma unroll
     for (int step = 0; step < kSteps; ++step) {
       if (step * kRowsPerStep + warp * kRowsPerWarp + group == fresh) {
@@ -234,7 +237,8 @@ __device__ __forceinline__ void chunk_body(const Problem& p, float* part_out, fl
 #pragma unroll
     for (int h = 0; h < kHeads; ++h) {
       const char* q_row = q_head0 + 2 * h * p.q_stride[1];
-      const uint4 raw = rotary ? rotated_slice<kHalf, kDim>(q_row, slice, rc, rs, q_vectors) : load_slice(q_row, slice, q_vectors);
+      const uint4 raw =
+          rotary ? rotated_slice<kHalf, kDim>(q_row, slice, rc, rs, q_vectors) : load_slice(q_row, slice, q_vectors);
       unpack8<kHalf>(raw, qr[h]);
 #pragma unroll
       for (int e = 0; e < 8; ++e) qr[h][e] = qr[h][e] * p.scale * kLog2e;  // as rounded before: (x scale) log2(e)
@@ -392,14 +396,15 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
 }
 
 template <bool kHalf, int kDim, int kGroupHeads>
-int launch_heads(const Problem& p, float* part_out, float* part_lse, cudaStream_t stream) {
+int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, cudaStream_t stream) {
   if (p.cache_len > 0) {
     // q's rows read as 16-byte vectors when they can be (aligned base and head / batch strides of 8 elements).
-    const bool q_vectors = reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && p.q_stride[0] % 8 == 0 && p.q_stride[1] % 8 == 0;
+    const bool q_vectors =
+        reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && p.q_stride[0] % 8 == 0 && p.q_stride[1] % 8 == 0;
     const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.heads),
                     static_cast<unsigned>(p.batch));
     const cudaError_t err = pdl::launch(chunk_kernel<kHalf, kDim, kGroupHeads>, grid, dim3(kWarps * 32), 0, stream, p,
-                                        part_out, part_lse, q_vectors, grouped_from_chunks(p.heads, p.batch));
+                                        part_out, part_lse, q_vectors, grouped_from);
     if (err != cudaSuccess) return static_cast<int>(err);
   }
   const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
@@ -407,12 +412,12 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, cudaStream_
 }
 
 template <bool kHalf, int kDim>
-int launch_dim(const Problem& p, float* part_out, float* part_lse, cudaStream_t stream) {
+int launch_dim(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, cudaStream_t stream) {
   switch (heads_per_block(p.heads / p.kv_heads)) {
-    case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, stream);
-    case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, stream);
-    case 2: return launch_heads<kHalf, kDim, 2>(p, part_out, part_lse, stream);
-    default: return launch_heads<kHalf, kDim, 1>(p, part_out, part_lse, stream);
+    case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, grouped_from, stream);
+    case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, grouped_from, stream);
+    case 2: return launch_heads<kHalf, kDim, 2>(p, part_out, part_lse, grouped_from, stream);
+    default: return launch_heads<kHalf, kDim, 1>(p, part_out, part_lse, grouped_from, stream);
   }
 }
 
@@ -429,15 +434,9 @@ int heads_per_block(int64_t group) {
 
 // From the attention bench (chunk_kernel's comment): one head a block wins while its blocks fit about 4 an SM
 // (2048 positions, 16 heads: 512 blocks on 132 SMs), grouped heads win at 4000 (1,008 one-head blocks).
-int64_t grouped_from_chunks(int64_t heads, int64_t batch) {
-  int device = 0, sms = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
-    cudaGetLastError();  // leave no error behind: only the switch point depends on the count
-    sms = 132;
-  }
+int64_t grouped_from_chunks(int64_t heads, int64_t batch, int sm_count) {
   const int64_t blocks_per_chunk = heads * batch > 0 ? heads * batch : 1;
-  return 4 * static_cast<int64_t>(sms) / blocks_per_chunk + 1;
+  return 4 * static_cast<int64_t>(sm_count > 0 ? sm_count : 1) / blocks_per_chunk + 1;
 }
 
 bool aligned(const Problem& p) {
@@ -458,7 +457,7 @@ std::size_t scratch_bytes(const Problem& p) {
   return slots * (static_cast<std::size_t>(p.head_dim) + 1) * sizeof(float);
 }
 
-int launch(const Problem& p, void* scratch, void* stream) {
+int launch(const Problem& p, void* scratch, void* stream, int sm_count) {
   if (p.batch == 0 || p.heads == 0) return 0;
   if (!supports_head_dim(p.head_dim) || p.kv_heads <= 0 || p.heads % p.kv_heads != 0 || !aligned(p)) {
     return cudaErrorInvalidValue;
@@ -469,12 +468,13 @@ int launch(const Problem& p, void* scratch, void* stream) {
   float* part_out = static_cast<float*>(scratch);
   float* part_lse = part_out + slots * static_cast<std::size_t>(p.head_dim);
   auto s = static_cast<cudaStream_t>(stream);
+  const int64_t grouped_from = grouped_from_chunks(p.heads, p.batch, sm_count);
   if (p.fp16) {
-    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, s)
-                            : launch_dim<true, 128>(p, part_out, part_lse, s);
+    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, grouped_from, s)
+                            : launch_dim<true, 128>(p, part_out, part_lse, grouped_from, s);
   }
-  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, s)
-                          : launch_dim<false, 128>(p, part_out, part_lse, s);
+  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, grouped_from, s)
+                          : launch_dim<false, 128>(p, part_out, part_lse, grouped_from, s);
 }
 
 }  // namespace decode_attention

@@ -78,9 +78,10 @@ inline int64_t chunks(int64_t cache_len) { return (cache_len + kChunk - 1) / kCh
 /// g = 16 reads each KV head twice, g = 3 three times). Below that, one head a block.
 int heads_per_block(int64_t group);
 
-/// The visible chunks from which pass 1 serves heads_per_block() heads a block on the current
-/// device: one-head blocks would then exceed 4 per SM (heads x batch x chunks > 4 x SMs).
-int64_t grouped_from_chunks(int64_t heads, int64_t batch);
+/// The visible chunks from which pass 1 serves heads_per_block() heads a block on a GPU of
+/// `sm_count` multiprocessors: one-head blocks would then exceed 4 per SM (heads x batch x chunks
+/// > 4 x SMs).
+int64_t grouped_from_chunks(int64_t heads, int64_t batch, int sm_count);
 
 /// K and V (and k_new / v_new in the update form) can be read as 16-byte vectors: aligned bases,
 /// strides multiples of 8 elements.
@@ -89,11 +90,11 @@ bool aligned(const Problem& p);
 /// Float32 scratch launch() needs: per (batch, head, chunk) a head_dim output and a log-sum-exp.
 std::size_t scratch_bytes(const Problem& p);
 
-/// Enqueues both passes on `stream` (a cudaStream_t of the current device), with `scratch` of at
-/// least scratch_bytes(p) device bytes. Requires supports_head_dim, aligned, heads % kv_heads == 0.
+/// Enqueues both passes on `stream` (a cudaStream_t of the current device, whose multiprocessor
+/// count is `sm_count`), with `scratch` of at least scratch_bytes(p) device bytes. Requires supports_head_dim, aligned, heads % kv_heads == 0.
 /// batch, heads or cache_len 0 with nothing to write enqueues nothing. Returns the launch's
 /// cudaError_t (0 = success).
-int launch(const Problem& p, void* scratch, void* stream);
+int launch(const Problem& p, void* scratch, void* stream, int sm_count);
 
 }  // namespace decode_attention
 }  // namespace shim

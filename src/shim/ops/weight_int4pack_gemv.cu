@@ -501,7 +501,6 @@ cudaError_t launch_fused_default(const fused_linear::Int4Problem& p, const GemvS
   }
 }
 
-
 int log2_exact(int64_t v) {
   int s = 0;
   while ((int64_t{1} << s) < v) ++s;
