@@ -1,7 +1,7 @@
 // fused_linear_bench: the fused linear kernels (src/shim/ops/fused_linear.hpp) against the plain projections they
 // replace, bf16 and int4, at the 1.1 B model's decode shapes. Not a test: prints numbers.
 //
-//   aoti_cuda_fused_linear_bench [--reps N] [--json out.json]
+//   aoti_cuda_fused_linear_bench [--reps N] [--json out.json] [--chain]
 //
 // Why: a decode export takes 5-8 minutes to make on the GPU machine; this times each projection of a layer in a few
 // seconds, so a change to the kernels (the norm prologue above all: docs/benchmarks/llm.md, "The fused linear
@@ -14,6 +14,13 @@
 // "plain" is the kernel the unfused export runs for the matmul alone (bf16: the few-row GEMV, int4: the
 // _weight_int4pack_mm dispatch), without the RMSNorm / SwiGLU / residual kernels around it. The bf16 projections
 // with a norm are also timed with each number of warps per column forced (rows "split N").
+//
+// --chain instead times whole decode layers: the 22 layers of the 1.1 B model (distinct weights and a 4,096-position
+// KV cache each, decode position 128), each layer the six kernels of the fused exports (norm + q/k/v, the decode
+// attention's two passes in the qkv form, o + residual, norm + gate/up + SwiGLU, down + residual), captured in one
+// graph as a decode step replays them, bf16 and int4. Three ways: plain launches; dependent launch
+// (OpSettings::dependent_launch); dependent launch with the projections' first weight loads issued before their
+// wait (Problem::weights_early, what the shim does for weights that are program constants).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -27,6 +34,8 @@
 #include <vector>
 
 #include "l2_flush.cuh"
+#include "shim/op_settings.hpp"
+#include "shim/ops/decode_attention.hpp"
 #include "shim/ops/fused_linear.hpp"
 #include "shim/ops/gemv.hpp"
 #include "shim/ops/weight_int4pack_mm.hpp"
@@ -211,18 +220,192 @@ struct Operands {
   }
 };
 
+// --chain: the decode layers of the fused exports back to back (see the top of the file).
+struct Layers {
+  static constexpr int kCount = 22;
+  static constexpr int64_t kD = 2048, kQkv = 3072, kFfn = 5632, kHeads = 16, kKvHeads = 4, kDim = 128, kCache = 4096;
+  bool int4;
+  struct Weights {
+    char *w = nullptr, *sz = nullptr;
+    int64_t n = 0, k = 0, kp = 0;
+  };
+  std::vector<Weights> qkv, o, gate_up, down;
+  std::vector<void*> k_cache, v_cache, owned;
+  void *norm = nullptr, *rope_cos = nullptr, *rope_sin = nullptr, *pos = nullptr, *scratch = nullptr;
+  void *h[2] = {}, *qkv_out = nullptr, *attn = nullptr, *h2 = nullptr, *act = nullptr;
+
+  void* keep(void* p) {
+    owned.push_back(p);
+    return p;
+  }
+  Weights make(int64_t n, int64_t k) {
+    Weights w;
+    w.n = n;
+    w.k = k;
+    w.kp = int4 ? padded_k(k) : k;
+    w.w = static_cast<char*>(keep(filled(static_cast<std::size_t>(int4 ? n * w.kp / 2 : n * k * 2))));
+    if (int4) w.sz = static_cast<char*>(keep(filled(static_cast<std::size_t>(w.kp / kGroup * n * 4))));
+    return w;
+  }
+  explicit Layers(bool int4_weights) : int4(int4_weights) {
+    for (int l = 0; l < kCount; ++l) {
+      qkv.push_back(make(kQkv, kD));
+      o.push_back(make(kD, kD));
+      gate_up.push_back(make(2 * kFfn, kD));
+      down.push_back(make(kD, kFfn));
+      k_cache.push_back(keep(filled(static_cast<std::size_t>(kKvHeads * kCache * kDim * 2))));
+      v_cache.push_back(keep(filled(static_cast<std::size_t>(kKvHeads * kCache * kDim * 2))));
+    }
+    norm = keep(filled(static_cast<std::size_t>(kFfn * 2)));
+    rope_cos = keep(filled(static_cast<std::size_t>(kCache * kDim / 2 * 4)));
+    rope_sin = keep(filled(static_cast<std::size_t>(kCache * kDim / 2 * 4)));
+    h[0] = keep(filled(kD * 2));
+    h[1] = keep(filled(kD * 2));
+    qkv_out = keep(filled(kQkv * 2));
+    attn = keep(filled(kD * 2));
+    h2 = keep(filled(kD * 2));
+    act = keep(filled(static_cast<std::size_t>(padded_k(kFfn) * 2)));
+    pos = keep(filled(8));
+    const int64_t position = 128;
+    check(cudaMemcpy(pos, &position, 8, cudaMemcpyHostToDevice), "cudaMemcpy");
+    scratch = keep(filled(aoti_cuda::shim::decode_attention::scratch_bytes(attention(0))));
+  }
+  ~Layers() {
+    for (void* p : owned) cudaFree(p);
+  }
+  Layers(const Layers&) = delete;
+  Layers& operator=(const Layers&) = delete;
+
+  aoti_cuda::shim::decode_attention::Problem attention(int l) const {
+    aoti_cuda::shim::decode_attention::Problem p;
+    p.q = qkv_out;
+    p.k = k_cache[l];
+    p.v = v_cache[l];
+    p.k_new = static_cast<char*>(qkv_out) + kHeads * kDim * 2;
+    p.v_new = static_cast<char*>(qkv_out) + (kHeads + kKvHeads) * kDim * 2;
+    p.out = attn;
+    p.pos = static_cast<const int64_t*>(pos);
+    p.batch = 1;
+    p.heads = kHeads;
+    p.kv_heads = kKvHeads;
+    p.cache_len = kCache;
+    p.head_dim = static_cast<int>(kDim);
+    p.q_stride[0] = p.k_new_stride[0] = p.v_new_stride[0] = kQkv;
+    p.q_stride[1] = p.k_new_stride[1] = p.v_new_stride[1] = kDim;
+    const int64_t kvs[3] = {kKvHeads * kCache * kDim, kCache * kDim, kDim};
+    for (int d = 0; d < 3; ++d) p.k_stride[d] = p.v_stride[d] = kvs[d];
+    p.rope_cos = static_cast<const float*>(rope_cos);
+    p.rope_sin = static_cast<const float*>(rope_sin);
+    p.rope_rows = kCache;
+    p.rope_stride = kDim / 2;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(kDim));
+    return p;
+  }
+
+  int project(const Weights& w, const void* x, bool with_norm, bool swiglu, const void* residual, void* out,
+              bool early, int sms, cudaStream_t s) const {
+    const int64_t n_out = swiglu ? w.n / 2 : w.n;
+    if (!int4) {
+      fl::Problem p;
+      p.x = x;
+      p.x_row_stride = w.k;
+      p.norm_weight = with_norm ? norm : nullptr;
+      p.eps = 1e-5f;
+      p.swiglu = swiglu;
+      p.weight = w.w;
+      p.weight_row_stride = w.k;
+      p.residual = residual;
+      p.residual_row_stride = n_out;
+      p.out = out;
+      p.rows = 1;
+      p.n = w.n;
+      p.k = w.k;
+      p.weights_early = early;
+      return fl::launch(p, s, sms);
+    }
+    fl::Int4Problem p;
+    p.x = x;
+    p.x_row_stride = w.k;
+    p.k_x = w.k;
+    p.norm_weight = with_norm ? norm : nullptr;
+    p.eps = 1e-5f;
+    p.swiglu = swiglu;
+    p.qdata = w.w;
+    p.scale_and_zero = w.sz;
+    p.k = w.kp;
+    p.n_packed = w.n;
+    p.group = kGroup;
+    p.inner_k_tiles = 8;
+    p.residual = residual;
+    p.residual_row_stride = n_out;
+    p.out = out;
+    p.rows = 1;
+    p.n = w.n;
+    p.weights_early = early;
+    return fl::launch_int4(p, s);
+  }
+
+  // Layer l's six kernels.
+  int layer(int l, bool early, int sms, cudaStream_t s) const {
+    void* in = h[l % 2];
+    void* next = h[(l + 1) % 2];
+    int err = project(qkv[l], in, true, false, nullptr, qkv_out, early, sms, s);
+    if (err == 0) err = aoti_cuda::shim::decode_attention::launch(attention(l), scratch, s, sms);
+    if (err == 0) err = project(o[l], attn, false, false, in, h2, early, sms, s);
+    if (err == 0) err = project(gate_up[l], h2, true, true, nullptr, act, early, sms, s);
+    if (err == 0) err = project(down[l], act, false, false, h2, next, early, sms, s);
+    return err;
+  }
+};
+
+struct ChainRow {
+  std::string weights, mode;
+  double layer_us;
+};
+
+std::vector<ChainRow> chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
+  struct Mode {
+    const char* name;
+    bool dependent, early;
+  };
+  const Mode modes[] = {{"plain launches", false, false},
+                        {"dependent launch", true, false},
+                        {"dependent launch, weights early", true, true}};
+  std::vector<ChainRow> rows;
+  for (const bool int4 : {false, true}) {
+    const Layers layers(int4);
+    for (int round = 0; round < 2; ++round) {  // twice each, interleaved: drift shows as a difference
+      for (const Mode& m : modes) {
+        aoti_cuda::shim::OpSettings settings;
+        settings.dependent_launch = m.dependent;
+        const aoti_cuda::shim::OpSettingsScope scope(&settings);
+        const double us = per_call_us(Layers::kCount, reps, [&](int l, cudaStream_t s) {
+          return layers.layer(l, m.early, sms, s);
+        }, flush, flush_bytes);
+        rows.push_back({int4 ? "int4" : "bf16", m.name, us});
+        std::printf("chain %-4s %-34s %7.2f us a layer  (%7.1f us for %d layers)\n", rows.back().weights.c_str(),
+                    m.name, us, us * Layers::kCount, Layers::kCount);
+      }
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 9;
+  bool chain = false;
   std::string json;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--json") && i + 1 < argc) {
       json = argv[++i];
+    } else if (!std::strcmp(argv[i], "--chain")) {
+      chain = true;
     } else {
-      std::fprintf(stderr, "usage: aoti_cuda_fused_linear_bench [--reps N] [--json out.json]\n");
+      std::fprintf(stderr, "usage: aoti_cuda_fused_linear_bench [--reps N] [--json out.json] [--chain]\n");
       return 2;
     }
   }
@@ -234,6 +417,11 @@ int main(int argc, char** argv) {
   }
   const std::size_t flush_bytes = std::size_t{512} << 20;
   void* flush = filled(flush_bytes);
+  if (chain) {
+    chain_bench(reps, sms, flush, flush_bytes);
+    cudaFree(flush);
+    return 0;
+  }
   std::vector<Row> rows;
   for (const bool int4 : {false, true}) {
     for (const Projection& pr : kProjections) {

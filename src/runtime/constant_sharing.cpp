@@ -3,12 +3,15 @@
 #include "runtime/constant_sharing.hpp"
 
 #include <algorithm>
+#include <set>
+
 #include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
 #include "common/env.hpp"
 #include "common/text.hpp"
 #include "runtime/weights_io.hpp"
 #include "shim/handle_capture.hpp"
+#include "shim/tensor_object.hpp"
 
 namespace aoti_cuda::runtime {
 namespace {
@@ -292,6 +295,33 @@ AtenTensorHandle ConstantSharing::state_to_share(const Delegate& d, const Consta
     return nullptr;
   }
   return nullptr;
+}
+
+std::size_t mark_program_constants(const std::vector<const Delegate*>& delegates) {
+  auto read_only = [](ConstantType t) { return t == ConstantType::kParameter || t == ConstantType::kTensorConstant; };
+  auto storage_of = [](AtenTensorHandle h) -> shim::Storage* {
+    return h != nullptr && h->magic == AtenTensorOpaque::kLiveMagic ? h->storage.get() : nullptr;
+  };
+  // Two passes: a storage any container uses as state (or as a constant of unknown type) must never be marked,
+  // even where another container sees the same bytes as a parameter.
+  std::set<const shim::Storage*> written;
+  std::vector<shim::Storage*> candidates;
+  for (const Delegate* d : delegates) {
+    if (!d->constants_known || d->in_use.size() != d->constants.size()) continue;
+    for (std::size_t k = 0; k < d->constants.size(); ++k) {
+      shim::Storage* s = storage_of(d->in_use[k]);
+      if (s == nullptr) continue;
+      if (read_only(d->constants[k].type)) candidates.push_back(s);
+      else written.insert(s);
+    }
+  }
+  std::size_t marked = 0;
+  for (shim::Storage* s : candidates) {
+    if (s->program_constant || written.count(s) != 0) continue;
+    s->program_constant = true;
+    ++marked;
+  }
+  return marked;
 }
 
 void ConstantSharing::record_installed(const Delegate& d) {

@@ -33,7 +33,8 @@ enum class StorageKind : uint8_t {
 
 /// One allocation shared by every view of it. Immutable after construction
 /// except `free_stream`, which the Module moves to the legacy default stream
-/// for outputs of runs on its own streams (allocator.hpp: set_storage_free_stream).
+/// for outputs of runs on its own streams (allocator.hpp: set_storage_free_stream),
+/// and `program_constant`, which the runtime sets while it loads, before any call.
 struct Storage {
   void* data = nullptr;                 ///< base address (nullptr for 0 bytes)
   std::size_t nbytes = 0;               ///< size of the whole allocation
@@ -41,6 +42,8 @@ struct Storage {
   int device_index = 0;                 ///< 0 for CPU
   StorageKind kind = StorageKind::kBorrowed;
   void* free_stream = nullptr;          ///< CUDA: stream the memory was allocated on and is freed on
+  /// A program's parameter or tensor constant: no kernel ever writes these bytes (mark_program_constants).
+  bool program_constant = false;
 
   Storage() = default;
   Storage(const Storage&) = delete;
@@ -69,6 +72,13 @@ using common::span_elements;
 /// True (once) when a Storage destructor on this thread failed to free its memory.
 bool take_storage_free_failure() noexcept;
 
+
+/// Whether no kernel ever writes the bytes of `t`: its storage holds a program's parameter or tensor
+/// constant (marked by the runtime at load: runtime/constant_sharing.hpp, mark_program_constants). Views
+/// share the mark; a tensor made over the same memory some other way (from_blob) does not have it.
+/// With dependent launch a kernel may read such bytes before it waits for the previous kernel
+/// (ops/dependent_launch.hpp).
+inline bool is_program_constant(const AtenTensorOpaque& t) noexcept;
 
 /// Largest ndim the shim accepts (catches garbage ndim before any allocation).
 constexpr int64_t kMaxDims = 64;
@@ -196,6 +206,10 @@ T& out_param(T* ptr, const char* name) {
   return *ptr;
 }
 
+
+inline bool is_program_constant(const AtenTensorOpaque& t) noexcept {
+  return t.storage != nullptr && t.storage->program_constant;
+}
 
 }  // namespace shim
 }  // namespace aoti_cuda

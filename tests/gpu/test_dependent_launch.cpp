@@ -21,6 +21,7 @@
 
 #include "aoti_cuda/shim.h"
 #include "shim/op_settings.hpp"
+#include "shim/tensor_object.hpp"
 #include "support/gpu.hpp"
 #include "support/half_bits.hpp"
 #include "support/shim_testing.hpp"
@@ -192,5 +193,90 @@ TEST_CASE("gpu: dependent launch: each kernel of a decode-like chain reads what 
     CHECK(overlapped[r].u == plain[r].u);
   }
   // The runs differ from one another (else a stale read would go unnoticed).
+  CHECK(plain[0].u != plain[1].u);
+}
+
+namespace {
+
+// Marks `t`'s storage as a program constant, as the runtime marks a program's parameters at load
+// (runtime/constant_sharing.hpp): the fused linear kernels then load it before their wait.
+void mark_constant(const OwnedTensor& t) {
+  aoti_cuda::shim::checked_defined(t.get(), "t")->storage->program_constant = true;
+  REQUIRE(aoti_cuda::shim::is_program_constant(*aoti_cuda::shim::checked_defined(t.get(), "t")));
+}
+
+struct FusedWeights {
+  OwnedTensor w1, norm, w2, sz2, w3, residual;
+};
+
+// The fused exports' chain: y = fused_linear(x, norm, W1) (RMSNorm + GEMV), a = attention(y), z =
+// fused_linear_int4(a, W2), u = fused_linear(z, W3) + residual. Each consumer reads what the kernel
+// before it wrote; with the overlap, each projection's weight loads go out before its wait.
+ChainOutputs run_fused_chain(const Weights& w, const FusedWeights& f, const std::vector<uint16_t>& x_host,
+                             bool dependent_launch, cudaStream_t stream) {
+  aoti_cuda::shim::OpSettings settings;
+  settings.dependent_launch = dependent_launch;
+  const aoti_cuda::shim::OpSettingsScope scope(&settings);
+  void* previous = nullptr;
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous) == 0);
+  OwnedTensor x = empty({1, kIn}, {}, kBF16, kCUDA, 0);
+  REQUIRE(cudaMemcpyAsync(x.data(), x_host.data(), x_host.size() * 2, cudaMemcpyHostToDevice, stream) == cudaSuccess);
+  OwnedTensor y;
+  AtenTensorHandle norm = f.norm.get();
+  AOTITorchError rc = aoti_torch_cuda_aoti_cuda_fused_linear(x.get(), &norm, 1e-5, 0, f.w1.get(), nullptr, y.out());
+  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+  OwnedTensor q = view(y, {1, kHeads, 1, kDim});
+  OwnedTensor a;
+  rc = aoti_torch_cuda_aoti_cuda_decode_attention(q.get(), w.k.get(), w.v.get(), w.pos.get(),
+                                                  1.0 / std::sqrt(static_cast<double>(kDim)), a.out());
+  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+  OwnedTensor a2 = view(a, {1, kModel});
+  OwnedTensor z, u;
+  rc = aoti_torch_cuda_aoti_cuda_fused_linear_int4(a2.get(), nullptr, 1e-5, 0, f.w2.get(), f.sz2.get(), kGroup, kWide,
+                                                   nullptr, z.out());
+  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+  AtenTensorHandle residual = f.residual.get();
+  rc = aoti_torch_cuda_aoti_cuda_fused_linear(z.get(), nullptr, 1e-5, 0, f.w3.get(), &residual, u.out());
+  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+  REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  return {read_bf16(y.data(), kModel), read_bf16(a.data(), kModel), read_bf16(z.data(), kWide),
+          read_bf16(u.data(), kOut)};
+}
+
+}  // namespace
+
+TEST_CASE("gpu: dependent launch: fused projections load constant weights before their wait, and read the rest "
+          "after it" * AOTI_CUDA_GPU_CASE) {
+  std::mt19937 rng(78);
+  const Weights w = make_weights(rng);
+  FusedWeights f;
+  // The same bytes as the mm chain's weights, seen as the fused operator takes them ([N, K] rows).
+  f.w1 = view(w.w1, {kModel, kIn});
+  f.w3 = view(w.w3, {kOut, kWide});
+  f.w2 = device_tensor(read_bf16(w.w2.data(), static_cast<std::size_t>(kWide * kModel / 4)),
+                       {kWide / 8, kModel / (16 * kInnerKTiles), 32, kInnerKTiles / 2}, {}, kI32);
+  f.sz2 = view(w.sz2, {kModel / kGroup, kWide, 2});
+  f.norm = device_tensor(random_bf16(static_cast<std::size_t>(kIn), 1.f, rng), {kIn}, {}, kBF16);
+  f.residual = device_tensor(random_bf16(static_cast<std::size_t>(kOut), 1.f, rng), {1, kOut}, {}, kBF16);
+  for (const OwnedTensor* t : {&f.w1, &f.w2, &f.sz2, &f.w3}) mark_constant(*t);
+  CHECK_FALSE(aoti_cuda::shim::is_program_constant(*aoti_cuda::shim::checked_defined(f.norm.get(), "norm")));
+  constexpr int kRuns = 4;
+  std::vector<std::vector<uint16_t>> inputs;
+  for (int r = 0; r < kRuns; ++r) inputs.push_back(random_bf16(static_cast<std::size_t>(kIn), 1.f, rng));
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  std::vector<ChainOutputs> plain, overlapped;
+  for (int r = 0; r < kRuns; ++r) plain.push_back(run_fused_chain(w, f, inputs[r], false, stream));
+  for (int r = 0; r < kRuns; ++r) overlapped.push_back(run_fused_chain(w, f, inputs[r], true, stream));
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  for (int r = 0; r < kRuns; ++r) {
+    CAPTURE(r);
+    CHECK(nan_count(plain[r].u) == 0);
+    CHECK(overlapped[r].y == plain[r].y);
+    CHECK(overlapped[r].a == plain[r].a);
+    CHECK(overlapped[r].z == plain[r].z);
+    CHECK(overlapped[r].u == plain[r].u);
+  }
   CHECK(plain[0].u != plain[1].u);
 }

@@ -13,6 +13,7 @@
 #include "aoti_cuda/shim.h"
 #include "runtime/constant_sharing.hpp"
 #include "runtime/weights_io.hpp"
+#include "shim/tensor_object.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
 
@@ -125,6 +126,52 @@ TEST_CASE("state(fake): blob offsets, unpadded and 64-byte padded") {
   b[(100 << 20) - 1] = 8;
   CHECK_FALSE(aoti_cuda::runtime::bytes_equal(a.data(), b.data(), a.size()));
   CHECK_FALSE(aoti_cuda::runtime::is_read_only_file_mapping({a.data(), a.size()}));  // heap memory is never released
+}
+
+TEST_CASE("state(fake): parameters and tensor constants are marked as memory no kernel writes; state is not") {
+  namespace rt = aoti_cuda::runtime;
+  namespace shim = aoti_cuda::shim;
+  using Type = rt::ConstantType;
+  std::vector<float> bytes(6 * 4);
+  std::vector<AtenTensorHandle> handles;
+  auto handle = [&](int i) {
+    auto storage = shim::borrow_storage(bytes.data() + 4 * i, 16, aoti_cuda::DeviceType::kCPU, 0);
+    handles.push_back(shim::make_handle(storage, {4}, {1}, 0, 6));
+    return handles.back();
+  };
+  const AtenTensorHandle param = handle(0), constant = handle(1), buffer = handle(2), unknown = handle(3),
+                         both = handle(4), unlisted = handle(5);
+  auto delegate = [](std::vector<Type> types, std::vector<AtenTensorHandle> in_use, bool known) {
+    auto d = std::make_unique<rt::Delegate>();
+    for (Type t : types) {
+      rt::ConstantEntry e;
+      e.type = t;
+      d->constants.push_back(e);
+    }
+    d->in_use = std::move(in_use);
+    d->constants_known = known;
+    return d;
+  };
+  // `both` is a parameter of the first method and a buffer of the second: some kernel may write it.
+  const auto first = delegate({Type::kParameter, Type::kTensorConstant, Type::kBuffer, Type::kUnknown, Type::kParameter},
+                              {param, constant, buffer, unknown, both}, true);
+  const auto second = delegate({Type::kBuffer, Type::kParameter}, {both, param}, true);
+  const auto unreadable = delegate({Type::kParameter}, {unlisted}, false);  // its table could not be read
+  CHECK(rt::mark_program_constants({first.get(), second.get(), unreadable.get()}) == 2);
+  auto marked = [](AtenTensorHandle h) { return shim::is_program_constant(*shim::checked_defined(h, "h")); };
+  CHECK(marked(param));
+  CHECK(marked(constant));
+  CHECK_FALSE(marked(buffer));
+  CHECK_FALSE(marked(unknown));
+  CHECK_FALSE(marked(both));
+  CHECK_FALSE(marked(unlisted));
+  // A view shares its storage, and so the mark.
+  AtenTensorHandle view = nullptr;
+  REQUIRE(aoti_torch__reinterpret_tensor(param, 1, std::vector<int64_t>{2}.data(), std::vector<int64_t>{1}.data(), 2,
+                                         &view) == AOTI_TORCH_SUCCESS);
+  CHECK(marked(view));
+  handles.push_back(view);
+  for (AtenTensorHandle h : handles) CHECK(aoti_torch_delete_tensor_object(h) == AOTI_TORCH_SUCCESS);
 }
 
 TEST_CASE("state(fake): identical read-only bytes are deduplicated; the blob is not uploaded") {

@@ -370,11 +370,13 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
 
 template <bool kHalf, int kDim>
 __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
-  pdl::wait_for_predecessor();  // the chunks' results (dependent_launch.hpp)
-  pdl::allow_dependents();
   const int64_t h = blockIdx.x, b = blockIdx.y;
   const int d = threadIdx.x;
+  // Launched right after pass 1 (launch_heads): the position is an input of the operator, final before pass 1
+  // started, so it is read while pass 1 finishes (with dependent launch); pass 1's results only after the wait.
   const int64_t n = visible(p, b);
+  pdl::wait_for_predecessor();
+  pdl::allow_dependents();
   const int64_t used = chunk_count(n);  // chunks pass 1 wrote
   const int64_t chunks_total = chunk_count(p.cache_len);
   const int64_t first = (b * p.heads + h) * chunks_total;
@@ -408,7 +410,11 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
     if (err != cudaSuccess) return static_cast<int>(err);
   }
   const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
-  return static_cast<int>(pdl::launch(combine_kernel<kHalf, kDim>, grid, dim3(kDim), 0, stream, p, part_out, part_lse));
+  // With dependent launch, the merge overlaps pass 1's tail (its launch, its blocks' scheduling, its read of the
+  // position). It reads the position before its wait, which is right only after pass 1 (dependent_launch.hpp, an
+  // operator's second kernel): without pass 1 (an empty cache) it launches plainly.
+  return static_cast<int>(pdl::launch_with(pdl::allowed() && p.cache_len > 0, combine_kernel<kHalf, kDim>, grid,
+                                           dim3(kDim), 0, stream, p, part_out, part_lse));
 }
 
 template <bool kHalf, int kDim>

@@ -1,5 +1,6 @@
 // aoti_cuda shim — programmatic dependent launch (PDL) for the operator kernels a decode step
-// spends most launches on: the few-row GEMV, the int4 weight-streaming kernel and decode attention.
+// spends most launches on: the few-row GEMV, the int4 weight-streaming kernel, the fused linear
+// kernels and decode attention.
 //
 // Why: a decode step is a chain of small dependent kernels, and between two of them the GPU sits
 // idle for the previous grid's completion, the next launch and the DRAM latency of its first loads
@@ -20,13 +21,25 @@
 //   * letting dependents start right after the wait: their blocks then hold SM slots while later
 //     blocks of the running kernel still wait for one (decode 0.92-0.99x at 13:51); kernels now say
 //     so after their main loads, before their reductions and stores.
+// Not yet measured on a GPU (written 2026-12-04 when no machine was lent): the fused linear kernels
+// launch through it too, and when their weights are program constants they issue their first
+// weight loads into registers before the wait (weights_early), so that a projection's DRAM latency
+// overlaps the previous kernel's tail, where the dropped L2 prefetch only added traffic; and the
+// decode attention's merge reads the position before its wait. `aoti_cuda_fused_linear_bench
+// --chain` times 22 layers three ways (plain, overlap, overlap with weights early).
 // tests/gpu/test_dependent_launch.cpp runs a decode-like chain with it on and off (bitwise equal
 // in every run), and test_int4_mm.cpp the int4 kernel with it on against float64 (passed on the
 // H200; the failures of 11:41 and 11:51 were that test's own pageable uploads racing its stream).
 //
 // The contract every kernel launched through launch() keeps, which makes the overlap safe whatever
 // the predecessor is (a Triton kernel of the model library, one of ours, a copy):
-//   * before wait_for_predecessor(): no global memory access at all;
+//   * before wait_for_predecessor(): no global memory access, except reads of memory that no kernel
+//     ever writes: a program's parameters and tensor constants, which the runtime marks when it
+//     installs them (shim::is_program_constant; the fused linear kernels' `weights_early`). When a
+//     kernel starts, every grid before its predecessor has completed, so only the predecessor could
+//     still be writing; it never writes those. Likewise an operator's second kernel, launched right
+//     after its first in the same stream, may read before its wait what the first kernel does not
+//     write and was final before it started (the operator's inputs): its predecessor is that kernel;
 //   * every thread that reads or writes global memory calls wait_for_predecessor() first;
 //   * allow_dependents() only after that wait, so a chain of such kernels never runs more than
 //     one grid ahead of the data.
@@ -49,19 +62,19 @@ namespace pdl {
 bool allowed() noexcept;
 
 /// Launches kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream
-/// serialization when allowed(). The kernel must keep the contract above. Returns the launch's
+/// serialization when `overlap` (the kernel then keeps the contract above). Returns the launch's
 /// error, else the last error pending on this thread (as cudaGetLastError() after <<<>>>); either
 /// way none is left behind.
 template <typename... Params, typename... Args>
-cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
-                   Args&&... args) {
+cudaError_t launch_with(bool overlap, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                        cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   cudaLaunchAttribute attribute[1];
-  if (allowed()) {
+  if (overlap) {
     attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute[0].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attribute;
@@ -70,6 +83,13 @@ cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   const cudaError_t last = cudaGetLastError();
   return err != cudaSuccess ? err : last;
+}
+
+/// launch_with(allowed(), ...): a kernel that keeps the contract above.
+template <typename... Params, typename... Args>
+cudaError_t launch(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+                   Args&&... args) {
+  return launch_with(allowed(), kernel, grid, block, smem, stream, std::forward<Args>(args)...);
 }
 
 #ifdef __CUDACC__

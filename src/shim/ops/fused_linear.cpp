@@ -167,6 +167,7 @@ void fused_linear_call(AtenTensorHandle x, AtenTensorHandle* norm_weight, double
   p.residual = o.residual != nullptr ? o.residual->data_ptr() : nullptr;
   p.residual_row_stride = o.residual_row_stride;
   p.fp16 = o.x.dtype == kFloat16;
+  p.weights_early = is_program_constant(wt);  // with dependent launch: loaded while the previous kernel ends
   o.run(n_out, ret0, "aoti_cuda fused linear", "fused linear kernel launch", [&](void* out, void* stream) {
     p.out = out;
     return fused_linear::launch(p, stream, multiprocessor_count(o.device));
@@ -226,6 +227,7 @@ void fused_linear_int4_call(AtenTensorHandle x, AtenTensorHandle* norm_weight, d
   p.residual_row_stride = o.residual_row_stride;
   p.rows = o.rows;
   p.n = n;
+  p.weights_early = is_program_constant(qt) && is_program_constant(st);
   o.run(n_out, ret0, "aoti_cuda fused linear (int4)", "int4 fused linear kernel launch", [&](void* out, void* stream) {
     p.out = out;
     return fused_linear::launch_int4(p, stream);

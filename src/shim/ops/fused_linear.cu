@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "shim/ops/dependent_launch.hpp"
 #include "shim/ops/fused_linear.hpp"
 #include "shim/ops/ptx.cuh"
 
@@ -158,9 +159,9 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
       }
     }
   };
-  // Points w at group g's column for this warp and issues its first round of weight loads (and the residual's).
+  // Points w at group g's column for this warp and issues its first round of weight loads; then the residual's.
   float residual = 0.f;
-  auto start_group = [&](int64_t g) {
+  auto start_weights = [&](int64_t g) {
     col = g * columns + warp / split;
     active = col < n_out;
 #pragma unroll
@@ -169,11 +170,18 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
                                             2 * (col + r * n_out) * p.weight_row_stride);
     }
     load_round(slice * 32 + lane);
+  };
+  auto load_residual = [&] {
     if (p.residual != nullptr && active && slice == 0 && lane == 0) {
       residual = load<kHalf>(p.residual, row * p.residual_row_stride + col);
     }
   };
-  start_group(blockIdx.x);
+  // Launched with programmatic dependent launch (dependent_launch.hpp): the weights (and the norm weight) are read
+  // before the wait only when no kernel writes them (weights_early); x and the residual always after it.
+  if (!p.weights_early) pdl::wait_for_predecessor();
+  start_weights(blockIdx.x);
+  if (p.weights_early) pdl::wait_for_predecessor();
+  load_residual();
 
   if constexpr (kNorm) stage_normalized_row<kHalf>(p, vecs, x4, staged_s);
 
@@ -198,6 +206,8 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
         }
       }
     }
+    // The block's (first group's) weights are read: the next kernel may start its launch (dependent_launch.hpp).
+    if (group == blockIdx.x) pdl::allow_dependents();
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -221,7 +231,8 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
     group += gridDim.x;
     if (!kNorm || group >= groups) break;  // without a norm the grid covers every group (launch())
     __syncthreads();  // partial_s is read above before the next group writes it
-    start_group(group);
+    start_weights(group);
+    load_residual();
   }
 }
 
@@ -274,8 +285,7 @@ cudaError_t launch_kernel(Problem p, int64_t n_out, int sm_count, cudaStream_t s
     groups = std::min(groups, std::max<int64_t>(1, resident / p.rows));
   }
   const dim3 grid(static_cast<unsigned>(groups), static_cast<unsigned>(p.rows));
-  kernel<<<grid, kThreads, smem, s>>>(p);
-  return cudaGetLastError();
+  return pdl::launch(kernel, grid, dim3(kThreads), smem, s, p);
 }
 
 template <bool kHalf, bool kSwiglu>

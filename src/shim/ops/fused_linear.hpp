@@ -48,6 +48,10 @@ struct Problem {
   bool fp16 = false;               ///< fp16 operands; bf16 otherwise
   /// Warps per output column: 0 lets launch() choose (what the shim passes); 1, 2, 4 or 8 forces it (benchmarks).
   int split = 0;
+  /// No kernel writes weight (a program constant: shim::is_program_constant): with dependent launch the kernel then
+  /// issues its first weight loads before it waits for the previous kernel (dependent_launch.hpp); x, norm_weight
+  /// and residual are read after the wait either way.
+  bool weights_early = false;
 };
 
 /// Enqueues the call on `stream` (a cudaStream_t of the current device, whose multiprocessor count is `sm_count`).
@@ -72,6 +76,7 @@ struct Int4Problem {
   void* out = nullptr;                 ///< bf16 [rows, n or n/2] contiguous
   int64_t rows = 0;
   int64_t n = 0;                       ///< the weight's logical output features (<= n_packed)
+  bool weights_early = false;          ///< as Problem::weights_early, for qdata and scale_and_zero
 };
 
 /// Enqueues the int4 call on `stream` of the current device (weight_int4pack_gemv.cu). Returns the launch's

@@ -109,6 +109,7 @@ struct FusedArgs {
   const __nv_bfloat16* residual = nullptr;
   int64_t residual_row_stride = 0;
   int rows = 0, rows_per_block = 8, n_out = 0, up_pairs = 0;
+  bool weights_early = false;  // no kernel writes the weights: their first loads may go out before the wait
 };
 
 // kFuse: kNone, the plain multiply; kLinear, aoti_cuda's fused linear (fused_linear.hpp): the residual added on
@@ -147,8 +148,10 @@ struct Int4Gemv {
       if constexpr (kFuse == kSwiglu) return j < NP / 2 ? pair0 + j : pair0 + (j - NP / 2) + f.up_pairs;
       else return pair0 + j;
     };
-    // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before.
-    pdl::wait_for_predecessor();
+    // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before the wait, except
+    // (fused, weights_early) the first chunk's weights, which no kernel writes.
+    const bool early = kFuse != kNone && f.weights_early;
+    if (!early) pdl::wait_for_predecessor();
     float acc[NP][T][4];
 #pragma unroll
     for (int j = 0; j < NP; ++j)
@@ -257,6 +260,7 @@ struct Int4Gemv {
       // stages the rows while they are in flight. (The prologue's loads through cp.async, as the bf16 kernel's,
       // were slower here: q/k/v 5.57 -> 5.75 us, gate/up 9.94 -> 10.44 us.)
       if (warp < n_chunks) load_chunk(warp);
+      if (early) pdl::wait_for_predecessor();
       if (f.residual != nullptr) {
         const Target first = target(threadIdx.x, pair0, rows, f);
         if (first.valid) {
@@ -544,6 +548,7 @@ int launch_int4(const Int4Problem& p, void* stream) {
   f.rows = static_cast<int>(p.rows);
   f.n_out = static_cast<int>(p.swiglu ? p.n / 2 : p.n);
   f.up_pairs = static_cast<int>(p.n / 2 / 16);
+  f.weights_early = p.weights_early;
   auto s = static_cast<cudaStream_t>(stream);
   switch (p.inner_k_tiles) {
     case 2: return static_cast<int>(int4mm::launch_fused_default<2>(p, sh, f, s));

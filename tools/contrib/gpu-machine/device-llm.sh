@@ -436,14 +436,16 @@ stage_BC() {
 }
 
 # The decode kernels alone, each in a few seconds, when the pack has their benches (SUITE=1): decode attention by
-# position, and each fused projection of a layer against the plain one it replaces (their logs and
-# fused_linear_bench.json are in the archive).
+# position, each fused projection of a layer against the plain one it replaces, and whole layers back to back
+# (--chain). Their logs and fused_linear_bench.json are in the archive.
 kernel_benches() {
   if [[ -x "$BUILD/bench/aoti_cuda_attention_bench" ]]; then
     step attention_decode 60 "$BUILD/bench/aoti_cuda_attention_bench" --decode
   fi
   if [[ -x "$BUILD/bench/aoti_cuda_fused_linear_bench" ]]; then
     step fused_linear_bench 90 "$BUILD/bench/aoti_cuda_fused_linear_bench" --json "$RES/fused_linear_bench.json"
+    # 22 decode layers in one graph: plain launches, dependent launch, dependent launch with the weights loaded early.
+    step fused_linear_chain 60 "$BUILD/bench/aoti_cuda_fused_linear_bench" --chain
   fi
 }
 
