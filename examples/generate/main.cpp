@@ -333,12 +333,13 @@ void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Rep
   r.num("gpu_mem_after_load_mib", mem_mib);
   const aoti_cuda::LoadStats st = m.load_stats();
   std::printf(" weights uploaded %.1f MiB in %.1f ms (%.1f GB/s; %.0f MiB through pinned staging, %.0f MiB "
-              "page-locked), %zu buffers shared\n",
+              "page-locked), %zu buffers shared, %zu read-only constants\n",
               st.weight_bytes / 1048576.0, st.upload_ms, st.upload_gb_per_s, st.staged_bytes / 1048576.0,
-              st.page_locked_bytes / 1048576.0, st.shared_state_constants);
+              st.page_locked_bytes / 1048576.0, st.shared_state_constants, st.read_only_constants);
   r.num("weights_uploaded_mib", st.weight_bytes / 1048576.0);
   r.num("weights_not_uploaded_mib", st.deduplicated_bytes / 1048576.0);
   r.num("shared_state_constants", static_cast<double>(st.shared_state_constants));
+  r.num("read_only_constants", static_cast<double>(st.read_only_constants));
   r.num("upload_ms", st.upload_ms);
   r.num("upload_gb_per_s", st.upload_gb_per_s);
   r.num("page_locked_mib", st.page_locked_bytes / 1048576.0);

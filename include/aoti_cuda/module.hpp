@@ -166,11 +166,13 @@ struct TuningOptions {
   /// that need none). Default 32. AOTI_CUDA_CUBLAS_WORKSPACE_MIB.
   std::optional<std::size_t> cublas_workspace_mib;
   /// On sm_90 and newer, the SDK's decode kernels (few-row GEMV, int4
-  /// weight streaming, decode attention) launch with programmatic dependent
-  /// launch: each one's launch and start overlap the end of the kernel
-  /// before it. Same results either way; opt-in because a whole LLM decode
-  /// step ran slower with it on the H200 (docs/configuration.md). Default
-  /// false.
+  /// weight streaming, fused linear, decode attention) launch with
+  /// programmatic dependent launch: each one's launch and start overlap the
+  /// end of the kernel before it, and the fused linear operator's first
+  /// weight loads too when its weights are read-only constants
+  /// (LoadStats::read_only_constants). Same results either way; opt-in
+  /// because a whole LLM decode step ran slower with it on the H200, before
+  /// the weight loads overlapped (docs/configuration.md). Default false.
   /// AOTI_CUDA_DEPENDENT_LAUNCH=1|0 (also true/false, on/off, yes/no).
   std::optional<bool> dependent_launch;
 };
@@ -371,6 +373,11 @@ struct LoadStats {
   std::size_t deduplicated_bytes = 0;        ///< weights blob bytes NOT uploaded: all their constants were another method's
   std::size_t deduplicated_constants = 0;    ///< read-only constants bound to another method's identical copy
   std::size_t shared_state_constants = 0;    ///< buffers bound to another method's copy (LoadOptions::share_state)
+  /// Constant tensors the runtime marked as memory no kernel writes (weights: parameters, tensor constants,
+  /// those the library reports as Unknown; a tensor one method adopted from another counts once). With
+  /// TuningOptions::dependent_launch the fused linear operator reads these while the previous kernel
+  /// finishes. Buffers are never marked.
+  std::size_t read_only_constants = 0;
   double upload_ms = 0;                      ///< time of the uploads (page locking and unlocking included)
   double upload_gb_per_s = 0;                ///< weight_bytes / upload_ms (decimal GB)
   std::size_t page_locked_bytes = 0;         ///< of weight_bytes, uploaded from the blob page-locked in place (opt-in)

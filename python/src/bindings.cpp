@@ -241,6 +241,7 @@ void bind_stats(nb::module_& m) {
       .def_ro("deduplicated_bytes", &LoadStats::deduplicated_bytes)
       .def_ro("deduplicated_constants", &LoadStats::deduplicated_constants)
       .def_ro("shared_state_constants", &LoadStats::shared_state_constants)
+      .def_ro("read_only_constants", &LoadStats::read_only_constants)
       .def_ro("upload_ms", &LoadStats::upload_ms)
       .def_ro("upload_gb_per_s", &LoadStats::upload_gb_per_s)
       .def_ro("page_locked_bytes", &LoadStats::page_locked_bytes)

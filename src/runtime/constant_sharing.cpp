@@ -298,12 +298,11 @@ AtenTensorHandle ConstantSharing::state_to_share(const Delegate& d, const Consta
 }
 
 std::size_t mark_program_constants(const std::vector<const Delegate*>& delegates) {
-  auto read_only = [](ConstantType t) { return t == ConstantType::kParameter || t == ConstantType::kTensorConstant; };
   auto storage_of = [](AtenTensorHandle h) -> shim::Storage* {
     return h != nullptr && h->magic == AtenTensorOpaque::kLiveMagic ? h->storage.get() : nullptr;
   };
-  // Two passes: a storage any container uses as state (or as a constant of unknown type) must never be marked,
-  // even where another container sees the same bytes as a parameter.
+  // Two passes: a storage any container uses as state must never be marked, even where another container sees the
+  // same bytes as a read-only constant.
   std::set<const shim::Storage*> written;
   std::vector<shim::Storage*> candidates;
   for (const Delegate* d : delegates) {
@@ -311,7 +310,7 @@ std::size_t mark_program_constants(const std::vector<const Delegate*>& delegates
     for (std::size_t k = 0; k < d->constants.size(); ++k) {
       shim::Storage* s = storage_of(d->in_use[k]);
       if (s == nullptr) continue;
-      if (read_only(d->constants[k].type)) candidates.push_back(s);
+      if (d->constants[k].read_only()) candidates.push_back(s);
       else written.insert(s);
     }
   }

@@ -55,10 +55,11 @@ std::vector<std::uint64_t> blob_offsets(const std::vector<std::size_t>& sizes, b
 /// library refuses; model_failure_detail() then says why.
 bool bind_pairs(Delegate& d, int device, const std::vector<ContainerApi::ConstantMapEntry>& pairs, bool full);
 
-/// Marks the storage of every constant the containers of `delegates` use as a parameter or a tensor
-/// constant (ConstantType) as one no kernel writes (shim::is_program_constant), after their weights are
-/// installed and before any call. A storage that any of them uses as anything else (a buffer, a
-/// constant of unknown or unreported type) stays unmarked. Returns how many storages it marked.
+/// Marks the storage of every read-only constant (ConstantEntry::read_only: parameters, tensor
+/// constants and constants of type Unknown, the weights ExecuTorch's lowering hands Inductor) that the
+/// containers of `delegates` use as memory no kernel writes (shim::is_program_constant), after their
+/// weights are installed and before any call. A storage that any of them uses as state (a buffer, a
+/// constant of unreported type) stays unmarked. Returns how many storages it marked.
 std::size_t mark_program_constants(const std::vector<const Delegate*>& delegates);
 
 class ConstantSharing {

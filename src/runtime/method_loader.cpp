@@ -114,7 +114,7 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
   staging_.reset();
   // Parameters' memory is never written by a kernel: the fused linear operator may then read its weights while the
   // previous kernel finishes (shim/ops/dependent_launch.hpp).
-  mark_program_constants(all);
+  stats_.read_only_constants = mark_program_constants(all);
   // Comparisons may have touched blobs installed earlier again.
   for (const auto& p : pending) {
     release_blob_pages(p.first->spec->weights);

@@ -42,7 +42,8 @@ struct Storage {
   int device_index = 0;                 ///< 0 for CPU
   StorageKind kind = StorageKind::kBorrowed;
   void* free_stream = nullptr;          ///< CUDA: stream the memory was allocated on and is freed on
-  /// A program's parameter or tensor constant: no kernel ever writes these bytes (mark_program_constants).
+  /// A program's read-only constant (a weight): no kernel ever writes these bytes (runtime's
+  /// mark_program_constants).
   bool program_constant = false;
 
   Storage() = default;
@@ -73,8 +74,8 @@ using common::span_elements;
 bool take_storage_free_failure() noexcept;
 
 
-/// Whether no kernel ever writes the bytes of `t`: its storage holds a program's parameter or tensor
-/// constant (marked by the runtime at load: runtime/constant_sharing.hpp, mark_program_constants). Views
+/// Whether no kernel ever writes the bytes of `t`: its storage holds a program's read-only constant, such
+/// as a weight (marked by the runtime at load: runtime/constant_sharing.hpp, mark_program_constants). Views
 /// share the mark; a tensor made over the same memory some other way (from_blob) does not have it.
 /// With dependent launch a kernel may read such bytes before it waits for the previous kernel
 /// (ops/dependent_launch.hpp).

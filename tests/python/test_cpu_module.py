@@ -148,6 +148,7 @@ def test_progress_callback_exception_aborts_the_load(fake_programs):
     # Nothing was left behind: the program loads again.
     with aoti_cuda.Module(fake_programs["affine"], device="cpu") as m:
         assert m.method_names() == ["forward"]
+        assert m.load_stats().read_only_constants == 1  # its weight: memory no kernel writes
 
 
 def test_state_shared_across_methods_and_sessions(fake_programs):
@@ -156,6 +157,7 @@ def test_state_shared_across_methods_and_sessions(fake_programs):
     x = np.full((1, 4), 100.0, np.float32)
     zeros = np.zeros((1, 4), np.float32)
     assert m.load_stats().shared_state_constants == 1
+    assert m.load_stats().read_only_constants == 0  # the cache is written
     assert m.state_bytes == 64
     cache = init.copy()
     cache[0] = 100

@@ -167,6 +167,7 @@ TEST_CASE("module(fqn): one store: methods share a read-only storage unless dedu
     CHECK(st.weight_bytes == 16);
     CHECK(st.deduplicated_constants == 1);
     CHECK(st.deduplicated_bytes == 16);
+    CHECK(st.read_only_constants == 2);
     CHECK(seen_w(m, "first") == twice(kW));
     CHECK(seen_w(m, "second") == twice(kW));
   }
@@ -187,6 +188,7 @@ TEST_CASE("module(fqn): buffers stay per method by default, are shared on reques
   SUBCASE("apart") {
     Module m = load(built);
     CHECK(m.load_stats().deduplicated_constants == 0);
+    CHECK(m.load_stats().read_only_constants == 0);
     CHECK(write_row(m, "one", 0, 100.0f) == sums(init, {{0, 100.0f}}));
     CHECK(write_row(m, "two", 1, 50.0f) == sums(init, {{1, 50.0f}}));  // its own cache: row 0 as stored
     CHECK(m.state_bytes() == 2 * 64);

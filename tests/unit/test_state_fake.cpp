@@ -128,7 +128,7 @@ TEST_CASE("state(fake): blob offsets, unpadded and 64-byte padded") {
   CHECK_FALSE(aoti_cuda::runtime::is_read_only_file_mapping({a.data(), a.size()}));  // heap memory is never released
 }
 
-TEST_CASE("state(fake): parameters and tensor constants are marked as memory no kernel writes; state is not") {
+TEST_CASE("state(fake): read-only constants are marked as memory no kernel writes; state is not") {
   namespace rt = aoti_cuda::runtime;
   namespace shim = aoti_cuda::shim;
   using Type = rt::ConstantType;
@@ -152,17 +152,18 @@ TEST_CASE("state(fake): parameters and tensor constants are marked as memory no 
     d->constants_known = known;
     return d;
   };
-  // `both` is a parameter of the first method and a buffer of the second: some kernel may write it.
+  // `both` is a parameter of the first method and a buffer of the second: some kernel may write it. Unknown is how
+  // Inductor reports the weights ExecuTorch's lowering hands it (ConstantEntry::read_only).
   const auto first = delegate({Type::kParameter, Type::kTensorConstant, Type::kBuffer, Type::kUnknown, Type::kParameter},
                               {param, constant, buffer, unknown, both}, true);
   const auto second = delegate({Type::kBuffer, Type::kParameter}, {both, param}, true);
   const auto unreadable = delegate({Type::kParameter}, {unlisted}, false);  // its table could not be read
-  CHECK(rt::mark_program_constants({first.get(), second.get(), unreadable.get()}) == 2);
+  CHECK(rt::mark_program_constants({first.get(), second.get(), unreadable.get()}) == 3);
   auto marked = [](AtenTensorHandle h) { return shim::is_program_constant(*shim::checked_defined(h, "h")); };
   CHECK(marked(param));
   CHECK(marked(constant));
+  CHECK(marked(unknown));
   CHECK_FALSE(marked(buffer));
-  CHECK_FALSE(marked(unknown));
   CHECK_FALSE(marked(both));
   CHECK_FALSE(marked(unlisted));
   // A view shares its storage, and so the mark.
@@ -185,6 +186,7 @@ TEST_CASE("state(fake): identical read-only bytes are deduplicated; the blob is 
   CHECK(st.deduplicated_bytes == 16);
   CHECK(st.weight_bytes == 16);
   CHECK(st.shared_state_constants == 0);
+  CHECK(st.read_only_constants == 1);  // one copy, both methods' weight: marked as memory no kernel writes
   CHECK(affine_w(m, "first") == std::vector<float>{0.5f, 1, 2, -1, 0.5f, 1, 2, -1});
   CHECK(affine_w(m, "second") == affine_w(m, "first"));
   CHECK(m.state_bytes() == 0);
@@ -194,6 +196,7 @@ TEST_CASE("state(fake): identical read-only bytes are deduplicated; the blob is 
   Module separate = load(built, off);
   CHECK(separate.load_stats().deduplicated_bytes == 0);
   CHECK(separate.load_stats().weight_bytes == 32);
+  CHECK(separate.load_stats().read_only_constants == 2);
 }
 
 TEST_CASE("state(fake): equal FQN, dtype and size but different bytes: each method keeps its own (two instances)") {
@@ -217,6 +220,7 @@ TEST_CASE("state(fake): constants the library reports as Unknown are read-only: 
   CHECK(m.load_stats().deduplicated_bytes == 16);
   CHECK(m.load_stats().deduplicated_constants == 1);
   CHECK(m.load_stats().weight_bytes == 32);  // first and third uploaded
+  CHECK(m.load_stats().read_only_constants == 2);  // both copies: Unknown is how ExecuTorch's weights are reported
   CHECK(affine_w(m, "second") == affine_w(m, "first"));
   CHECK(affine_w(m, "third") == std::vector<float>{3, 4, 5, 6, 3, 4, 5, 6});
   CHECK(m.state_bytes() == 0);  // not state: sessions do not copy them
@@ -240,6 +244,7 @@ TEST_CASE("state(fake): buffers are not shared by default, even with identical i
   Module m = load(b.build());
   CHECK(m.load_stats().deduplicated_bytes == 0);
   CHECK(m.load_stats().shared_state_constants == 0);
+  CHECK(m.load_stats().read_only_constants == 0);  // caches are written: never marked
   CHECK(m.state_bytes() == 128);  // two private 64-byte caches
   CHECK(write_row(m, "write", 2, 1000) == sums(iota16(0), {{2, 1000}}));
   CHECK(write_row(m, "read", 0, 7) == sums(iota16(0), {{0, 7}}));  // does not see row 2

@@ -34,7 +34,7 @@
 // The contract every kernel launched through launch() keeps, which makes the overlap safe whatever
 // the predecessor is (a Triton kernel of the model library, one of ours, a copy):
 //   * before wait_for_predecessor(): no global memory access, except reads of memory that no kernel
-//     ever writes: a program's parameters and tensor constants, which the runtime marks when it
+//     ever writes: a program's read-only constants (its weights), which the runtime marks when it
 //     installs them (shim::is_program_constant; the fused linear kernels' `weights_early`). When a
 //     kernel starts, every grid before its predecessor has completed, so only the predecessor could
 //     still be writing; it never writes those. Likewise an operator's second kernel, launched right
