@@ -442,6 +442,10 @@ kernel_benches() {
   if [[ -x "$BUILD/bench/aoti_cuda_attention_bench" ]]; then
     step attention_decode 60 "$BUILD/bench/aoti_cuda_attention_bench" --decode
   fi
+  # A previous build's attention bench beside it (README, "To compare two versions of a kernel"): an A/B in one call.
+  if [[ -x "$BUILD/bench/aoti_cuda_attention_bench_old" ]]; then
+    step attention_decode_old 60 "$BUILD/bench/aoti_cuda_attention_bench_old" --decode
+  fi
   if [[ -x "$BUILD/bench/aoti_cuda_fused_linear_bench" ]]; then
     step fused_linear_bench 90 "$BUILD/bench/aoti_cuda_fused_linear_bench" --json "$RES/fused_linear_bench.json"
     # 22 decode layers in one graph: plain launches, dependent launch, dependent launch with the weights loaded early.
