@@ -100,6 +100,60 @@ double per_call_us(int copies, int reps, const std::function<int(int, cudaStream
   return us;
 }
 
+// One fused projection of weight [n, k] (int4: packed with K padded to kp, scales and zeros in sz), as the shim
+// launches it; split forces the bf16 kernel's warps per column (0: launch()'s choice).
+struct FusedCall {
+  bool int4 = false;
+  const void *x = nullptr, *norm = nullptr, *w = nullptr, *sz = nullptr, *residual = nullptr;
+  void* out = nullptr;
+  int64_t n = 0, k = 0, kp = 0;
+  bool swiglu = false, weights_early = false;
+  int split = 0;
+};
+
+int launch_fused(const FusedCall& c, int sms, cudaStream_t s) {
+  const int64_t n_out = c.swiglu ? c.n / 2 : c.n;
+  if (!c.int4) {
+    fl::Problem p;
+    p.x = c.x;
+    p.x_row_stride = c.k;
+    p.norm_weight = c.norm;
+    p.eps = 1e-5f;
+    p.swiglu = c.swiglu;
+    p.weight = c.w;
+    p.weight_row_stride = c.k;
+    p.residual = c.residual;
+    p.residual_row_stride = n_out;
+    p.out = c.out;
+    p.rows = 1;
+    p.n = c.n;
+    p.k = c.k;
+    p.split = c.split;
+    p.weights_early = c.weights_early;
+    return fl::launch(p, s, sms);
+  }
+  fl::Int4Problem p;
+  p.x = c.x;
+  p.x_row_stride = c.k;
+  p.k_x = c.k;
+  p.norm_weight = c.norm;
+  p.eps = 1e-5f;
+  p.swiglu = c.swiglu;
+  p.qdata = c.w;
+  p.scale_and_zero = c.sz;
+  p.k = c.kp;
+  p.n_packed = c.n;
+  p.group = kGroup;
+  p.inner_k_tiles = 8;
+  p.residual = c.residual;
+  p.residual_row_stride = n_out;
+  p.out = c.out;
+  p.rows = 1;
+  p.n = c.n;
+  p.weights_early = c.weights_early;
+  return fl::launch_int4(p, s);
+}
+
 struct Row {
   std::string weights, name;
   double bytes, plain_us, fused_us;
@@ -176,46 +230,21 @@ struct Operands {
 
   // The fused projection; `split` forces the bf16 kernel's warps per column (0: launch()'s choice).
   Launch fused(int sms, int split) const {
-    if (!int4) {
-      return [this, sms, split](int r, cudaStream_t s) {
-        fl::Problem p;
-        p.x = x;
-        p.x_row_stride = pr.k;
-        p.norm_weight = pr.norm ? norm : nullptr;
-        p.eps = 1e-5f;
-        p.swiglu = pr.swiglu;
-        p.weight = w + r * wstride;
-        p.weight_row_stride = pr.k;
-        p.residual = pr.residual ? residual : nullptr;
-        p.residual_row_stride = n_out;
-        p.out = out;
-        p.rows = 1;
-        p.n = pr.n;
-        p.k = pr.k;
-        p.split = split;
-        return fl::launch(p, s, sms);
-      };
-    }
-    return [this](int r, cudaStream_t s) {
-      fl::Int4Problem p;
-      p.x = x;
-      p.x_row_stride = pr.k;
-      p.k_x = pr.k;
-      p.norm_weight = pr.norm ? norm : nullptr;
-      p.eps = 1e-5f;
-      p.swiglu = pr.swiglu;
-      p.qdata = w + r * wstride;
-      p.scale_and_zero = sz + r * sstride;
-      p.k = kp;
-      p.n_packed = pr.n;
-      p.group = kGroup;
-      p.inner_k_tiles = 8;
-      p.residual = pr.residual ? residual : nullptr;
-      p.residual_row_stride = n_out;
-      p.out = out;
-      p.rows = 1;
-      p.n = pr.n;
-      return fl::launch_int4(p, s);
+    return [this, sms, split](int r, cudaStream_t s) {
+      FusedCall c;
+      c.int4 = int4;
+      c.x = x;
+      c.norm = pr.norm ? norm : nullptr;
+      c.w = w + r * wstride;
+      c.sz = int4 ? sz + r * sstride : nullptr;
+      c.residual = pr.residual ? residual : nullptr;
+      c.out = out;
+      c.n = pr.n;
+      c.k = pr.k;
+      c.kp = kp;
+      c.swiglu = pr.swiglu;
+      c.split = split;
+      return launch_fused(c, sms, s);
     };
   }
 };
@@ -304,45 +333,20 @@ struct Layers {
 
   int project(const Weights& w, const void* x, bool with_norm, bool swiglu, const void* residual, void* out,
               bool early, int sms, cudaStream_t s) const {
-    const int64_t n_out = swiglu ? w.n / 2 : w.n;
-    if (!int4) {
-      fl::Problem p;
-      p.x = x;
-      p.x_row_stride = w.k;
-      p.norm_weight = with_norm ? norm : nullptr;
-      p.eps = 1e-5f;
-      p.swiglu = swiglu;
-      p.weight = w.w;
-      p.weight_row_stride = w.k;
-      p.residual = residual;
-      p.residual_row_stride = n_out;
-      p.out = out;
-      p.rows = 1;
-      p.n = w.n;
-      p.k = w.k;
-      p.weights_early = early;
-      return fl::launch(p, s, sms);
-    }
-    fl::Int4Problem p;
-    p.x = x;
-    p.x_row_stride = w.k;
-    p.k_x = w.k;
-    p.norm_weight = with_norm ? norm : nullptr;
-    p.eps = 1e-5f;
-    p.swiglu = swiglu;
-    p.qdata = w.w;
-    p.scale_and_zero = w.sz;
-    p.k = w.kp;
-    p.n_packed = w.n;
-    p.group = kGroup;
-    p.inner_k_tiles = 8;
-    p.residual = residual;
-    p.residual_row_stride = n_out;
-    p.out = out;
-    p.rows = 1;
-    p.n = w.n;
-    p.weights_early = early;
-    return fl::launch_int4(p, s);
+    FusedCall c;
+    c.int4 = int4;
+    c.x = x;
+    c.norm = with_norm ? norm : nullptr;
+    c.w = w.w;
+    c.sz = w.sz;
+    c.residual = residual;
+    c.out = out;
+    c.n = w.n;
+    c.k = w.k;
+    c.kp = w.kp;
+    c.swiglu = swiglu;
+    c.weights_early = early;
+    return launch_fused(c, sms, s);
   }
 
   // Layer l's six kernels.

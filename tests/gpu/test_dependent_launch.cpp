@@ -11,6 +11,10 @@
 // stream order) and on, with inputs that change from run to run (a consumer reading too early would
 // see the previous run's values or NaN), and every output must be bitwise the same: the kernels are
 // deterministic, so any difference is a read before the producer's write landed.
+//
+// The second case runs the fused exports' chain the same way (the fused linear operator, bf16 and
+// int4, around the attention), with its weights marked as the runtime marks a program's read-only
+// constants: there the projections also issue their first weight loads before their wait.
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
@@ -110,16 +114,45 @@ struct ChainOutputs {
   std::vector<uint16_t> y, a, z, u;
 };
 
+// For one run of a chain: dependent launch on or off, and `stream` as the shim's current stream.
+class ChainScope {
+ public:
+  ChainScope(bool dependent_launch, cudaStream_t stream) : scope_(settings(dependent_launch)) {
+    REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous_) == 0);
+  }
+  ~ChainScope() { aoti_cuda_shim_set_current_stream(0, previous_, nullptr); }
+  ChainScope(const ChainScope&) = delete;
+  ChainScope& operator=(const ChainScope&) = delete;
+
+ private:
+  const aoti_cuda::shim::OpSettings* settings(bool dependent_launch) {
+    settings_.dependent_launch = dependent_launch;
+    settings_.gemv_max_rows = 1;
+    return &settings_;
+  }
+  aoti_cuda::shim::OpSettings settings_;
+  aoti_cuda::shim::OpSettingsScope scope_;
+  void* previous_ = nullptr;
+};
+
+// The chain's attention step: y's row as 16 query heads over the K / V cache; the output, and a [1, kModel] view.
+struct Attended {
+  OwnedTensor a, flat;
+};
+Attended attend(const Weights& w, const OwnedTensor& y) {
+  OwnedTensor q = view(y, {1, kHeads, 1, kDim});
+  Attended r;
+  const AOTITorchError rc = aoti_torch_cuda_aoti_cuda_decode_attention(
+      q.get(), w.k.get(), w.v.get(), w.pos.get(), 1.0 / std::sqrt(static_cast<double>(kDim)), r.a.out());
+  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
+  r.flat = view(r.a, {1, kModel});
+  return r;
+}
+
 // The chain on `stream`, queued without a synchronization in between, with the given settings.
 ChainOutputs run_chain(const Weights& w, const std::vector<uint16_t>& x_host, bool dependent_launch,
                        cudaStream_t stream) {
-  aoti_cuda::shim::OpSettings settings;
-  settings.dependent_launch = dependent_launch;
-  settings.gemv_max_rows = 1;
-  const aoti_cuda::shim::OpSettingsScope scope(&settings);
-  void* previous = nullptr;
-  REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous) == 0);
-
+  const ChainScope scope(dependent_launch, stream);
   OwnedTensor x = empty({1, kIn}, {}, kBF16, kCUDA, 0);
   OwnedTensor y = empty({1, kModel}, {}, kBF16, kCUDA, 0);
   OwnedTensor u = empty({1, kOut}, {}, kBF16, kCUDA, 0);
@@ -128,21 +161,35 @@ ChainOutputs run_chain(const Weights& w, const std::vector<uint16_t>& x_host, bo
   REQUIRE(cudaMemsetAsync(u.data(), 0xff, kOut * 2, stream) == cudaSuccess);
   AOTITorchError rc = aoti_torch_cuda_mm_out(y.get(), x.get(), w.w1.get());
   REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
-  OwnedTensor q = view(y, {1, kHeads, 1, kDim});
-  OwnedTensor a;
-  rc = aoti_torch_cuda_aoti_cuda_decode_attention(q.get(), w.k.get(), w.v.get(), w.pos.get(),
-                                                  1.0 / std::sqrt(static_cast<double>(kDim)), a.out());
-  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
-  OwnedTensor a2 = view(a, {1, kModel});
+  const Attended a = attend(w, y);
   OwnedTensor z;
-  rc = aoti_torch_cuda__weight_int4pack_mm(a2.get(), w.w2.get(), kGroup, w.sz2.get(), z.out());
+  rc = aoti_torch_cuda__weight_int4pack_mm(a.flat.get(), w.w2.get(), kGroup, w.sz2.get(), z.out());
   REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
   rc = aoti_torch_cuda_mm_out(u.get(), z.get(), w.w3.get());
   REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
-  REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
   REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-  return {read_bf16(y.data(), kModel), read_bf16(a.data(), kModel), read_bf16(z.data(), kWide),
+  return {read_bf16(y.data(), kModel), read_bf16(a.a.data(), kModel), read_bf16(z.data(), kWide),
           read_bf16(u.data(), kOut)};
+}
+
+// Bitwise the same with the overlap as without.
+void check_same(const ChainOutputs& overlapped, const ChainOutputs& plain) {
+  CHECK(overlapped.y == plain.y);
+  CHECK(overlapped.a == plain.a);
+  CHECK(overlapped.z == plain.z);
+  CHECK(overlapped.u == plain.u);
+}
+
+// run(input, dependent_launch, stream) for every input with the overlap off, then for every input with it on: each
+// overlapped run follows a run of other inputs, so a stale read cannot match by chance.
+template <class Run>
+void run_off_then_on(const std::vector<std::vector<uint16_t>>& inputs, Run run, std::vector<ChainOutputs>& plain,
+                     std::vector<ChainOutputs>& overlapped) {
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  for (const auto& x : inputs) plain.push_back(run(x, false, stream));
+  for (const auto& x : inputs) overlapped.push_back(run(x, true, stream));
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
 
 int nan_count(const std::vector<uint16_t>& v) {
@@ -163,13 +210,10 @@ TEST_CASE("gpu: dependent launch: each kernel of a decode-like chain reads what 
   constexpr int kRuns = 4;
   std::vector<std::vector<uint16_t>> inputs;
   for (int r = 0; r < kRuns; ++r) inputs.push_back(random_bf16(static_cast<std::size_t>(kIn), 1.f, rng));
-  cudaStream_t stream = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
   std::vector<ChainOutputs> plain, overlapped;
-  for (int r = 0; r < kRuns; ++r) plain.push_back(run_chain(w, inputs[r], false, stream));
-  // Each overlapped run follows a run of other inputs, so a stale read cannot match by chance.
-  for (int r = 0; r < kRuns; ++r) overlapped.push_back(run_chain(w, inputs[r], true, stream));
-  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  run_off_then_on(
+      inputs, [&](const std::vector<uint16_t>& x, bool on, cudaStream_t s) { return run_chain(w, x, on, s); }, plain,
+      overlapped);
 
   // The plain chain is the reference: y against float64, and nothing left NaN.
   std::vector<uint16_t> w1(static_cast<std::size_t>(kIn * kModel));
@@ -186,11 +230,7 @@ TEST_CASE("gpu: dependent launch: each kernel of a decode-like chain reads what 
     CHECK(off == 0);
     CHECK(nan_count(plain[r].u) == 0);
     CHECK(nan_count(plain[r].z) == 0);
-    // Bitwise the same with the overlap.
-    CHECK(overlapped[r].y == plain[r].y);
-    CHECK(overlapped[r].a == plain[r].a);
-    CHECK(overlapped[r].z == plain[r].z);
-    CHECK(overlapped[r].u == plain[r].u);
+    check_same(overlapped[r], plain[r]);
   }
   // The runs differ from one another (else a stale read would go unnoticed).
   CHECK(plain[0].u != plain[1].u);
@@ -214,33 +254,23 @@ struct FusedWeights {
 // before it wrote; with the overlap, each projection's weight loads go out before its wait.
 ChainOutputs run_fused_chain(const Weights& w, const FusedWeights& f, const std::vector<uint16_t>& x_host,
                              bool dependent_launch, cudaStream_t stream) {
-  aoti_cuda::shim::OpSettings settings;
-  settings.dependent_launch = dependent_launch;
-  const aoti_cuda::shim::OpSettingsScope scope(&settings);
-  void* previous = nullptr;
-  REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous) == 0);
+  const ChainScope scope(dependent_launch, stream);
   OwnedTensor x = empty({1, kIn}, {}, kBF16, kCUDA, 0);
   REQUIRE(cudaMemcpyAsync(x.data(), x_host.data(), x_host.size() * 2, cudaMemcpyHostToDevice, stream) == cudaSuccess);
   OwnedTensor y;
   AtenTensorHandle norm = f.norm.get();
   AOTITorchError rc = aoti_torch_cuda_aoti_cuda_fused_linear(x.get(), &norm, 1e-5, 0, f.w1.get(), nullptr, y.out());
   REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
-  OwnedTensor q = view(y, {1, kHeads, 1, kDim});
-  OwnedTensor a;
-  rc = aoti_torch_cuda_aoti_cuda_decode_attention(q.get(), w.k.get(), w.v.get(), w.pos.get(),
-                                                  1.0 / std::sqrt(static_cast<double>(kDim)), a.out());
-  REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
-  OwnedTensor a2 = view(a, {1, kModel});
+  const Attended a = attend(w, y);
   OwnedTensor z, u;
-  rc = aoti_torch_cuda_aoti_cuda_fused_linear_int4(a2.get(), nullptr, 1e-5, 0, f.w2.get(), f.sz2.get(), kGroup, kWide,
-                                                   nullptr, z.out());
+  rc = aoti_torch_cuda_aoti_cuda_fused_linear_int4(a.flat.get(), nullptr, 1e-5, 0, f.w2.get(), f.sz2.get(), kGroup,
+                                                   kWide, nullptr, z.out());
   REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
   AtenTensorHandle residual = f.residual.get();
   rc = aoti_torch_cuda_aoti_cuda_fused_linear(z.get(), nullptr, 1e-5, 0, f.w3.get(), &residual, u.out());
   REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
-  REQUIRE(aoti_cuda_shim_set_current_stream(0, previous, nullptr) == 0);
   REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-  return {read_bf16(y.data(), kModel), read_bf16(a.data(), kModel), read_bf16(z.data(), kWide),
+  return {read_bf16(y.data(), kModel), read_bf16(a.a.data(), kModel), read_bf16(z.data(), kWide),
           read_bf16(u.data(), kOut)};
 }
 
@@ -264,19 +294,15 @@ TEST_CASE("gpu: dependent launch: fused projections load constant weights before
   constexpr int kRuns = 4;
   std::vector<std::vector<uint16_t>> inputs;
   for (int r = 0; r < kRuns; ++r) inputs.push_back(random_bf16(static_cast<std::size_t>(kIn), 1.f, rng));
-  cudaStream_t stream = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
   std::vector<ChainOutputs> plain, overlapped;
-  for (int r = 0; r < kRuns; ++r) plain.push_back(run_fused_chain(w, f, inputs[r], false, stream));
-  for (int r = 0; r < kRuns; ++r) overlapped.push_back(run_fused_chain(w, f, inputs[r], true, stream));
-  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+  run_off_then_on(
+      inputs,
+      [&](const std::vector<uint16_t>& x, bool on, cudaStream_t s) { return run_fused_chain(w, f, x, on, s); }, plain,
+      overlapped);
   for (int r = 0; r < kRuns; ++r) {
     CAPTURE(r);
     CHECK(nan_count(plain[r].u) == 0);
-    CHECK(overlapped[r].y == plain[r].y);
-    CHECK(overlapped[r].a == plain[r].a);
-    CHECK(overlapped[r].z == plain[r].z);
-    CHECK(overlapped[r].u == plain[r].u);
+    check_same(overlapped[r], plain[r]);
   }
   CHECK(plain[0].u != plain[1].u);
 }
