@@ -451,6 +451,10 @@ kernel_benches() {
     # 22 decode layers in one graph: plain launches, dependent launch, dependent launch with the weights loaded early.
     step fused_linear_chain 60 "$BUILD/bench/aoti_cuda_fused_linear_bench" --chain
   fi
+  # Whether a kernel's parameter count changes the gaps inside a graph (the stock export's 1.043x; seconds).
+  if [[ -x "$BUILD/bench/aoti_cuda_graph_gap_probe" ]]; then
+    step graph_gap_probe 30 "$BUILD/bench/aoti_cuda_graph_gap_probe"
+  fi
 }
 
 # K: the kernels alone, no export (about a minute with the GPU suite): to measure a kernel change before spending
