@@ -1,7 +1,8 @@
 // generate: greedy decoding with an LLM program (prefill + decode methods), everything on the GPU.
 //
 //   generate llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]
-//                    [--expect-tokens 5,9,...] [--no-graphs] [--profile-kernels] [--json OUT]
+//                    [--expect-tokens 5,9,... [--expect-top 5:12.5,9:12.4;...]] [--no-graphs] [--profile-kernels]
+//                    [--json OUT]
 //                    [--decode-at 128,1024,4000 [--decode-window 64] [--max-ctx 4096]]
 //
 // The program is what tools/export/llm/export_llm.py writes (ExecuTorch 1.2 CUDA backend):
@@ -28,10 +29,14 @@
 // length, checked before any step runs (a position past the cache would index outside it on the GPU).
 // --expect-tokens: the first prompt's generated ids are compared with these (how many lead the same), and then
 // each decode step is fed the expected previous id (teacher forcing): how many steps give the expected next one.
+// --expect-top: eager's highest logits at each of those steps ("id:logit" by ',', steps by ';'; the exporter's
+// manifest has them): each teacher-forced miss is then told apart into a near tie or a clear miss
+// (reference_check.hpp).
 #include <aoti_cuda/aoti_cuda.hpp>
 #include <cuda_runtime_api.h>
 
 #include "decode_plan.hpp"
+#include "reference_check.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -70,6 +75,7 @@ std::vector<int64_t> parse_ids(const std::string& s) {
 struct Options {
   std::string program, json;
   std::vector<int64_t> prompt_ids, prompt_lens{128, 512}, expect, decode_at;
+  std::vector<std::vector<reference_check::Candidate>> expect_top;  // eager's highest logits per expected id
   int new_tokens = 256, reps = 5;
   int64_t decode_window = 64, max_ctx = 0;
   bool graphs = true;
@@ -201,8 +207,8 @@ std::vector<int64_t> run_prompt(Generator& g, const std::vector<int64_t>& ids, c
 // forcing): the first from prefill, then step i from expect[i]. Free-running greedy generation parts from the
 // expected ids for good at the first near tie (random weights make them common); this counts each step on its own,
 // so a runtime or kernel error shows as many misses, a near tie as one.
-void teacher_forced(Generator& g, const std::vector<int64_t>& prompt, std::vector<int64_t> expect, int64_t slots,
-                    Report& r) {
+void teacher_forced(Generator& g, const std::vector<int64_t>& prompt, std::vector<int64_t> expect,
+                    const std::vector<std::vector<reference_check::Candidate>>& top, int64_t slots, Report& r) {
   if (static_cast<int64_t>(expect.size()) > slots - 1) expect.resize(static_cast<size_t>(slots - 1));
   const int64_t len = static_cast<int64_t>(prompt.size());
   Tensor host = Tensor::empty({static_cast<int64_t>(expect.size())}, DType::kInt64);
@@ -221,6 +227,25 @@ void teacher_forced(Generator& g, const std::vector<int64_t>& prompt, std::vecto
               missed.empty() ? "" : "; missed at steps ", missed.c_str());
   r.num("forced_match", static_cast<double>(agree));
   r.num("forced_count", static_cast<double>(expect.size()));
+  if (top.empty()) return;
+  // With eager's highest logits: each miss a near tie (eager's own margin within bf16's precision) or not.
+  size_t ties = 0, clear = 0;
+  for (size_t i = 0; i < expect.size(); ++i) {
+    if (out[i] == expect[i] || i >= top.size()) continue;
+    const reference_check::Miss m = reference_check::classify(i, expect[i], out[i], top[i]);
+    if (m.near_tie) ++ties;
+    else ++clear;
+    if (m.known) {
+      std::printf("  step %zu: %lld instead of eager's %lld, eager's margin %.4f: %s\n", i, static_cast<long long>(m.got),
+                  static_cast<long long>(m.expected), m.margin, m.near_tie ? "a near tie" : "a clear miss");
+    } else {
+      std::printf("  step %zu: %lld instead of eager's %lld, not among eager's %zu highest logits: a clear miss\n", i,
+                  static_cast<long long>(m.got), static_cast<long long>(m.expected), top[i].size());
+    }
+  }
+  std::printf("teacher-forced misses: %zu near ties, %zu clear\n", ties, clear);
+  r.num("forced_near_ties", static_cast<double>(ties));
+  r.num("forced_clear_misses", static_cast<double>(clear));
 }
 
 // The kind of a kernel, from its name: Triton kernels as Inductor names them
@@ -413,7 +438,7 @@ int generate(const Options& o) {
         r.num("expect_count", static_cast<double>(o.expect.size()));
       }
     }
-    if (!o.expect.empty()) teacher_forced(g, prompts.front(), o.expect, slots, r);
+    if (!o.expect.empty()) teacher_forced(g, prompts.front(), o.expect, o.expect_top, slots, r);
     if (o.profile_kernels) {  // after the measurements: profiling slows the calls it profiles
       int64_t len = 0;
       for (const std::vector<int64_t>& prompt : prompts) {  // keys: prefill_ for the last prompt, as before
@@ -452,33 +477,45 @@ int generate(const Options& o) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also through a pipe
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (a == "-h" || a == "--help") {
-      std::printf("usage: %s llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]\n"
-                  "                  [--expect-tokens ids] [--no-graphs] [--profile-kernels] [--json OUT]\n"
-                  "                  [--decode-at P1,P2,... [--decode-window 64] [--max-ctx N]]\n", argv[0]);
-      return 0;
-    } else if (a == "--prompt-ids" && has_value) o.prompt_ids = parse_ids(argv[++i]);
-    else if (a == "--prompt-lens" && has_value) o.prompt_lens = parse_ids(argv[++i]);
-    else if (a == "--expect-tokens" && has_value) o.expect = parse_ids(argv[++i]);
-    else if (a == "--new-tokens" && has_value) o.new_tokens = std::stoi(argv[++i]);
-    else if (a == "--reps" && has_value) o.reps = std::stoi(argv[++i]);
-    else if (a == "--json" && has_value) o.json = argv[++i];
-    else if (a == "--decode-at" && has_value) o.decode_at = parse_ids(argv[++i]);
-    else if (a == "--decode-window" && has_value) o.decode_window = std::stoll(argv[++i]);
-    else if (a == "--max-ctx" && has_value) o.max_ctx = std::stoll(argv[++i]);
-    else if (a == "--no-graphs") o.graphs = false;
-    else if (a == "--profile-kernels") o.profile_kernels = true;
-    else if (o.program.empty() && a.rfind("--", 0) != 0) o.program = a;
-    else {
-      std::fprintf(stderr, "unknown or incomplete option %s (see --help)\n", a.c_str());
-      return 2;
+  try {  // a value that does not parse (std::stoi, --expect-top) is a usage error, not a crash
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      const bool has_value = i + 1 < argc;
+      if (a == "-h" || a == "--help") {
+        std::printf("usage: %s llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]\n"
+                    "                  [--expect-tokens ids [--expect-top id:logit,...;...]] [--no-graphs]\n"
+                    "                  [--profile-kernels] [--json OUT]\n"
+                    "                  [--decode-at P1,P2,... [--decode-window 64] [--max-ctx N]]\n", argv[0]);
+        return 0;
+      } else if (a == "--prompt-ids" && has_value) o.prompt_ids = parse_ids(argv[++i]);
+      else if (a == "--prompt-lens" && has_value) o.prompt_lens = parse_ids(argv[++i]);
+      else if (a == "--expect-tokens" && has_value) o.expect = parse_ids(argv[++i]);
+      else if (a == "--expect-top" && has_value) o.expect_top = reference_check::parse_top(argv[++i]);
+      else if (a == "--new-tokens" && has_value) o.new_tokens = std::stoi(argv[++i]);
+      else if (a == "--reps" && has_value) o.reps = std::stoi(argv[++i]);
+      else if (a == "--json" && has_value) o.json = argv[++i];
+      else if (a == "--decode-at" && has_value) o.decode_at = parse_ids(argv[++i]);
+      else if (a == "--decode-window" && has_value) o.decode_window = std::stoll(argv[++i]);
+      else if (a == "--max-ctx" && has_value) o.max_ctx = std::stoll(argv[++i]);
+      else if (a == "--no-graphs") o.graphs = false;
+      else if (a == "--profile-kernels") o.profile_kernels = true;
+      else if (o.program.empty() && a.rfind("--", 0) != 0) o.program = a;
+      else {
+        std::fprintf(stderr, "unknown or incomplete option %s (see --help)\n", a.c_str());
+        return 2;
+      }
     }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bad option value: %s (see --help)\n", e.what());
+    return 2;
   }
   if (o.program.empty()) {
     std::fprintf(stderr, "usage: %s llm.pte [options] (see --help)\n", argv[0]);
+    return 2;
+  }
+  if (!o.expect_top.empty() && o.expect_top.size() != o.expect.size()) {
+    std::fprintf(stderr, "--expect-top lists %zu steps but --expect-tokens %zu ids: give both from one reference\n",
+                 o.expect_top.size(), o.expect.size());
     return 2;
   }
   try {

@@ -76,8 +76,8 @@ A_EXPORTS=$(for part in ${LLM_PARTS//,/ }; do case $part in llm) echo bf16 ;; in
 PACK_FILES="aoti_cuda libaoti_cuda.so.0 examples/generate/generate bench/aoti_cuda_read_bw bench/aoti_cuda_bench
 tests/aoti_cuda_load_order_tests tests/libaoti_cuda_load_order_cases.so bench/libaoti_cuda_graph_trace.so"
 # The flags each stage passes to generate; the dry run finds every one in `generate --help`.
-GENERATE_FLAGS="--prompt-lens --new-tokens --reps --profile-kernels --expect-tokens --no-graphs --json --decode-at
---decode-window --max-ctx"
+GENERATE_FLAGS="--prompt-lens --new-tokens --reps --profile-kernels --expect-tokens --expect-top --no-graphs --json
+--decode-at --decode-window --max-ctx"
 ORDER_FILTER='-tc=*pinned staging*'  # tests/load_order/gpu_cases.cpp: the large-program upload case alone
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -224,10 +224,15 @@ setup_python() {
 export_flags() {
   python3 -c "import sys; sys.path.insert(0, 'bench/llm'); import bench_llm; print(' '.join(bench_llm.EXPORTS[sys.argv[1]][1]))" "$1"
 }
-# The eager reference tokens an export recorded for its 128-token prompt ("" when none).
+# The eager reference tokens an export recorded for its 128-token prompt ("" when none), and eager's highest logits
+# at each of those steps when the export recorded them (generate tells its teacher-forced misses apart with them).
 expect_tokens() {
   python3 -c "import json,sys; r=(json.load(open(sys.argv[1])).get('reference') or {}); t=r.get('tokens') or []
-print('--expect-tokens ' + ','.join(map(str, t)) if t and r.get('prompt_len') == 128 else '')" "$1" 2>/dev/null
+top=r.get('top') or []
+ok=t and r.get('prompt_len') == 128
+print(('--expect-tokens ' + ','.join(map(str, t)) if ok else '') + (' --expect-top ' + ';'.join(
+    ','.join('%d:%.9g' % (i, v) for i, v in step) for step in top) if ok and len(top) == len(t) else ''))" \
+    "$1" 2>/dev/null
 }
 
 # ---- stages ----------------------------------------------------------------------------------------------------

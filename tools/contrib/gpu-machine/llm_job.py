@@ -144,6 +144,9 @@ def long_summary(gen, manifest, ref=None, ref_manifest=None, trace=None, ref_tra
         res["expect_match"] = [gen.get("expect_match"), gen.get("expect_count")]
         # Every step fed eager's previous token (generate's teacher forcing): a kernel error misses many steps.
         res["forced_match"] = [gen.get("forced_match"), gen.get("forced_count")]
+        # Its misses told apart with eager's own logits (generate --expect-top): near ties and clear misses.
+        if gen.get("forced_near_ties") is not None:
+            res["forced_misses"] = {"near_ties": gen.get("forced_near_ties"), "clear": gen.get("forced_clear_misses")}
     if ref:
         res["reference"] = {"max_ctx": ((ref_manifest or {}).get("config") or {}).get("max_ctx"),
                             "export": {k: (ref_manifest or {}).get(k) for k in ("quant", "gemm", "sdpa")},
@@ -337,6 +340,10 @@ def markdown(doc):
         agree = [(label, val.get(k) or [None, None]) for label, k in
                  (("leading the same", "expect_match"), ("teacher-forced steps", "forced_match"))]
         said = [f"{label} {int(m)}/{int(n)}" for label, (m, n) in agree if n]
+        misses = val.get("forced_misses")
+        if said and misses:
+            said.append(f"of the teacher-forced misses {misses['near_ties']} near ties and {misses['clear']} clear "
+                        "(eager's own margin within two bf16 steps, or not)")
         if said:
             lines.append("\nTokens against the export's eager reference (128-token prompt): " + ", ".join(said) + ".")
     return "\n".join(lines)

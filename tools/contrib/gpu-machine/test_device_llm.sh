@@ -80,6 +80,20 @@ if LLM_PARTS=fp8 bash "$HERE/device-llm.sh" --dry-run "$T/out" "$C/aoti" A2 > "$
 elif grep -q "LLM_PARTS must name llm and/or int4" "$T/bad_parts.log"; then ok "LLM_PARTS=fp8 is refused, saying why"
 else cat "$T/bad_parts.log"; bad "LLM_PARTS=fp8: no reason given"; fi
 
+# The reference flags generate gets from an export's manifest: the tokens, and eager's highest logits when recorded;
+# generate must parse what they become (it then stops for want of the program or a GPU, not at its options: not 2).
+source <(sed -n '/^expect_tokens() {/,/^}/p' "$HERE/device-llm.sh")
+echo '{"reference": {"prompt_len": 128, "tokens": [5, 9], "top": [[[5, 12.5], [9, 12.4375]], [[9, 3.0], [1, -2.5]]]}}' \
+  > "$T/with_top.json"
+echo '{"reference": {"prompt_len": 128, "tokens": [5, 9]}}' > "$T/tokens_only.json"
+echo '{"reference": {"prompt_len": 512, "tokens": [5, 9], "top": [[[5, 1.0]], [[9, 1.0]]]}}' > "$T/other_prompt.json"
+flags="$(expect_tokens "$T/with_top.json")"
+"$BUILD/examples/generate/generate" "$T/none.pte" $flags > "$T/gen_flags.log" 2>&1; rc=$?
+if [[ "$flags" == "--expect-tokens 5,9 --expect-top 5:12.5,9:12.4375;9:3,1:-2.5" && $rc != 2 &&
+      "$(expect_tokens "$T/tokens_only.json")" == "--expect-tokens 5,9" && -z "$(expect_tokens "$T/other_prompt.json")" ]]
+then ok "reference flags: tokens, eager's highest logits when recorded, and generate parses them"
+else echo "flags: '$flags' (generate exit $rc)"; cat "$T/gen_flags.log"; bad "reference flags from the manifest"; fi
+
 # The real step machinery (not the dry run): timeouts, failures, the stage deadline, results after every step.
 MIN_STEP_S=1 STEP_MARGIN_S=1 BUDGET=8 bash "$HERE/device-llm.sh" "$T/self" "$C/aoti" selftest > "$T/self.log" 2>&1
 if python3 - "$T/self/selftest_results.json" <<'PY' 2>&1

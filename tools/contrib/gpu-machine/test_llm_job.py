@@ -115,6 +115,16 @@ def main() -> int:
                                "forced_match": [31.0, 32.0]}}
         check("markdown: the free-running and the teacher-forced token agreement",
               "leading the same 1/32, teacher-forced steps 31/32." in llm_job.markdown(long_doc))
+        long_doc["long_x"]["forced_misses"] = {"near_ties": 1, "clear": 0}
+        check("markdown: the teacher-forced misses told apart into near ties and clear misses",
+              "teacher-forced steps 31/32, of the teacher-forced misses 1 near ties and 0 clear"
+              in llm_job.markdown(long_doc))
+        summary = llm_job.long_summary({"forced_match": 30, "forced_count": 32, "forced_near_ties": 2,
+                                        "forced_clear_misses": 0}, None)
+        check("long summary: generate's near ties and clear misses, when it had eager's logits",
+              summary["forced_misses"] == {"near_ties": 2, "clear": 0}
+              and "forced_misses" not in llm_job.long_summary({"forced_match": 30, "forced_count": 32}, None))
+        del long_doc["long_x"]["forced_misses"]
         long_doc["long_x"]["forced_match"] = [None, None]
         check("markdown: a run without teacher forcing says only what it measured",
               "leading the same 1/32." in llm_job.markdown(long_doc)

@@ -88,22 +88,37 @@ def quantize_int4(model, group_size: int = 128) -> int:
     return count
 
 
+REFERENCE_TOP = 8  # eager's highest logits recorded per reference step
+
+
+def top_logits(logits, k: int = REFERENCE_TOP):
+    """[[id, logit], ...]: the k highest of a [1, V] logits row, highest first, logits as float32 values."""
+    import torch
+
+    values, ids = torch.topk(logits.reshape(-1).float(), k)
+    return [[int(i), float(v)] for i, v in zip(ids.tolist(), values.tolist())]
+
+
 def greedy_reference(model, prompt, new_tokens: int):
-    """Eager greedy generation on `model` (its cache is reset before and after)."""
+    """Eager greedy generation on `model` (its cache is reset before and after): the tokens, and eager's highest
+    logits at each step, so that a runtime's teacher-forced miss can be told apart into a near tie or a clear miss
+    (examples/generate/reference_check.hpp)."""
     import torch
 
     model.reset_cache()
-    out = []
+    out, top = [], []
     with torch.no_grad():
-        _, tok = model.prefill(prompt)
+        logits, tok = model.prefill(prompt)
         out.append(int(tok))
+        top.append(top_logits(logits))
         pos = prompt.shape[1]
         for _ in range(new_tokens - 1):
-            _, tok = model.decode(tok, torch.tensor([pos], device=prompt.device))
+            logits, tok = model.decode(tok, torch.tensor([pos], device=prompt.device))
             out.append(int(tok))
+            top.append(top_logits(logits))
             pos += 1
     model.reset_cache()
-    return out
+    return out, top
 
 
 def export_methods(model, cfg, hint: int, device):
@@ -321,8 +336,8 @@ def prepare_model(args, cfg, device, times):
     if args.reference_tokens > 0:
         plen = min(args.reference_prompt, cfg.max_prefill)
         prompt = prompt_tokens(plen, cfg.vocab).to(device)
-        tokens = timed(times, "reference_s", greedy_reference, model, prompt, args.reference_tokens)
-        reference = {"prompt_len": plen, "tokens": tokens}
+        tokens, top = timed(times, "reference_s", greedy_reference, model, prompt, args.reference_tokens)
+        reference = {"prompt_len": plen, "tokens": tokens, "top": top}
         print(f"eager reference ({plen}-token prompt): {tokens[:16]} ...", flush=True)
     return model, reference
 

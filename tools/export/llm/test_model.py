@@ -8,6 +8,7 @@
 - decode step by step from a 2-token prefill reaches the same logits as one prefill;
 - the cache matters (decode on an empty cache differs), and prefill resets earlier state;
 - weights are the same for the same seed and differ for another; num_params() counts them;
+- the exporter's eager reference records eager's highest logits at each step (generate --expect-top);
 - torch.export of both methods succeeds with T dynamic (what export_llm.py runs before lowering);
 - aoti_cuda's decode attention operator (decode_attention_op.py, --sdpa decode-op): against a float64 softmax
   reference with grouped-query heads and one position per sequence, decode through it gives the masked model's
@@ -380,7 +381,16 @@ def main() -> int:
     big = get_config("1b")
     check("1b config has >= 1e9 parameters", big.num_params() >= 1_000_000_000)
 
-    from export_llm import export_methods
+    from export_llm import REFERENCE_TOP, export_methods, greedy_reference
+
+    tokens, top = greedy_reference(m, toks[:, :8], 5)
+    check("reference: eager's highest logits per step, highest first, the first one the greedy token",
+          len(tokens) == 5 and len(top) == 5 and all(len(t) == REFERENCE_TOP for t in top)
+          and all(t[0][0] == tok for t, tok in zip(top, tokens))
+          and all(a[1] >= b[1] for t in top for a, b in zip(t, t[1:])))
+    with torch.no_grad():
+        first, _ = m.prefill(toks[:, :8])
+    check("reference: the first step's logits are prefill's", abs(top[0][0][1] - float(first.max())) < 1e-6)
 
     bf = build_model(cfg, device="cpu")
     progs = export_methods(bf, cfg, 16, "cpu")
