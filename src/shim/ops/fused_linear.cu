@@ -176,8 +176,8 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
       residual = load<kHalf>(p.residual, row * p.residual_row_stride + col);
     }
   };
-  // Launched with programmatic dependent launch (dependent_launch.hpp): the weights (and the norm weight) are read
-  // before the wait only when no kernel writes them (weights_early); x and the residual always after it.
+  // Launched with programmatic dependent launch (dependent_launch.hpp): the first weight loads go out before the
+  // wait only when no kernel writes the weights (weights_early); x, the norm weight and the residual always after it.
   if (!p.weights_early) pdl::wait_for_predecessor();
   start_weights(blockIdx.x);
   if (p.weights_early) pdl::wait_for_predecessor();
