@@ -185,12 +185,46 @@ std::vector<Tensor> new_results(RunState& run, const GraphEntry& e, bool want_de
 // otherwise, others as memcpy nodes.
 bool by_kernel(const FusedCall& c, std::size_t bytes) { return c.small_copy_kernels && bytes <= common::kSmallCopyMax; }
 
-cudaError_t add_copy_node(cudaGraphNode_t* node, cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t n_deps,
-                          void* dst, const void* src, std::size_t bytes, bool kernel) {
-  if (kernel) {
-    return static_cast<cudaError_t>(common::add_copy_kernel_node(node, graph, deps, n_deps, dst, src, bytes));
+struct CopySpec {
+  void* dst;
+  const void* src;
+  std::size_t bytes;
+  bool kernel;  // by_kernel()
+};
+
+// One side's copies as nodes after `deps`: the kernel ones grouped into list nodes (kCopyListMax copies each, in
+// order), the others memcpy nodes of their own. False when CUDA refuses.
+bool add_copies(GraphEntry::Fused::Copies& side, cudaGraph_t graph, const cudaGraphNode_t* deps, std::size_t n_deps,
+                const std::vector<CopySpec>& copies) {
+  int open = -1;  // the list node being filled
+  for (const CopySpec& c : copies) {
+    if (c.kernel && (open < 0 || side.lists[static_cast<std::size_t>(open)].count == common::kCopyListMax)) {
+      side.nodes.push_back(nullptr);  // added below, once its list is complete
+      side.lists.emplace_back();
+      open = static_cast<int>(side.nodes.size()) - 1;
+    }
+    if (c.kernel) {
+      common::CopyList& list = side.lists[static_cast<std::size_t>(open)];
+      side.node_of.push_back(open);
+      side.slot.push_back(list.count);
+      list.add(c.dst, c.src, c.bytes);
+      continue;
+    }
+    cudaGraphNode_t node = nullptr;
+    if (cudaGraphAddMemcpyNode1D(&node, graph, deps, n_deps, c.dst, c.src, c.bytes, cudaMemcpyDefault) != cudaSuccess) {
+      return false;
+    }
+    side.nodes.push_back(node);
+    side.lists.emplace_back();
+    side.node_of.push_back(static_cast<int>(side.nodes.size()) - 1);
+    side.slot.push_back(-1);
   }
-  return cudaGraphAddMemcpyNode1D(node, graph, deps, n_deps, dst, src, bytes, cudaMemcpyDefault);
+  for (std::size_t k = 0; k < side.nodes.size(); ++k) {
+    if (side.lists[k].count > 0 && common::add_copy_list_node(&side.nodes[k], graph, deps, n_deps, side.lists[k]) != 0) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // Builds copy nodes -> the plan as a child graph -> copy nodes, and the pinned
@@ -212,27 +246,23 @@ bool build_fused(GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c, cudaSt
                (out_bytes == 0 || ok(cudaMallocHost(&f.host_out, out_bytes))) &&
                (in_bytes == 0 || ok(cudaEventCreateWithFlags(&f.host_in_read, cudaEventDisableTiming))) &&
                ok(cudaGraphCreate(&f.graph, 0));
+  std::vector<CopySpec> ins, outs;
   for (std::size_t i = 0; built && i < n_in; ++i) {
     const void* src = c.kinds[i] == kIoStagedHost ? static_cast<char*>(f.host_in) + f.in_offset[i] : c.in[i];
-    cudaGraphNode_t n = nullptr;
-    const bool kernel = by_kernel(c, e.inputs[i].nbytes());
-    built = ok(add_copy_node(&n, f.graph, nullptr, 0, e.inputs[i].data(), src, e.inputs[i].nbytes(), kernel));
-    f.in_nodes.push_back(n);
-    f.in_kernel.push_back(kernel);
+    ins.push_back({e.inputs[i].data(), src, e.inputs[i].nbytes(), by_kernel(c, e.inputs[i].nbytes())});
     f.in_src.push_back(src);
   }
+  built = built && add_copies(f.in_copies, f.graph, nullptr, 0, ins);
   cudaGraphNode_t child = nullptr;
-  built = built && ok(cudaGraphAddChildGraphNode(&child, f.graph, f.in_nodes.data(), f.in_nodes.size(), e.plan));
+  built = built && ok(cudaGraphAddChildGraphNode(&child, f.graph, f.in_copies.nodes.data(), f.in_copies.nodes.size(),
+                                                 e.plan));
   for (std::size_t i = 0; built && i < c.out.size(); ++i) {
     void* dst = c.kinds[n_in + i] == kIoStagedHost ? static_cast<char*>(f.host_out) + f.out_offset[i] : c.out[i];
     const Tensor& src = e.outputs[i].tensor;
-    cudaGraphNode_t n = nullptr;
-    const bool kernel = by_kernel(c, src.nbytes());
-    built = ok(add_copy_node(&n, f.graph, &child, 1, dst, src.data(), src.nbytes(), kernel));
-    f.out_nodes.push_back(n);
-    f.out_kernel.push_back(kernel);
+    outs.push_back({dst, src.data(), src.nbytes(), by_kernel(c, src.nbytes())});
     f.out_dst.push_back(dst);
   }
+  built = built && add_copies(f.out_copies, f.graph, &child, 1, outs);
   built = built && ok(cudaGraphInstantiate(&f.exec, f.graph, 0)) && ok(cudaGraphUpload(f.exec, stream));
   if (!built) {
     f.failed = true;
@@ -262,13 +292,34 @@ GraphEntry::Fused* add_variant(GraphEntry& e, const FusedCall& c, cudaStream_t s
   return build_fused(e, *raw, c, stream) ? raw : nullptr;
 }
 
-// Re-points a copy node; false when CUDA refuses (the call then copies outside the graph).
-bool repoint(GraphEntry::Fused& f, cudaGraphNode_t node, bool kernel, void* dst, const void* src, std::size_t n) {
-  const cudaError_t err = kernel ? static_cast<cudaError_t>(common::set_copy_kernel_node(f.exec, node, dst, src, n))
-                                 : cudaGraphExecMemcpyNodeSetParams1D(f.exec, node, dst, src, n, cudaMemcpyDefault);
-  if (err == cudaSuccess) return true;
+// Re-points copy `i` of a side: a memcpy node at once; a copy of a list node in its list, the node marked in `dirty`
+// for flush(). False when CUDA refuses (the call then copies outside the graph).
+bool repoint(cudaGraphExec_t exec, GraphEntry::Fused::Copies& side, std::size_t i, void* dst, const void* src,
+             std::size_t n, std::vector<char>& dirty) {
+  const auto k = static_cast<std::size_t>(side.node_of[i]);
+  const int slot = side.slot[i];
+  if (slot >= 0) {
+    side.lists[k].dst[slot] = dst;
+    side.lists[k].src[slot] = src;
+    dirty[k] = 1;
+    return true;
+  }
+  if (cudaGraphExecMemcpyNodeSetParams1D(exec, side.nodes[k], dst, src, n, cudaMemcpyDefault) == cudaSuccess) {
+    return true;
+  }
   (void)cudaGetLastError();
   return false;
+}
+
+// Sets each list node repoint() changed, once.
+bool flush(cudaGraphExec_t exec, const GraphEntry::Fused::Copies& side, const std::vector<char>& dirty) {
+  for (std::size_t k = 0; k < side.nodes.size(); ++k) {
+    if (dirty[k] && common::set_copy_list_node(exec, side.nodes[k], side.lists[k]) != 0) {
+      (void)cudaGetLastError();
+      return false;
+    }
+  }
+  return true;
 }
 
 // Host inputs into the variant's staging buffer, once its last launch has read it.
@@ -286,18 +337,25 @@ void stage_host_inputs(GraphEntry::Fused& f, const FusedCall& c, const std::vect
 }
 
 // Re-points the nodes whose caller addresses changed; false when CUDA refuses.
+// The addresses are recorded only once every node holds them: after a refusal the next call re-points again.
 bool follow_addresses(const GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c) {
   const std::size_t n_in = c.in.size();
+  std::vector<char> in_dirty(f.in_copies.nodes.size(), 0), out_dirty(f.out_copies.nodes.size(), 0);
   for (std::size_t i = 0; i < n_in; ++i) {
     if (c.kinds[i] != kIoDevice || f.in_src[i] == c.in[i]) continue;
-    if (!repoint(f, f.in_nodes[i], f.in_kernel[i], e.inputs[i].data(), c.in[i], e.inputs[i].nbytes())) return false;
-    f.in_src[i] = c.in[i];
+    if (!repoint(f.exec, f.in_copies, i, e.inputs[i].data(), c.in[i], e.inputs[i].nbytes(), in_dirty)) return false;
   }
   for (std::size_t i = 0; i < c.out.size(); ++i) {
     if (c.kinds[n_in + i] == kIoStagedHost || f.out_dst[i] == c.out[i]) continue;
     const Tensor& src = e.outputs[i].tensor;
-    if (!repoint(f, f.out_nodes[i], f.out_kernel[i], c.out[i], src.data(), src.nbytes())) return false;
-    f.out_dst[i] = c.out[i];
+    if (!repoint(f.exec, f.out_copies, i, c.out[i], src.data(), src.nbytes(), out_dirty)) return false;
+  }
+  if (!flush(f.exec, f.in_copies, in_dirty) || !flush(f.exec, f.out_copies, out_dirty)) return false;
+  for (std::size_t i = 0; i < n_in; ++i) {
+    if (c.kinds[i] == kIoDevice) f.in_src[i] = c.in[i];
+  }
+  for (std::size_t i = 0; i < c.out.size(); ++i) {
+    if (c.kinds[n_in + i] != kIoStagedHost) f.out_dst[i] = c.out[i];
   }
   return true;
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "aoti_cuda/module.hpp"
+#include "common/small_copy.hpp"
 #include "runtime/method.hpp"
 #include "shim/allocator.hpp"
 
@@ -63,14 +64,20 @@ struct GraphEntry {
   /// only when the caller's addresses change. Host inputs and host outputs
   /// that are not page-locked go through the variant's own pinned buffers at
   /// fixed addresses (host_in, host_out). Copies up to kSmallCopyMax are
-  /// kernel nodes (common/small_copy.hpp; unless TuningOptions::small_copy_kernels
-  /// is false), larger ones memcpy nodes.
+  /// made by kernel nodes, up to kCopyListMax copies each (common/small_copy.hpp;
+  /// unless TuningOptions::small_copy_kernels is false), larger ones by memcpy nodes.
   struct Fused {
+    /// The copy nodes of one side (the inputs in, or the outputs out).
+    struct Copies {
+      std::vector<cudaGraphNode_t> nodes;   ///< every node of the side
+      std::vector<common::CopyList> lists;  ///< per node: the copies of a kernel node; empty for a memcpy node
+      std::vector<int> node_of;             ///< per copy: its node (index into nodes)
+      std::vector<int> slot;                ///< per copy: its slot in that node's list; -1 for a memcpy node
+    };
     std::vector<std::uint8_t> kinds;  ///< FusedIo per input, then per output (none: outputs not in the graph)
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
-    std::vector<cudaGraphNode_t> in_nodes, out_nodes;
-    std::vector<std::uint8_t> in_kernel, out_kernel;  ///< the node is a copy kernel (small_copy.hpp), not a memcpy
+    Copies in_copies, out_copies;
     std::vector<const void*> in_src;
     std::vector<void*> out_dst;
     std::vector<std::size_t> in_offset, out_offset;  ///< into host_in / host_out

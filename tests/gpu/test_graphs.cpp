@@ -2,7 +2,8 @@
 // (manifest-driven, tests/fixtures): graph replays bit-identical to the plain
 // path call by call (so stateful programs advance the same way), dynamic
 // shapes with the LRU bound, concurrent slots, caller streams, bound outputs,
-// and no device memory growth over many replays.
+// no device memory growth over many replays, and the kernel node that makes a
+// replay's small copies.
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <doctest/doctest.h>
@@ -19,6 +20,7 @@
 
 #include "aoti_cuda/aoti_cuda.hpp"
 #include "aoti_cuda/memory.hpp"
+#include "common/small_copy.hpp"
 #include "support/gpu.hpp"
 
 using aoti_cuda::Device;
@@ -398,4 +400,63 @@ TEST_CASE("graphs: one-launch replays follow the caller's input and output addre
     results.clear();
     cudaStreamDestroy(s);
   }
+}
+
+TEST_CASE("graphs: one kernel node makes a list of copies, and is re-pointed as a whole" * AOTI_CUDA_GPU_CASE) {
+  // The copy nodes around a replay (common/small_copy.hpp): copies of several sizes, 16-byte and unaligned, the
+  // largest at kSmallCopyMax, in one node; then the same node pointed at other buffers.
+  namespace common = aoti_cuda::common;
+  const std::vector<std::size_t> sizes = {8, 1000, 4096 + 3, common::kSmallCopyMax};
+  auto device_bytes = [](std::size_t n, int seed) {
+    std::vector<unsigned char> host(n);
+    for (std::size_t i = 0; i < n; ++i) host[i] = static_cast<unsigned char>(i * 131 + seed);
+    void* p = nullptr;
+    REQUIRE(cudaMalloc(&p, n + 1) == cudaSuccess);
+    REQUIRE(cudaMemcpy(p, host.data(), n, cudaMemcpyHostToDevice) == cudaSuccess);
+    return std::make_pair(p, host);
+  };
+  std::vector<void*> owned;
+  common::CopyList first, second;
+  std::vector<std::vector<unsigned char>> want_first, want_second;
+  for (std::size_t c = 0; c < sizes.size(); ++c) {
+    auto [s1, h1] = device_bytes(sizes[c], 1 + static_cast<int>(c));
+    auto [s2, h2] = device_bytes(sizes[c], 50 + static_cast<int>(c));
+    void *d1 = nullptr, *d2 = nullptr;
+    REQUIRE(cudaMalloc(&d1, sizes[c] + 1) == cudaSuccess);
+    REQUIRE(cudaMalloc(&d2, sizes[c] + 1) == cudaSuccess);
+    // Odd copies start one byte in: unaligned ends take the byte loop.
+    const std::size_t off = c % 2;
+    REQUIRE(first.add(static_cast<char*>(d1) + off, s1, sizes[c] - off));
+    REQUIRE(second.add(static_cast<char*>(d2) + off, s2, sizes[c] - off));
+    want_first.push_back(std::vector<unsigned char>(h1.begin(), h1.end() - static_cast<std::ptrdiff_t>(off)));
+    want_second.push_back(std::vector<unsigned char>(h2.begin(), h2.end() - static_cast<std::ptrdiff_t>(off)));
+    owned.insert(owned.end(), {s1, s2, d1, d2});
+  }
+  cudaGraph_t graph = nullptr;
+  cudaGraphNode_t node = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaGraphCreate(&graph, 0) == cudaSuccess);
+  REQUIRE(common::add_copy_list_node(&node, graph, nullptr, 0, first) == 0);
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  auto check_copies = [&](const common::CopyList& list, const std::vector<std::vector<unsigned char>>& want) {
+    REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    for (int c = 0; c < list.count; ++c) {
+      CAPTURE(c);
+      std::vector<unsigned char> got(list.bytes[c]);
+      REQUIRE(cudaMemcpy(got.data(), list.dst[c], got.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
+      CHECK(got == want[static_cast<std::size_t>(c)]);
+    }
+  };
+  check_copies(first, want_first);
+  REQUIRE(common::set_copy_list_node(exec, node, second) == 0);
+  check_copies(second, want_second);
+  common::CopyList empty;
+  CHECK(common::set_copy_list_node(exec, node, empty) == static_cast<int>(cudaErrorInvalidValue));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+  for (void* p : owned) cudaFree(p);
 }

@@ -13,6 +13,7 @@
 #include "common/cuda.hpp"
 #include "common/dtype_convert.hpp"
 #include "common/kernel_timer.hpp"
+#include "common/small_copy.hpp"
 #include "common/strided_copy.hpp"
 #include "common/text.hpp"
 #include "format/elf.hpp"
@@ -135,4 +136,20 @@ TEST_CASE("kernel timer: current only inside its scope; without a GPU nothing is
   }
   CHECK(outer.finish().empty());
   CHECK(aoti_cuda::common::kernel_function_name(nullptr).rfind("kernel ", 0) == 0);
+}
+
+TEST_CASE("small copies: a list holds at most kCopyListMax copies, and an empty or overfull one makes no node") {
+  namespace common = aoti_cuda::common;
+  common::CopyList list;
+  char a[4] = {}, b[4] = {};
+  for (int i = 0; i < common::kCopyListMax; ++i) CHECK(list.add(a, b, sizeof a));
+  CHECK_FALSE(list.add(a, b, sizeof a));  // full: nothing added
+  CHECK(list.count == common::kCopyListMax);
+  // Refused before any CUDA call (no GPU needed): the node would launch no copy, or read past the lists.
+  cudaGraphNode_t node = nullptr;
+  common::CopyList none;
+  CHECK(common::add_copy_list_node(&node, nullptr, nullptr, 0, none) == static_cast<int>(cudaErrorInvalidValue));
+  list.count = common::kCopyListMax + 1;
+  CHECK(common::set_copy_list_node(nullptr, nullptr, list) == static_cast<int>(cudaErrorInvalidValue));
+  CHECK(node == nullptr);
 }
