@@ -362,12 +362,7 @@ struct Layers {
   }
 };
 
-struct ChainRow {
-  std::string weights, mode;
-  double layer_us;
-};
-
-std::vector<ChainRow> chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
+void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
   struct Mode {
     const char* name;
     bool dependent, early;
@@ -375,7 +370,6 @@ std::vector<ChainRow> chain_bench(int reps, int sms, void* flush, std::size_t fl
   const Mode modes[] = {{"plain launches", false, false},
                         {"dependent launch", true, false},
                         {"dependent launch, weights early", true, true}};
-  std::vector<ChainRow> rows;
   for (const bool int4 : {false, true}) {
     const Layers layers(int4);
     for (int round = 0; round < 2; ++round) {  // twice each, interleaved: drift shows as a difference
@@ -386,13 +380,11 @@ std::vector<ChainRow> chain_bench(int reps, int sms, void* flush, std::size_t fl
         const double us = per_call_us(Layers::kCount, reps, [&](int l, cudaStream_t s) {
           return layers.layer(l, m.early, sms, s);
         }, flush, flush_bytes);
-        rows.push_back({int4 ? "int4" : "bf16", m.name, us});
-        std::printf("chain %-4s %-34s %7.2f us a layer  (%7.1f us for %d layers)\n", rows.back().weights.c_str(),
-                    m.name, us, us * Layers::kCount, Layers::kCount);
+        std::printf("chain %-4s %-34s %7.2f us a layer  (%7.1f us for %d layers)\n", int4 ? "int4" : "bf16", m.name,
+                    us, us * Layers::kCount, Layers::kCount);
       }
     }
   }
-  return rows;
 }
 
 }  // namespace

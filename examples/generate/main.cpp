@@ -231,7 +231,7 @@ void teacher_forced(Generator& g, const std::vector<int64_t>& prompt, std::vecto
   // With eager's highest logits: each miss a near tie (eager's own margin within bf16's precision) or not.
   size_t ties = 0, clear = 0;
   for (size_t i = 0; i < expect.size(); ++i) {
-    if (out[i] == expect[i] || i >= top.size()) continue;
+    if (out[i] == expect[i]) continue;  // top has an entry per expected id (main checks it)
     const reference_check::Miss m = reference_check::classify(i, expect[i], out[i], top[i]);
     if (m.near_tie) ++ties;
     else ++clear;
@@ -472,42 +472,34 @@ int generate(const Options& o) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also through a pipe
-  Options o;
-  try {  // a value that does not parse (std::stoi, --expect-top) is a usage error, not a crash
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      const bool has_value = i + 1 < argc;
-      if (a == "-h" || a == "--help") {
-        std::printf("usage: %s llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]\n"
-                    "                  [--expect-tokens ids [--expect-top id:logit,...;...]] [--no-graphs]\n"
-                    "                  [--profile-kernels] [--json OUT]\n"
-                    "                  [--decode-at P1,P2,... [--decode-window 64] [--max-ctx N]]\n", argv[0]);
-        return 0;
-      } else if (a == "--prompt-ids" && has_value) o.prompt_ids = parse_ids(argv[++i]);
-      else if (a == "--prompt-lens" && has_value) o.prompt_lens = parse_ids(argv[++i]);
-      else if (a == "--expect-tokens" && has_value) o.expect = parse_ids(argv[++i]);
-      else if (a == "--expect-top" && has_value) o.expect_top = reference_check::parse_top(argv[++i]);
-      else if (a == "--new-tokens" && has_value) o.new_tokens = std::stoi(argv[++i]);
-      else if (a == "--reps" && has_value) o.reps = std::stoi(argv[++i]);
-      else if (a == "--json" && has_value) o.json = argv[++i];
-      else if (a == "--decode-at" && has_value) o.decode_at = parse_ids(argv[++i]);
-      else if (a == "--decode-window" && has_value) o.decode_window = std::stoll(argv[++i]);
-      else if (a == "--max-ctx" && has_value) o.max_ctx = std::stoll(argv[++i]);
-      else if (a == "--no-graphs") o.graphs = false;
-      else if (a == "--profile-kernels") o.profile_kernels = true;
-      else if (o.program.empty() && a.rfind("--", 0) != 0) o.program = a;
-      else {
-        std::fprintf(stderr, "unknown or incomplete option %s (see --help)\n", a.c_str());
-        return 2;
-      }
+// Reads the command line into `o`: -1 to go on, else the exit status (0 after --help, 2 for a usage error).
+int parse_options(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "-h" || a == "--help") {
+      std::printf("usage: %s llm.pte [--prompt-ids 1,2,3 | --prompt-lens 128,512] [--new-tokens 256] [--reps 5]\n"
+                  "                  [--expect-tokens ids [--expect-top id:logit,...;...]] [--no-graphs]\n"
+                  "                  [--profile-kernels] [--json OUT]\n"
+                  "                  [--decode-at P1,P2,... [--decode-window 64] [--max-ctx N]]\n", argv[0]);
+      return 0;
+    } else if (a == "--prompt-ids" && has_value) o.prompt_ids = parse_ids(argv[++i]);
+    else if (a == "--prompt-lens" && has_value) o.prompt_lens = parse_ids(argv[++i]);
+    else if (a == "--expect-tokens" && has_value) o.expect = parse_ids(argv[++i]);
+    else if (a == "--expect-top" && has_value) o.expect_top = reference_check::parse_top(argv[++i]);
+    else if (a == "--new-tokens" && has_value) o.new_tokens = std::stoi(argv[++i]);
+    else if (a == "--reps" && has_value) o.reps = std::stoi(argv[++i]);
+    else if (a == "--json" && has_value) o.json = argv[++i];
+    else if (a == "--decode-at" && has_value) o.decode_at = parse_ids(argv[++i]);
+    else if (a == "--decode-window" && has_value) o.decode_window = std::stoll(argv[++i]);
+    else if (a == "--max-ctx" && has_value) o.max_ctx = std::stoll(argv[++i]);
+    else if (a == "--no-graphs") o.graphs = false;
+    else if (a == "--profile-kernels") o.profile_kernels = true;
+    else if (o.program.empty() && a.rfind("--", 0) != 0) o.program = a;
+    else {
+      std::fprintf(stderr, "unknown or incomplete option %s (see --help)\n", a.c_str());
+      return 2;
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "bad option value: %s (see --help)\n", e.what());
-    return 2;
   }
   if (o.program.empty()) {
     std::fprintf(stderr, "usage: %s llm.pte [options] (see --help)\n", argv[0]);
@@ -516,6 +508,21 @@ int main(int argc, char** argv) {
   if (!o.expect_top.empty() && o.expect_top.size() != o.expect.size()) {
     std::fprintf(stderr, "--expect-top lists %zu steps but --expect-tokens %zu ids: give both from one reference\n",
                  o.expect_top.size(), o.expect.size());
+    return 2;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, also through a pipe
+  Options o;
+  try {  // a value that does not parse (std::stoi, --expect-top) is a usage error, not a crash
+    const int status = parse_options(argc, argv, o);
+    if (status >= 0) return status;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bad option value: %s (see --help)\n", e.what());
     return 2;
   }
   try {

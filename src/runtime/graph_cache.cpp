@@ -198,12 +198,12 @@ bool add_copies(GraphEntry::Fused::Copies& side, cudaGraph_t graph, const cudaGr
                 const std::vector<CopySpec>& copies) {
   int open = -1;  // the list node being filled
   for (const CopySpec& c : copies) {
-    if (c.kernel && (open < 0 || side.lists[static_cast<std::size_t>(open)].count == common::kCopyListMax)) {
-      side.nodes.push_back(nullptr);  // added below, once its list is complete
-      side.lists.emplace_back();
-      open = static_cast<int>(side.nodes.size()) - 1;
-    }
     if (c.kernel) {
+      if (open < 0 || side.lists[static_cast<std::size_t>(open)].count == common::kCopyListMax) {
+        side.nodes.push_back(nullptr);  // added below, once its list is complete
+        side.lists.emplace_back();
+        open = static_cast<int>(side.nodes.size()) - 1;
+      }
       common::CopyList& list = side.lists[static_cast<std::size_t>(open)];
       side.node_of.push_back(open);
       side.slot.push_back(list.count);
@@ -219,6 +219,7 @@ bool add_copies(GraphEntry::Fused::Copies& side, cudaGraph_t graph, const cudaGr
     side.node_of.push_back(static_cast<int>(side.nodes.size()) - 1);
     side.slot.push_back(-1);
   }
+  side.dirty.assign(side.nodes.size(), 0);
   for (std::size_t k = 0; k < side.nodes.size(); ++k) {
     if (side.lists[k].count > 0 && common::add_copy_list_node(&side.nodes[k], graph, deps, n_deps, side.lists[k]) != 0) {
       return false;
@@ -292,16 +293,16 @@ GraphEntry::Fused* add_variant(GraphEntry& e, const FusedCall& c, cudaStream_t s
   return build_fused(e, *raw, c, stream) ? raw : nullptr;
 }
 
-// Re-points copy `i` of a side: a memcpy node at once; a copy of a list node in its list, the node marked in `dirty`
-// for flush(). False when CUDA refuses (the call then copies outside the graph).
+// Re-points copy `i` of a side: a memcpy node at once; a copy of a list node in its list, the node marked dirty for
+// flush(). False when CUDA refuses (the call then copies outside the graph).
 bool repoint(cudaGraphExec_t exec, GraphEntry::Fused::Copies& side, std::size_t i, void* dst, const void* src,
-             std::size_t n, std::vector<char>& dirty) {
+             std::size_t n) {
   const auto k = static_cast<std::size_t>(side.node_of[i]);
   const int slot = side.slot[i];
   if (slot >= 0) {
     side.lists[k].dst[slot] = dst;
     side.lists[k].src[slot] = src;
-    dirty[k] = 1;
+    side.dirty[k] = 1;
     return true;
   }
   if (cudaGraphExecMemcpyNodeSetParams1D(exec, side.nodes[k], dst, src, n, cudaMemcpyDefault) == cudaSuccess) {
@@ -311,13 +312,15 @@ bool repoint(cudaGraphExec_t exec, GraphEntry::Fused::Copies& side, std::size_t 
   return false;
 }
 
-// Sets each list node repoint() changed, once.
-bool flush(cudaGraphExec_t exec, const GraphEntry::Fused::Copies& side, const std::vector<char>& dirty) {
+// Sets each list node repoint() changed, once. A node CUDA refuses stays dirty: the next call sets it again.
+bool flush(cudaGraphExec_t exec, GraphEntry::Fused::Copies& side) {
   for (std::size_t k = 0; k < side.nodes.size(); ++k) {
-    if (dirty[k] && common::set_copy_list_node(exec, side.nodes[k], side.lists[k]) != 0) {
+    if (!side.dirty[k]) continue;
+    if (common::set_copy_list_node(exec, side.nodes[k], side.lists[k]) != 0) {
       (void)cudaGetLastError();
       return false;
     }
+    side.dirty[k] = 0;
   }
   return true;
 }
@@ -340,17 +343,16 @@ void stage_host_inputs(GraphEntry::Fused& f, const FusedCall& c, const std::vect
 // The addresses are recorded only once every node holds them: after a refusal the next call re-points again.
 bool follow_addresses(const GraphEntry& e, GraphEntry::Fused& f, const FusedCall& c) {
   const std::size_t n_in = c.in.size();
-  std::vector<char> in_dirty(f.in_copies.nodes.size(), 0), out_dirty(f.out_copies.nodes.size(), 0);
   for (std::size_t i = 0; i < n_in; ++i) {
     if (c.kinds[i] != kIoDevice || f.in_src[i] == c.in[i]) continue;
-    if (!repoint(f.exec, f.in_copies, i, e.inputs[i].data(), c.in[i], e.inputs[i].nbytes(), in_dirty)) return false;
+    if (!repoint(f.exec, f.in_copies, i, e.inputs[i].data(), c.in[i], e.inputs[i].nbytes())) return false;
   }
   for (std::size_t i = 0; i < c.out.size(); ++i) {
     if (c.kinds[n_in + i] == kIoStagedHost || f.out_dst[i] == c.out[i]) continue;
     const Tensor& src = e.outputs[i].tensor;
-    if (!repoint(f.exec, f.out_copies, i, c.out[i], src.data(), src.nbytes(), out_dirty)) return false;
+    if (!repoint(f.exec, f.out_copies, i, c.out[i], src.data(), src.nbytes())) return false;
   }
-  if (!flush(f.exec, f.in_copies, in_dirty) || !flush(f.exec, f.out_copies, out_dirty)) return false;
+  if (!flush(f.exec, f.in_copies) || !flush(f.exec, f.out_copies)) return false;
   for (std::size_t i = 0; i < n_in; ++i) {
     if (c.kinds[i] == kIoDevice) f.in_src[i] = c.in[i];
   }

@@ -73,6 +73,7 @@ struct GraphEntry {
       std::vector<common::CopyList> lists;  ///< per node: the copies of a kernel node; empty for a memcpy node
       std::vector<int> node_of;             ///< per copy: its node (index into nodes)
       std::vector<int> slot;                ///< per copy: its slot in that node's list; -1 for a memcpy node
+      std::vector<char> dirty;              ///< per node: a list changed since it was last set (follow_addresses)
     };
     std::vector<std::uint8_t> kinds;  ///< FusedIo per input, then per output (none: outputs not in the graph)
     cudaGraph_t graph = nullptr;

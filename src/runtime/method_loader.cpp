@@ -112,7 +112,7 @@ std::vector<std::unique_ptr<Method>> MethodLoader::load(const std::vector<const 
     progress_("weights", pending[i].second->name, i + 1, pending.size());
   }
   staging_.reset();
-  // Parameters' memory is never written by a kernel: the fused linear operator may then read its weights while the
+  // A program's weights are never written by a kernel: the fused linear operator may then read them while the
   // previous kernel finishes (shim/ops/dependent_launch.hpp).
   stats_.read_only_constants = mark_program_constants(all);
   // Comparisons may have touched blobs installed earlier again.

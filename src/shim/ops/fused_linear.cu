@@ -159,7 +159,8 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
       }
     }
   };
-  // Points w at group g's column for this warp and issues its first round of weight loads; then the residual's.
+  // Points w at group g's column for this warp and issues its first round of weight loads (load_residual: the
+  // residual of that column).
   float residual = 0.f;
   auto start_weights = [&](int64_t g) {
     col = g * columns + warp / split;

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "l2_flush.cuh"
+
 namespace {
 
 void check(cudaError_t err, const char* what) {
@@ -61,42 +63,17 @@ Kernel load(int params) {
   return k;
 }
 
-// Median µs per kernel of a graph replaying `order` (kernels by index into `kernels`).
+// Median µs per kernel of a graph replaying `order` (kernels by index into `kernels`), by the benches' replay helper
+// with no L2 flush: what is timed is launches, not memory.
 double per_kernel_us(const std::vector<Kernel>& kernels, const std::vector<int>& order, int reps, cudaStream_t stream,
                      void* word) {
   std::vector<void*> args(64, word);
   std::vector<void*> arg_ptrs(64);
   for (int i = 0; i < 64; ++i) arg_ptrs[i] = &args[i];
-  check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-  for (int i : order) {
-    check(cudaLaunchKernel(reinterpret_cast<const void*>(kernels[i].function), dim3(1), dim3(32), arg_ptrs.data(), 0,
-                           stream),
-          "cudaLaunchKernel");
-  }
-  cudaGraph_t graph = nullptr;
-  check(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
-  cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-  cudaEvent_t start = nullptr, stop = nullptr;
-  check(cudaEventCreate(&start), "cudaEventCreate");
-  check(cudaEventCreate(&stop), "cudaEventCreate");
-  for (int w = 0; w < 3; ++w) check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-  std::vector<double> us;
-  for (int r = 0; r < reps; ++r) {
-    check(cudaEventRecord(start, stream), "cudaEventRecord");
-    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    check(cudaEventRecord(stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-    us.push_back(1e3 * ms / static_cast<double>(order.size()));
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return aoti_cuda_bench::captured_per_call_us(stream, static_cast<int>(order.size()), reps, nullptr, 0, [&](int r) {
+    return cudaLaunchKernel(reinterpret_cast<const void*>(kernels[order[static_cast<std::size_t>(r)]].function),
+                            dim3(1), dim3(32), arg_ptrs.data(), 0, stream);
+  });
 }
 
 }  // namespace
