@@ -19,7 +19,8 @@
 // graph (as in a decode step's graph), the update form's (aoti_torch_cuda_aoti_cuda_decode_attention_update) and the
 // qkv form's (aoti_torch_cuda_aoti_cuda_decode_attention_qkv: q and the step's key row rotated in the kernel).
 // --qkv-only times the qkv form alone (the form aoti_cuda's LLM exports use), so that a profiler's first launches
-// are that form's.
+// are that form's; it is then also timed as one kernel over thread-block clusters of 8 and 16 blocks (sm_90 and newer;
+// TuningOptions::attention_cluster).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -192,6 +193,19 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
     std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  qkv form, in a graph    %8.2f us\n",
                 static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
                 static_cast<long long>(dim), static_cast<long long>(position), qkv_us);
+    // The same form as one kernel over thread-block clusters (OpSettings::attention_cluster), where the GPU has them.
+    for (int cluster : {8, 16}) {
+      if (da::cluster_blocks(f, cluster, device) != cluster) {
+        std::printf("decode L=%-5lld pos %-5lld  qkv form, one kernel, clusters of %d: not on this GPU\n",
+                    static_cast<long long>(cache), static_cast<long long>(position), cluster);
+        continue;
+      }
+      const double one_us = time_graph([&] { return da::launch(f, nullptr, stream, sm_count, cluster); }, stream);
+      std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  qkv form, one kernel, clusters of %-2d, "
+                  "in a graph %8.2f us\n",
+                  static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
+                  static_cast<long long>(dim), static_cast<long long>(position), cluster, one_us);
+    }
   }
   if (qkv_only) return 0;
   // Every position, the way a masked decode attends: the flash kernel with the g query heads of a KV head as rows.

@@ -175,6 +175,14 @@ struct TuningOptions {
   /// the weight loads overlapped (docs/configuration.md). Default false.
   /// AOTI_CUDA_DEPENDENT_LAUNCH=1|0 (also true/false, on/off, yes/no).
   std::optional<bool> dependent_launch;
+  /// The SDK's decode attention (a program exported with aoti_cuda's decode
+  /// attention operator): 0 runs it as two kernels, the chunks' attention
+  /// then their merge; 8 or 16 as one kernel, each query head's chunks split
+  /// over a thread-block cluster of that many blocks and merged inside it.
+  /// sm_90 and newer; 8 where a 16-block cluster does not fit, two kernels
+  /// where neither does. Same results up to float32 rounding. Default 0 until
+  /// measured in a model (docs/configuration.md). AOTI_CUDA_ATTENTION_CLUSTER.
+  std::optional<int> attention_cluster;
 };
 
 /// `tuning` with every unset field filled as a load would fill it (the

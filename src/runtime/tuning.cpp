@@ -79,6 +79,21 @@ bool resolve_switch(const std::optional<bool>& field, const char* name, const ch
   return *field;
 }
 
+// attention_cluster: 0, 8 or 16 (checked like an integer setting, then for the three values).
+int resolve_attention_cluster(const std::optional<int>& field, int fallback) {
+  constexpr const char* kName = "attention_cluster";
+  constexpr const char* kVariable = "AOTI_CUDA_ATTENTION_CLUSTER";
+  const std::optional<std::size_t> from_env = env_choice(kVariable, {"0", "8", "16"});
+  constexpr int kValues[] = {0, 8, 16};
+  if (!field) return from_env ? kValues[*from_env] : fallback;
+  if (*field != 0 && *field != 8 && *field != 16) {
+    throw Error(ErrorCode::kInvalidArgument,
+                field_name(kName) + " = " + std::to_string(*field) + " is invalid: expected 0, 8 or 16");
+  }
+  if (from_env && kValues[*from_env] != *field) note_shadowed(kVariable, std::to_string(kValues[*from_env]), kName);
+  return *field;
+}
+
 }  // namespace
 
 const char* to_string(StagingMemory memory) noexcept {
@@ -113,6 +128,7 @@ TuningOptions resolve_tuning(const TuningOptions& t) {
   const std::optional<bool> dependent = env_bool("AOTI_CUDA_DEPENDENT_LAUNCH");
   r.dependent_launch = resolve_switch(t.dependent_launch, "dependent_launch", "AOTI_CUDA_DEPENDENT_LAUNCH", dependent,
                                       dependent.value_or(ops.dependent_launch) ? "on" : "off", ops.dependent_launch);
+  r.attention_cluster = resolve_attention_cluster(t.attention_cluster, ops.attention_cluster);
   return r;
 }
 
@@ -131,6 +147,7 @@ shim::OpSettings op_settings_of(const TuningOptions& resolved) {
   s.int4_dequant_min_m = resolved.int4_dequant_min_m.value_or(s.int4_dequant_min_m);
   if (resolved.cublas_workspace_mib) s.cublas_workspace_bytes = *resolved.cublas_workspace_mib << 20;
   s.dependent_launch = resolved.dependent_launch.value_or(s.dependent_launch);
+  s.attention_cluster = resolved.attention_cluster.value_or(s.attention_cluster);
   return s;
 }
 

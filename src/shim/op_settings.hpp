@@ -1,12 +1,13 @@
 // aoti_cuda shim — the tuning the operator shims read while a model runs
 // (private to the shim; the Module installs it).
 //
-// Four settings of LoadOptions::tuning are read deep inside operator shims
+// Five settings of LoadOptions::tuning are read deep inside operator shims
 // that a model library calls with no Module at hand: the few-row GEMM limit
 // (gemm.hpp), the M from which int4 matmuls dequantize for cuBLAS
-// (weight_int4pack_mm.cpp), the cuBLAS workspace size and whether the
+// (weight_int4pack_mm.cpp), the cuBLAS workspace size, whether the
 // decode kernels launch with programmatic dependent launch
-// (ops/dependent_launch.hpp). They travel the way
+// (ops/dependent_launch.hpp) and decode attention's form
+// (ops/decode_attention.hpp). They travel the way
 // the call's stream and block cache already do: the Module's executor
 // installs its method's OpSettings on the calling thread for the duration of
 // the call (OpSettingsScope, beside CurrentStreamScope and BlockCacheScope),
@@ -47,6 +48,12 @@ struct OpSettings {
   /// launches. Off by default: on the H200 a whole decode step ran 1-4 %
   /// slower with it (ops/dependent_launch.hpp has the figures).
   bool dependent_launch = false;
+  /// Decode attention's form (ops/decode_attention.hpp): 0, two kernels
+  /// (chunks, then their merge); 8 or 16, one kernel whose thread-block
+  /// clusters of that many blocks merge the chunks in distributed shared
+  /// memory (sm_90 and newer; 8 where 16 does not fit, two kernels where
+  /// neither does). Off by default until measured in a model.
+  int attention_cluster = 0;
 };
 
 /// The calling thread's settings: those of the innermost OpSettingsScope,

@@ -21,6 +21,7 @@
 
 #include "aoti_cuda/shim.h"
 #include "shim/allocator.hpp"
+#include "shim/op_settings.hpp"
 #include "shim/ops/decode_attention.hpp"
 #include "support/gpu.hpp"
 #include "support/half_bits.hpp"
@@ -241,8 +242,12 @@ void in_captured_graph(Call call, Replays replays) {
 
 }  // namespace
 
-TEST_CASE("gpu: decode attention in a CUDA graph replays for the position in device memory" * AOTI_CUDA_GPU_CASE) {
-  const Setup s{false, 1, 16, 4, 4096, 128};  // the 4,096-context 1b model's layer shape
+namespace {
+
+// One capture of the plain form on the 4,096-context 1b model's layer shape, replayed at positions across the cache
+// (each set in device memory before its replay).
+void check_graph_replays() {
+  const Setup s{false, 1, 16, 4, 4096, 128};
   const Operands o = operands(s, 77);
   const double scale = 1.0 / std::sqrt(128.0);
   OwnedTensor pos = positions_tensor({100});
@@ -262,6 +267,12 @@ TEST_CASE("gpu: decode attention in a CUDA graph replays for the position in dev
         }
         out.reset();  // the output's block came from the arena: released before the arena is
       });
+}
+
+}  // namespace
+
+TEST_CASE("gpu: decode attention in a CUDA graph replays for the position in device memory" * AOTI_CUDA_GPU_CASE) {
+  check_graph_replays();
 }
 
 namespace {
@@ -497,4 +508,57 @@ TEST_CASE("gpu: decode attention, qkv form: q and the step's key rotated on the 
   check_qkv({false, 2, 8, 2, 512, 128}, {{3, 400}, {511, 0}}, 512, "batch");
   // Positions past the table use its last row; past the cache nothing is stored.
   check_qkv({false, 1, 8, 2, 512, 64}, {{300}, {5000}, {-1}}, 256, "clamped");
+}
+
+TEST_CASE("gpu: decode attention as one kernel over thread-block clusters (OpSettings::attention_cluster 8 and 16)" *
+          AOTI_CUDA_GPU_CASE) {
+  // The one-kernel form: each query head's chunks split over a cluster's blocks (block r reads chunks r, r + C, ...)
+  // and merged in distributed shared memory. The same cases as the two-kernel form above: against float64 (positions
+  // where some blocks read nothing, one chunk, several chunks a block; odd cache lengths; clamped, negative and
+  // per-sequence positions; strided q), the update form's stored rows bit for bit, the qkv form bit for bit against
+  // the update form, and graph replays across a 4,096 cache (4000: 63 chunks, 8 a block with C = 8).
+  namespace da = aoti_cuda::shim::decode_attention;
+  int major = 0;
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
+  for (int wanted : {16, 8}) {
+    CAPTURE(wanted);
+    aoti_cuda::shim::OpSettings settings;
+    settings.attention_cluster = wanted;
+    const aoti_cuda::shim::OpSettingsScope scope(&settings);
+    for (bool fp16 : {false, true}) {
+      for (int dim : {64, 128}) {
+        da::Problem p;
+        p.fp16 = fp16;
+        p.head_dim = dim;
+        REQUIRE(cudaSetDevice(0) == cudaSuccess);
+        // sm_90 and newer GPUs run clusters of 16 blocks (beyond the portable 8) of this small kernel; older
+        // ones have no clusters: two kernels.
+        CHECK(da::cluster_blocks(p, wanted, 0) == (major >= 9 ? wanted : 0));
+        CHECK(da::cluster_blocks(p, 0, 0) == 0);
+      }
+    }
+    if (major < 9) {
+      MESSAGE("below sm_90: the one-kernel form falls back to two kernels; its cases ran against the two-kernel form");
+    }
+    const int64_t cache = 1024;
+    for (bool fp16 : {false, true}) {
+      for (int64_t dim : {64, 128}) {
+        check_positions({fp16, 1, 8, 2, cache, dim}, {{0}, {1}, {63}, {64}, {127}, {128}, {511}, {512}, {1000},
+                                                      {cache - 1}},
+                        "cluster");
+      }
+    }
+    check_positions({false, 1, 6, 2, 300, 128}, {{0}, {63}, {64}, {299}}, "cluster g3");
+    check_positions({true, 1, 8, 2, 1000, 128}, {{959}, {960}, {999}, {1000}, {5000}, {-1}}, "cluster edges");
+    check_positions({false, 2, 8, 2, 512, 128}, {{3, 400}, {511, 0}, {-1, 77}}, "cluster batch");
+    Setup strided{false, 2, 8, 4, 256, 64};
+    strided.q_strided_heads = true;
+    check_positions(strided, {{100, 7}}, "cluster strided q");
+    check_positions({false, 1, 16, 4, 4096, 128}, {{128}, {2047}, {4000}, {4095}}, "cluster 1b");
+    check_update({false, 1, 8, 2, 1000, 128}, {{0}, {63}, {64}, {999}}, "cluster");
+    check_update({false, 2, 8, 2, 512, 128}, {{3, 400}, {512, -1}}, "cluster batch");
+    check_qkv({false, 1, 16, 4, 4096, 128}, {{128}, {1500}, {4000}}, 4096, "cluster 1b");
+    check_qkv({true, 2, 8, 2, 512, 64}, {{3, 400}, {511, 0}}, 512, "cluster batch");
+    check_graph_replays();
+  }
 }

@@ -54,11 +54,11 @@ struct EnvVar {
 
 // Every tuning variable unset for the scope (the machine running the tests may set some).
 struct CleanTuningEnv {
-  EnvVar vars[9] = {{"AOTI_CUDA_UPLOAD_THREADS", nullptr},  {"AOTI_CUDA_STAGING", nullptr},
+  EnvVar vars[10] = {{"AOTI_CUDA_UPLOAD_THREADS", nullptr},  {"AOTI_CUDA_STAGING", nullptr},
                     {"AOTI_CUDA_PAGE_LOCK_WEIGHTS", nullptr}, {"AOTI_CUDA_BLOCK_CACHE_MIB", nullptr},
                     {"AOTI_CUDA_SMALL_COPY", nullptr},       {"AOTI_CUDA_GEMV_MAX_ROWS", nullptr},
                     {"AOTI_CUDA_INT4_DEQUANT_M", nullptr},   {"AOTI_CUDA_CUBLAS_WORKSPACE_MIB", nullptr},
-                    {"AOTI_CUDA_DEPENDENT_LAUNCH", nullptr}};
+                    {"AOTI_CUDA_DEPENDENT_LAUNCH", nullptr}, {"AOTI_CUDA_ATTENTION_CLUSTER", nullptr}};
 };
 
 // Captures the log for the scope.
@@ -214,12 +214,14 @@ TEST_CASE("tuning: defaults when nothing is set") {
   CHECK(r.int4_dequant_min_m == 65);
   CHECK(r.cublas_workspace_mib == 32u);
   CHECK(r.dependent_launch == false);
+  CHECK(r.attention_cluster == 0);
   // The shims' built-in defaults (outside any Module call) are the same.
   const aoti_cuda::shim::OpSettings from_tuning = aoti_cuda::runtime::op_settings_of(r), builtin;
   CHECK(from_tuning.gemv_max_rows == builtin.gemv_max_rows);
   CHECK(from_tuning.int4_dequant_min_m == builtin.int4_dequant_min_m);
   CHECK(from_tuning.cublas_workspace_bytes == builtin.cublas_workspace_bytes);
   CHECK(from_tuning.dependent_launch == builtin.dependent_launch);
+  CHECK(from_tuning.attention_cluster == builtin.attention_cluster);
   CHECK(aoti_cuda::runtime::block_cache_bytes(r) == aoti_cuda::shim::BlockCache::kDefaultCapacity);
 }
 
@@ -234,6 +236,7 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   const EnvVar int4("AOTI_CUDA_INT4_DEQUANT_M", "0");
   const EnvVar ws("AOTI_CUDA_CUBLAS_WORKSPACE_MIB", "4096");
   const EnvVar pdl("AOTI_CUDA_DEPENDENT_LAUNCH", "on");
+  const EnvVar cluster("AOTI_CUDA_ATTENTION_CLUSTER", "16");
   const TuningOptions r = aoti_cuda::resolve_tuning({});
   CHECK(r.upload_threads == 5);
   CHECK(r.staging == StagingMemory::kWriteCombined);
@@ -244,11 +247,13 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   CHECK(r.int4_dequant_min_m == 0);
   CHECK(r.cublas_workspace_mib == 4096u);
   CHECK(r.dependent_launch == true);
+  CHECK(r.attention_cluster == 16);
   const aoti_cuda::shim::OpSettings ops = aoti_cuda::runtime::op_settings_of(r);
   CHECK(ops.gemv_max_rows == 8);
   CHECK(ops.int4_dequant_min_m == 0);
   CHECK(ops.cublas_workspace_bytes == (std::size_t{4096} << 20));
   CHECK(ops.dependent_launch == true);
+  CHECK(ops.attention_cluster == 16);
   const aoti_cuda::runtime::StagedUploadOptions up = aoti_cuda::runtime::upload_options(r);
   CHECK(up.threads == 5);
   CHECK(up.memory == StagingMemory::kWriteCombined);
@@ -258,6 +263,7 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   set.staging = StagingMemory::kHostAlloc;
   set.gemv_max_rows = 8;  // equal to the variable: nothing to report
   set.dependent_launch = false;
+  set.attention_cluster = 8;
   LogCapture log;
   const TuningOptions mixed = aoti_cuda::resolve_tuning(set);
   CHECK(mixed.upload_threads == 2);
@@ -265,6 +271,9 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   CHECK(mixed.gemv_max_rows == 8);
   CHECK(mixed.cublas_workspace_mib == 4096u);  // unset: the variable
   CHECK(mixed.dependent_launch == false);
+  CHECK(mixed.attention_cluster == 8);
+  CHECK(log.has(aoti_cuda::LogLevel::kInfo,
+                "AOTI_CUDA_ATTENTION_CLUSTER=16 is not used: LoadOptions::tuning.attention_cluster"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo,
                 "AOTI_CUDA_DEPENDENT_LAUNCH=on is not used: LoadOptions::tuning.dependent_launch"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo,
@@ -284,7 +293,8 @@ TEST_CASE("tuning: every variable's bad values are kInvalidArgument naming the v
       {"AOTI_CUDA_GEMV_MAX_ROWS", {"9", "-1", "one"}},
       {"AOTI_CUDA_INT4_DEQUANT_M", {"-5", "2147483648", "65k"}},
       {"AOTI_CUDA_CUBLAS_WORKSPACE_MIB", {"4097", "-32", "32MiB"}},
-      {"AOTI_CUDA_DEPENDENT_LAUNCH", {"2", "pdl"}}};
+      {"AOTI_CUDA_DEPENDENT_LAUNCH", {"2", "pdl"}},
+      {"AOTI_CUDA_ATTENTION_CLUSTER", {"4", "32", "on", "-8"}}};
   for (const auto& [name, values] : cases) {
     for (const char* value : values) {
       CAPTURE(name);
@@ -327,6 +337,12 @@ TEST_CASE("tuning: a field out of range is kInvalidArgument naming the field and
   t = {};
   t.cublas_workspace_mib = 4097;
   expect_invalid(t, "LoadOptions::tuning.cublas_workspace_mib = 4097");
+  for (int bad : {-8, 1, 4, 12, 32}) {
+    t = {};
+    t.attention_cluster = bad;
+    expect_invalid(t, "LoadOptions::tuning.attention_cluster = " + std::to_string(bad) +
+                          " is invalid: expected 0, 8 or 16");
+  }
   t = {};
   t.staging = static_cast<StagingMemory>(7);
   expect_invalid(t, "LoadOptions::tuning.staging = 7 is invalid");

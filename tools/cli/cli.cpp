@@ -87,6 +87,12 @@ void add_tuning_options(CLI::App& cmd, aoti_cuda::TuningOptions& t) {
          "sm_90+: decode kernels launch while the previous kernel finishes, on or off (default off)")
       ->check(CLI::IsMember({"on", "off"}))
       ->group(group);
+  cmd.add_option_function<int>(
+         "--attention-cluster", [&t](const int& v) { t.attention_cluster = v; },
+         "sm_90+: decode attention as one kernel over thread-block clusters of 8 or 16 blocks, or 0 for two "
+         "kernels (default 0)")
+      ->check(CLI::IsMember({0, 8, 16}))
+      ->group(group);
 }
 
 std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
@@ -98,7 +104,7 @@ std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
          (r.small_copy_kernels.value_or(true) ? "kernel" : "dma") + ", gemv rows " + num(r.gemv_max_rows) +
          ", int4 dequantize from M " + num(r.int4_dequant_min_m) + ", cuBLAS workspace " +
          num(r.cublas_workspace_mib) + " MiB, dependent launch " +
-         (r.dependent_launch.value_or(false) ? "on" : "off");
+         (r.dependent_launch.value_or(false) ? "on" : "off") + ", attention cluster " + num(r.attention_cluster);
 }
 
 nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
@@ -115,6 +121,7 @@ nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
   put("int4_dequant_min_m", r.int4_dequant_min_m);
   put("cublas_workspace_mib", r.cublas_workspace_mib);
   put("dependent_launch", r.dependent_launch);
+  put("attention_cluster", r.attention_cluster);
   return j;
 }
 

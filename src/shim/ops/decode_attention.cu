@@ -18,10 +18,12 @@
 // Scores live in the log2 domain (exp2f), which saves a multiply per exponential.
 // The update form (decode_attention.hpp): in pass 1 the step's row comes from k_new / v_new, and the
 // block holding it writes it into the cache (step 0 below).
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -157,10 +159,10 @@ __device__ __forceinline__ void store(void* base, int64_t i, float x) {
 // Pass 1's work for one block: chunk `chunk` of batch b (n visible positions, pos_b its position) for the kHeads query
 // heads head0 ... head0 + kHeads - 1 of KV head kv_head. `stores_fresh`: this block writes the step's row into the
 // cache when its chunk holds it (one block per KV head does).
-template <bool kHalf, int kDim, int kHeads>
-__device__ __forceinline__ void chunk_body(const Problem& p, float* part_out, float* part_lse, bool q_vectors,
-                                           int64_t b, int64_t pos_b, int64_t n, int64_t chunk, int64_t kv_head,
-                                           int64_t head0, bool stores_fresh) {
+template <bool kHalf, int kDim, int kHeads, typename Sink>
+__device__ __forceinline__ void chunk_body(const Problem& p, bool q_vectors, int64_t b, int64_t pos_b, int64_t n,
+                                           int64_t chunk, int64_t kv_head, int64_t head0, bool stores_fresh,
+                                           Sink& sink) {
   constexpr int kLanes = kDim / 8;              // lanes per K/V row
   constexpr int kRowsPerWarp = 32 / kLanes;     // rows a warp reads per step
   constexpr int kRowsPerStep = kRowsPerWarp * kWarps;
@@ -323,18 +325,31 @@ __device__ __forceinline__ void chunk_body(const Problem& p, float* part_out, fl
   }
   __syncthreads();
 
-  // 5. the chunk's normalized output and log2-sum-exp per head.
-  const int64_t chunks_total = chunk_count(p.cache_len);
+  // 5. per head and column: the chunk's unnormalized output, its maximum and its sum, to the sink.
   for (int i = tid; i < kHeads * kDim; i += kWarps * 32) {
     const int h = i / kDim, d = i % kDim;
     float o = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) o += red_s[w][h][d];
-    const int64_t slot = (b * p.heads + head0 + h) * chunks_total + chunk;
-    part_out[slot * kDim + d] = o / sum_s[h];
-    if (d == 0) part_lse[slot] = max_s[h] + log2f(sum_s[h]);
+    sink(h, d, o, max_s[h], sum_s[h]);
   }
 }
+
+// Pass 1's sink in the two-kernel form: per (batch, query head, chunk), the chunk's normalized output and its
+// log2-sum-exp, to the scratch the merge kernel reads.
+template <int kDim>
+struct ToScratch {
+  const Problem& p;
+  float* part_out;
+  float* part_lse;
+  int64_t b, head0, chunk;  // the block's batch, first query head and chunk
+  __device__ __forceinline__ void operator()(int h, int d, float o, float max, float sum) const {
+    // Computed here, not held through the chunk's work: fewer live registers in pass 1.
+    const int64_t slot = (b * p.heads + head0 + h) * chunk_count(p.cache_len) + chunk;
+    part_out[slot * kDim + d] = o / sum;
+    if (d == 0) part_lse[slot] = max + log2f(sum);
+  }
+};
 
 // Pass 1. The grid's y runs over the query heads (kv_head x g + hq). At short positions each block serves one query
 // head: the fewest dependent instructions per thread, and every KV row read by g blocks (from L2). When the
@@ -360,11 +375,12 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   const int64_t n = visible_at(pos_b, p.cache_len);
   if (chunk * kChunk >= n) return;  // the whole block: no thread has reached a barrier
   const int64_t head = kv_head * group_size + hq;
+  ToScratch<kDim> sink{p, part_out, part_lse, b, head, chunk};
   if (kGroupHeads > 1 && chunk_count(n) >= grouped_from) {
     if (hq % kGroupHeads != 0) return;  // served by the group's first block
-    chunk_body<kHalf, kDim, kGroupHeads>(p, part_out, part_lse, q_vectors, b, pos_b, n, chunk, kv_head, head, hq == 0);
+    chunk_body<kHalf, kDim, kGroupHeads>(p, q_vectors, b, pos_b, n, chunk, kv_head, head, hq == 0, sink);
   } else {
-    chunk_body<kHalf, kDim, 1>(p, part_out, part_lse, q_vectors, b, pos_b, n, chunk, kv_head, head, hq == 0);
+    chunk_body<kHalf, kDim, 1>(p, q_vectors, b, pos_b, n, chunk, kv_head, head, hq == 0, sink);
   }
 }
 
@@ -397,16 +413,187 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
   store<kHalf>(p.out, (b * p.heads + h) * kDim + d, used == 0 ? 0.f : o / sum);
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the one-kernel form's device code exists from sm_90 on
+// The one-kernel form's running merge: this thread's column d of one query head, over the chunks its block reads
+// (Pass 1's sink when kHeads = 1: thread d receives column d). The maximum and the sum are the same in every thread.
+struct RunningMerge {
+  float max = -INFINITY, sum = 0.f, out = 0.f;  // out / sum is the block's output; nothing read: max = -inf
+  __device__ __forceinline__ void operator()(int, int, float o, float chunk_max, float chunk_sum) {
+    const float m = fmaxf(max, chunk_max);  // chunk_max is finite: a chunk holds at least one visible row
+    const float keep = exp2f(max - m), add = exp2f(chunk_max - m);  // keep = 0 on the first chunk
+    sum = fmaf(sum, keep, chunk_sum * add);
+    out = fmaf(out, keep, o * add);
+    max = m;
+  }
+};
+#endif
+
+// Brings the K and V rows of chunk `chunk` (below n) of batch b and KV head kv_head into L2, a 128-byte line per
+// thread and round (the rows are 16-byte aligned: aligned()), without waiting for them.
+template <int kDim>
+__device__ __forceinline__ void prefetch_chunk(const Problem& p, int64_t b, int64_t kv_head, int64_t chunk,
+                                               int64_t n) {
+  constexpr int kLinesPerRow = (kDim * 2 + 127) / 128;
+  const int64_t start = chunk * kChunk;
+  const int rows = static_cast<int>(n - start < kChunk ? n - start : kChunk);
+  const char* k = static_cast<const char*>(p.k) + 2 * (b * p.k_stride[0] + kv_head * p.k_stride[1]);
+  const char* v = static_cast<const char*>(p.v) + 2 * (b * p.v_stride[0] + kv_head * p.v_stride[1]);
+  for (int i = threadIdx.x; i < rows * kLinesPerRow; i += kWarps * 32) {
+    const int64_t row = start + i / kLinesPerRow;
+    const int offset = 128 * (i % kLinesPerRow);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(k + 2 * row * p.k_stride[2] + offset));
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(v + 2 * row * p.v_stride[2] + offset));
+  }
+}
+
+// The one-kernel form: a cluster of kCluster blocks per (query head, batch), launched with cluster dimensions
+// (kCluster, 1, 1) over a grid of (kCluster, heads, batch). Block r of a cluster reads chunks r, r + kCluster, ...
+// below n, one query head a block (as pass 1 does at short positions), and keeps a running merge of them. Then the
+// blocks meet at a cluster barrier, and each writes kDim / kCluster columns of the output, merged from every block's
+// result in distributed shared memory; a second barrier keeps each block's shared memory alive until the others have
+// read it. No scratch and no second kernel: the merge kernel's launch and its wait on pass 1 are gone. sm_90 and
+// newer; launch() runs it only where cluster_blocks() says it fits.
+template <bool kHalf, int kDim, int kCluster>
+__global__ void __launch_bounds__(kWarps * 32) cluster_kernel(Problem p, bool q_vectors) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(kDim % kCluster == 0 && kDim <= kWarps * 32, "whole columns per block; one column per thread");
+  __shared__ float merged_out[kDim];
+  __shared__ float merged_max, merged_sum;
+  // Dependent launch: nothing is read before the wait (the position may come from the kernel before).
+  pdl::wait_for_predecessor();
+  const int64_t b = blockIdx.z;
+  const int64_t pos_b = p.pos[b * p.pos_stride];
+  const int group_size = static_cast<int>(p.heads) / static_cast<int>(p.kv_heads);
+  const int64_t kv_head = static_cast<int>(blockIdx.y) / group_size;
+  const int hq = static_cast<int>(blockIdx.y) % group_size;
+  const int64_t head = kv_head * group_size + hq;
+  const int64_t n = visible_at(pos_b, p.cache_len);
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
+
+  RunningMerge merge;
+  for (int64_t chunk = rank; chunk * kChunk < n; chunk += kCluster) {
+    // A block reading several chunks has the next one's K and V rows brought into L2 while it works on this one:
+    // its own loads of that chunk then wait on L2, not on DRAM.
+    const int64_t next = chunk + kCluster;
+    if (next * kChunk < n) prefetch_chunk<kDim>(p, b, kv_head, next, n);
+    chunk_body<kHalf, kDim, 1>(p, q_vectors, b, pos_b, n, chunk, kv_head, head, hq == 0, merge);
+  }
+  pdl::allow_dependents();  // every K and V row is read (and a block that read none has waited)
+  const int tid = threadIdx.x;
+  if (tid < kDim) merged_out[tid] = merge.out;
+  if (tid == 0) {
+    merged_max = merge.max;
+    merged_sum = merge.sum;
+  }
+  cluster.sync();  // every block's result is in its shared memory, visible to the cluster
+
+  constexpr int kColumns = kDim / kCluster;
+  if (tid < kColumns) {
+    const int d = rank * kColumns + tid;
+    float maxes[kCluster], sums[kCluster], outs[kCluster];
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {  // all requested at once
+      maxes[r] = *cluster.map_shared_rank(&merged_max, r);
+      sums[r] = *cluster.map_shared_rank(&merged_sum, r);
+      outs[r] = *cluster.map_shared_rank(&merged_out[d], r);
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) m = fmaxf(m, maxes[r]);
+    float sum = 0.f, out = 0.f;
+    if (n > 0) {  // m is finite: block 0 read chunk 0
+#pragma unroll
+      for (int r = 0; r < kCluster; ++r) {
+        const float w = exp2f(maxes[r] - m);  // 0 for a block that read nothing
+        sum = fmaf(sums[r], w, sum);
+        out = fmaf(outs[r], w, out);
+      }
+    }
+    store<kHalf>(p.out, (b * p.heads + head) * kDim + d, n == 0 ? 0.f : out / sum);
+  }
+  cluster.sync();  // no block leaves while another may still read its shared memory
+#else
+  __trap();  // never launched below sm_90 (cluster_blocks() is 0 there)
+#endif
+}
+
+// q's rows are read as 16-byte vectors when they can be (aligned base and head / batch strides of 8 elements).
+bool q_vectors(const Problem& p) {
+  return reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && p.q_stride[0] % 8 == 0 && p.q_stride[1] % 8 == 0;
+}
+
+// Launches cluster_kernel with its cluster dimensions and, when allowed, dependent launch.
+template <bool kHalf, int kDim, int kCluster>
+cudaError_t launch_cluster(const Problem& p, bool q_vectors, cudaStream_t stream) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kCluster, static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
+  config.blockDim = dim3(kWarps * 32);
+  config.stream = stream;
+  cudaLaunchAttribute attributes[2];
+  attributes[0].id = cudaLaunchAttributeClusterDimension;
+  attributes[0].val.clusterDim.x = kCluster;
+  attributes[0].val.clusterDim.y = 1;
+  attributes[0].val.clusterDim.z = 1;
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  if (pdl::allowed()) {
+    attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[1].val.programmaticStreamSerializationAllowed = 1;
+    config.numAttrs = 2;
+  }
+  const cudaError_t err = cudaLaunchKernelEx(&config, cluster_kernel<kHalf, kDim, kCluster>, p, q_vectors);
+  const cudaError_t last = cudaGetLastError();
+  return err != cudaSuccess ? err : last;
+}
+
+// Whether a cluster of kCluster blocks of cluster_kernel<kHalf, kDim, kCluster> can be resident on the current
+// device (16 is beyond the portable 8: the kernel must be allowed it first). Asked once per device.
+template <bool kHalf, int kDim, int kCluster>
+bool cluster_fits(int device) {
+  constexpr int kDevices = 64;
+  static std::atomic<int8_t> known[kDevices] = {};  // 0 unknown, 1 no, 2 yes
+  if (device < 0 || device >= kDevices) return false;
+  int8_t k = known[device].load(std::memory_order_relaxed);
+  if (k == 0) {
+    auto kernel = cluster_kernel<kHalf, kDim, kCluster>;
+    bool ok = true;
+    if (kCluster > 8) ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+    int clusters = 0;
+    if (ok) {
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(kCluster);
+      config.blockDim = dim3(kWarps * 32);
+      cudaLaunchAttribute attribute;
+      attribute.id = cudaLaunchAttributeClusterDimension;
+      attribute.val.clusterDim.x = kCluster;
+      attribute.val.clusterDim.y = 1;
+      attribute.val.clusterDim.z = 1;
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0;
+    }
+    cudaGetLastError();  // a refusal is an answer, not an error to leave behind
+    k = ok ? 2 : 1;
+    known[device].store(k, std::memory_order_relaxed);
+  }
+  return k == 2;
+}
+
+template <bool kHalf, int kDim>
+int cluster_blocks_of(int wanted, int device) {
+  if (wanted >= 16 && cluster_fits<kHalf, kDim, 16>(device)) return 16;
+  if (wanted >= 8 && cluster_fits<kHalf, kDim, 8>(device)) return 8;
+  return 0;
+}
+
 template <bool kHalf, int kDim, int kGroupHeads>
 int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, cudaStream_t stream) {
   if (p.cache_len > 0) {
-    // q's rows read as 16-byte vectors when they can be (aligned base and head / batch strides of 8 elements).
-    const bool q_vectors =
-        reinterpret_cast<uintptr_t>(p.q) % 16 == 0 && p.q_stride[0] % 8 == 0 && p.q_stride[1] % 8 == 0;
     const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.heads),
                     static_cast<unsigned>(p.batch));
     const cudaError_t err = pdl::launch(chunk_kernel<kHalf, kDim, kGroupHeads>, grid, dim3(kWarps * 32), 0, stream, p,
-                                        part_out, part_lse, q_vectors, grouped_from);
+                                        part_out, part_lse, q_vectors(p), grouped_from);
     if (err != cudaSuccess) return static_cast<int>(err);
   }
   const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
@@ -418,7 +605,12 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
 }
 
 template <bool kHalf, int kDim>
-int launch_dim(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, cudaStream_t stream) {
+int launch_dim(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, int cluster,
+               cudaStream_t stream) {
+  if (cluster > 0) {
+    return static_cast<int>(cluster == 16 ? launch_cluster<kHalf, kDim, 16>(p, q_vectors(p), stream)
+                                          : launch_cluster<kHalf, kDim, 8>(p, q_vectors(p), stream));
+  }
   switch (heads_per_block(p.heads / p.kv_heads)) {
     case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, grouped_from, stream);
     case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, grouped_from, stream);
@@ -463,9 +655,17 @@ std::size_t scratch_bytes(const Problem& p) {
   return slots * (static_cast<std::size_t>(p.head_dim) + 1) * sizeof(float);
 }
 
-int launch(const Problem& p, void* scratch, void* stream, int sm_count) {
+int cluster_blocks(const Problem& p, int wanted, int device) {
+  if (wanted < 8 || !supports_head_dim(p.head_dim)) return 0;
+  if (p.fp16) return p.head_dim == 64 ? cluster_blocks_of<true, 64>(wanted, device)
+                                      : cluster_blocks_of<true, 128>(wanted, device);
+  return p.head_dim == 64 ? cluster_blocks_of<false, 64>(wanted, device) : cluster_blocks_of<false, 128>(wanted, device);
+}
+
+int launch(const Problem& p, void* scratch, void* stream, int sm_count, int cluster) {
   if (p.batch == 0 || p.heads == 0) return 0;
-  if (!supports_head_dim(p.head_dim) || p.kv_heads <= 0 || p.heads % p.kv_heads != 0 || !aligned(p)) {
+  if (!supports_head_dim(p.head_dim) || p.kv_heads <= 0 || p.heads % p.kv_heads != 0 || !aligned(p) ||
+      (cluster != 0 && cluster != 8 && cluster != 16)) {
     return cudaErrorInvalidValue;
   }
   // Outputs first, then the log-sum-exps: the float4-friendly part at the (pool-aligned) start.
@@ -476,11 +676,11 @@ int launch(const Problem& p, void* scratch, void* stream, int sm_count) {
   auto s = static_cast<cudaStream_t>(stream);
   const int64_t grouped_from = grouped_from_chunks(p.heads, p.batch, sm_count);
   if (p.fp16) {
-    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, grouped_from, s)
-                            : launch_dim<true, 128>(p, part_out, part_lse, grouped_from, s);
+    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, grouped_from, cluster, s)
+                            : launch_dim<true, 128>(p, part_out, part_lse, grouped_from, cluster, s);
   }
-  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, grouped_from, s)
-                          : launch_dim<false, 128>(p, part_out, part_lse, grouped_from, s);
+  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, grouped_from, cluster, s)
+                          : launch_dim<false, 128>(p, part_out, part_lse, grouped_from, cluster, s);
 }
 
 }  // namespace decode_attention

@@ -18,6 +18,12 @@
 // scratch. Pass 2 (one block per query head and batch) merges the chunks below n. So the work
 // and the bytes read grow with pos; only the (cheap) empty blocks grow with L.
 //
+// The one-kernel form (sm_90 and newer, `cluster` 8 or 16 in launch(); OpSettings::attention_cluster): a
+// thread-block cluster of that many blocks per (query head, batch). Block r reads chunks r, r + cluster, ... below n
+// and keeps a running merge of them; the cluster then merges its blocks' results in distributed shared memory and
+// writes the output. No scratch and no second kernel; each block reads ceil(chunks / cluster) chunks one after the
+// other, so long positions take more time per block than in pass 1. The same results up to float32 rounding.
+//
 // The update form (k_new / v_new set, aoti_torch_cuda_aoti_cuda_decode_attention_update) also
 // stores the step's own K and V row at pos[b] (when 0 <= pos[b] < L) before anything reads it: pass 1
 // takes that row from k_new / v_new, and the block whose chunk holds it (the group's first query head)
@@ -87,14 +93,22 @@ int64_t grouped_from_chunks(int64_t heads, int64_t batch, int sm_count);
 /// strides multiples of 8 elements.
 bool aligned(const Problem& p);
 
-/// Float32 scratch launch() needs: per (batch, head, chunk) a head_dim output and a log-sum-exp.
+/// Float32 scratch launch() needs in the two-kernel form: per (batch, head, chunk) a head_dim output and
+/// a log-sum-exp. The one-kernel form needs none.
 std::size_t scratch_bytes(const Problem& p);
 
-/// Enqueues both passes on `stream` (a cudaStream_t of the current device, whose multiprocessor
-/// count is `sm_count`), with `scratch` of at least scratch_bytes(p) device bytes. Requires supports_head_dim, aligned, heads % kv_heads == 0.
-/// batch, heads or cache_len 0 with nothing to write enqueues nothing. Returns the launch's
-/// cudaError_t (0 = success).
-int launch(const Problem& p, void* scratch, void* stream, int sm_count);
+/// Blocks per cluster of the one-kernel form for p's dtype and head_dim on `device` (which must be
+/// current), when `wanted` (0, 8 or 16) are asked for: 16 when asked and a 16-block cluster can be
+/// resident, else 8 when asked (8 or 16) and an 8-block one can, else 0 (the two-kernel form; always
+/// below sm_90). Asked of the driver once per device and kernel.
+int cluster_blocks(const Problem& p, int wanted, int device);
+
+/// Enqueues the attention on `stream` (a cudaStream_t of the current device, whose multiprocessor
+/// count is `sm_count`): with `cluster` 0, both passes, using `scratch` of at least scratch_bytes(p)
+/// device bytes; with 8 or 16 (a value cluster_blocks() returned), the one-kernel form, which
+/// ignores `scratch`. Requires supports_head_dim, aligned, heads % kv_heads == 0. batch or heads 0
+/// enqueues nothing. Returns the launch's cudaError_t (0 = success).
+int launch(const Problem& p, void* scratch, void* stream, int sm_count, int cluster = 0);
 
 }  // namespace decode_attention
 }  // namespace shim

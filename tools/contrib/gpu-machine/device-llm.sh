@@ -406,8 +406,15 @@ pdl_measure() {
   for name in ${LONG_EXPORTS//,/ }; do
     local dir="$WORK/long_${name}_$LONG_CTX"
     [[ $DRY == 1 || -f "$dir/llm.pte" ]] || continue
-    for mode in on off on2; do
-      step "generate_${name}_$mode" 60 env AOTI_CUDA_DEPENDENT_LAUNCH=$([[ $mode == off ]] && echo 0 || echo 1) \
+    # on / off / on2: dependent launch; c16, c8: decode attention as one kernel over clusters of 16 or 8 blocks
+    # (TuningOptions::attention_cluster), c16on: both. CLUSTER_MEASURE=0 leaves the cluster runs out.
+    local modes="on off on2"
+    [[ ${CLUSTER_MEASURE:-1} == 1 ]] && modes+=" c16 c8 c16on"
+    for mode in $modes; do
+      local pdl=1 cluster=0
+      case $mode in off|c16|c8) pdl=0 ;; esac
+      case $mode in c16|c16on) cluster=16 ;; c8) cluster=8 ;; esac
+      step "generate_${name}_$mode" 60 env AOTI_CUDA_DEPENDENT_LAUNCH=$pdl AOTI_CUDA_ATTENTION_CLUSTER=$cluster \
         "$BUILD/examples/generate/generate" "$dir/llm.pte" --prompt-lens 128 --new-tokens 256 --reps 3 \
         --decode-at "$LONG_POSITIONS" --decode-window "$LONG_WINDOW" --max-ctx "$LONG_CTX" \
         --json "$RES/generate_${name}_$mode.json" $([[ $DRY == 1 ]] || expect_tokens "$dir/manifest.json")

@@ -264,12 +264,13 @@ def suite_summary(suite_dir, et_ops_log=None):
 
 def pdl_summary(res_dir):
     """Stage C: per export and position, decode tokens/s with dependent launch on (the better of the two "on"
-    runs, which ran before and after the "off" one), off, and on/off; the token agreement of each run; per int4
-    shape and M, the back-to-back microseconds both ways."""
+    runs, which ran before and after the "off" one), off, and on/off; with decode attention as one kernel over
+    clusters of 16 and 8 blocks (runs c16, c8; c16on with dependent launch too), each against "off"; the token
+    agreement of each run; per int4 shape and M, the back-to-back microseconds both ways."""
     out = {"exports": {}, "int4": []}
     runs = {}
     for path in sorted(glob.glob(os.path.join(res_dir, "generate_*_*.json"))):
-        m = re.match(r"generate_(.+)_(on|off|on2)\.json$", os.path.basename(path))
+        m = re.match(r"generate_(.+)_(on|off|on2|c16|c8|c16on)\.json$", os.path.basename(path))
         doc = load_json(path)
         if m and doc:
             runs.setdefault(m.group(1), {})[m.group(2)] = doc
@@ -281,6 +282,11 @@ def pdl_summary(res_dir):
             off = modes.get("off", {}).get(key)
             row = {"on": max(on) if on else None, "on_runs": on, "off": off}
             row["on_over_off"] = row["on"] / off if on and off else None
+            for mode in ("c16", "c8", "c16on"):  # the one-kernel attention, when it ran
+                rate = modes.get(mode, {}).get(key)
+                if rate:
+                    row[mode] = rate
+                    row[f"{mode}_over_off"] = rate / off if off else None
             positions[key[: -len("_decode_tok_s")]] = row
         agree = {m: [modes[m].get("expect_match"), modes[m].get("forced_match"), modes[m].get("expect_count")]
                  for m in modes}

@@ -167,7 +167,7 @@ def main() -> int:
 
         pdl = os.path.join(t, "pdl")
         os.makedirs(pdl)
-        for mode, rate in (("on", 1000.0), ("off", 900.0), ("on2", 1010.0)):
+        for mode, rate in (("on", 1000.0), ("off", 900.0), ("on2", 1010.0), ("c16", 945.0), ("c16on", 1035.0)):
             with open(os.path.join(pdl, f"generate_int4dopu_{mode}.json"), "w") as f:
                 json.dump({"at128_decode_tok_s": rate, "p128_decode_tok_s": rate - 50, "expect_match": 10,
                            "forced_match": 31, "expect_count": 32}, f)
@@ -181,6 +181,9 @@ def main() -> int:
         check("pdl summary: the better 'on' run against 'off', per position",
               at["on"] == 1010.0 and at["off"] == 900.0 and abs(at["on_over_off"] - 1010.0 / 900.0) < 1e-12
               and r["exports"]["int4dopu"]["positions"]["p128"]["off"] == 850.0)
+        check("pdl summary: the one-kernel attention runs against 'off'; a mode that did not run is absent",
+              at["c16"] == 945.0 and abs(at["c16_over_off"] - 1.05) < 1e-12 and at["c16on"] == 1035.0
+              and abs(at["c16on_over_off"] - 1.15) < 1e-12 and "c8" not in at)
         check("pdl summary: the token agreement of every run",
               r["exports"]["int4dopu"]["tokens_free_forced_count"]["off"] == [10, 31, 32])
         check("pdl summary: int4 back to back both ways, rows without a back-to-back time left out",
