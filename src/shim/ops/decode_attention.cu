@@ -548,7 +548,9 @@ cudaError_t launch_cluster(const Problem& p, bool q_vectors, cudaStream_t stream
 }
 
 // Whether a cluster of kCluster blocks of cluster_kernel<kHalf, kDim, kCluster> can be resident on the current
-// device (16 is beyond the portable 8: the kernel must be allowed it first). Asked once per device.
+// device (16 is beyond the portable 8: the kernel must be allowed it first). Asked once per device; a failed query
+// (rather than an answer) is not remembered, and reads as "no" this time. A Module asks on its first, uncaptured,
+// call of a method (graphs are captured from the second).
 template <bool kHalf, int kDim, int kCluster>
 bool cluster_fits(int device) {
   constexpr int kDevices = 64;
@@ -556,10 +558,18 @@ bool cluster_fits(int device) {
   if (device < 0 || device >= kDevices) return false;
   int8_t k = known[device].load(std::memory_order_relaxed);
   if (k == 0) {
+    int major = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
     auto kernel = cluster_kernel<kHalf, kDim, kCluster>;
-    bool ok = true;
-    if (kCluster > 8) ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+    bool ok = major >= 9;  // clusters exist from sm_90 on
+    if (ok && kCluster > 8) {
+      ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+    }
     int clusters = 0;
+    cudaError_t asked = cudaSuccess;
     if (ok) {
       cudaLaunchConfig_t config{};
       config.gridDim = dim3(kCluster);
@@ -571,9 +581,11 @@ bool cluster_fits(int device) {
       attribute.val.clusterDim.z = 1;
       config.attrs = &attribute;
       config.numAttrs = 1;
-      ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0;
+      asked = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+      ok = asked == cudaSuccess && clusters > 0;
     }
-    cudaGetLastError();  // a refusal is an answer, not an error to leave behind
+    cudaGetLastError();  // leave no error behind
+    if (asked != cudaSuccess) return false;  // no answer: asked again next time
     k = ok ? 2 : 1;
     known[device].store(k, std::memory_order_relaxed);
   }
