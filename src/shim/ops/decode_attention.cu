@@ -18,6 +18,8 @@
 // Scores live in the log2 domain (exp2f), which saves a multiply per exponential.
 // The update form (decode_attention.hpp): in pass 1 the step's row comes from k_new / v_new, and the
 // block holding it writes it into the cache (step 0 below).
+// The one-kernel form (cluster_kernel): the same per-chunk work (chunk_body), its results merged on the fly in each
+// block (RunningMerge) and then across the blocks of a thread-block cluster in distributed shared memory.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
