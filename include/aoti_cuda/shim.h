@@ -361,6 +361,14 @@ AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_fused_linear_int4(
     AtenTensorHandle x, AtenTensorHandle* norm_weight, double eps, int32_t swiglu, AtenTensorHandle qdata,
     AtenTensorHandle scale_and_zero, int64_t group_size, int64_t n, AtenTensorHandle* residual, AtenTensorHandle* ret0);
 
+/* aoti_cuda's argmax, the C shim of aoti_cuda::aoti_cuda_argmax(Tensor x) -> Tensor
+ * (tools/export/llm/argmax_op.py): torch.argmax(x, dim=-1, keepdim=True). x bf16, fp16 or float32 on a CUDA
+ * device, its last dimension (1 to 2^30 - 1 elements) unit-stride and its leading dimensions of one row stride.
+ * *ret0 = a new contiguous int64 tensor of x's sizes with the last one 1: per row, the index of the largest
+ * element, the first of equal ones, a NaN above every number (the first NaN's index). One kernel on the calling
+ * thread's current stream. */
+AOTI_CUDA_SHIM_API AOTITorchError aoti_torch_cuda_aoti_cuda_argmax(AtenTensorHandle x, AtenTensorHandle* ret0);
+
 /* Extern GEMMs (a program exported with Inductor's ATEN GEMM backend calls these instead of
  * Triton GEMM kernels), PyTorch's mm.out / addmm.out / bmm.out:
  *   mm:    out[M,N] = self[M,K] · mat2[K,N]

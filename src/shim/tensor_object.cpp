@@ -110,6 +110,27 @@ AtenTensorOpaque* checked(AtenTensorHandle handle, const char* arg_name) {
   return handle;
 }
 
+bool unit_stride_rows(const AtenTensorOpaque& t, int64_t* rows, int64_t* row_stride) {
+  const int64_t d = t.dim();
+  if (d < 1 || (t.strides[d - 1] != 1 && t.sizes[d - 1] > 1)) return false;
+  *rows = 1;
+  *row_stride = t.sizes[d - 1];
+  int64_t expected = -1;
+  for (int64_t i = d - 2; i >= 0; --i) {
+    if (t.sizes[i] == 1) continue;
+    if (expected < 0) {
+      *row_stride = t.strides[i];
+      expected = t.strides[i] * t.sizes[i];
+    } else if (t.strides[i] != expected) {
+      return false;
+    } else {
+      expected *= t.sizes[i];
+    }
+    *rows *= t.sizes[i];
+  }
+  return true;
+}
+
 AtenTensorOpaque* checked_defined(AtenTensorHandle handle, const char* arg_name) {
   AtenTensorOpaque* t = checked(handle, arg_name);
   if (!t->defined()) {

@@ -200,6 +200,9 @@ AtenTensorHandle make_handle(std::shared_ptr<Storage> storage, const std::vector
 /// Allocates a new owning tensor (the body of aoti_torch_empty_strided); `what` prefixes error messages.
 AtenTensorHandle new_empty_strided(const char* what, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
                                    int32_t dtype, int32_t device_type, int32_t device_index, bool pinned);
+/// Rows of `t`: true when its last dimension is unit-stride (or of size 1) and its leading dimensions collapse
+/// into one row stride; then *rows is their product and *row_stride the elements from one row to the next.
+bool unit_stride_rows(const AtenTensorOpaque& t, int64_t* rows, int64_t* row_stride);
 /// Writes `value` to an out-parameter after checking it is non-null.
 template <class T>
 T& out_param(T* ptr, const char* name) {

@@ -33,29 +33,6 @@ const AtenTensorOpaque* optional_operand(AtenTensorHandle* h, const char* name) 
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// Rows of a tensor whose last dimension is unit-stride and whose leading dimensions collapse into one row stride.
-// Returns false when they do not.
-bool rows_of(const AtenTensorOpaque& t, int64_t* rows, int64_t* row_stride) {
-  const int64_t d = t.dim();
-  if (d < 1 || (t.strides[d - 1] != 1 && t.sizes[d - 1] > 1)) return false;
-  *rows = 1;
-  *row_stride = t.sizes[d - 1];
-  int64_t expected = -1;
-  for (int64_t i = d - 2; i >= 0; --i) {
-    if (t.sizes[i] == 1) continue;
-    if (expected < 0) {
-      *row_stride = t.strides[i];
-      expected = t.strides[i] * t.sizes[i];
-    } else if (t.strides[i] != expected) {
-      return false;
-    } else {
-      expected *= t.sizes[i];
-    }
-    *rows *= t.sizes[i];
-  }
-  return true;
-}
-
 // What both forms check the same way (the callers reset *ret0 first): x's rows, the optional norm weight and
 // residual, the devices; then the output.
 struct Operands {
@@ -69,7 +46,7 @@ struct Operands {
       : x(*checked_defined(x_handle, "x")),
         norm(optional_operand(norm_weight, "norm_weight")),
         residual(optional_operand(residual_handle, "residual")) {
-    expect(rows_of(x, &rows, &x_row_stride),
+    expect(unit_stride_rows(x, &rows, &x_row_stride),
            [&] { return "x must have a unit-stride last dimension and rows of one stride, got " + x.describe(); });
     k = x.sizes[x.dim() - 1];
     expect(k >= 8 && k % 8 == 0 && (rows == 1 || x_row_stride % 8 == 0) && aligned16(x.data_ptr()), [&] {
@@ -90,7 +67,7 @@ struct Operands {
     if (residual != nullptr) {
       int64_t residual_rows = 0;
       expect(residual->dim() == x.dim() && residual->sizes[residual->dim() - 1] == n_out &&
-                 rows_of(*residual, &residual_rows, &residual_row_stride) && residual_rows == rows,
+                 unit_stride_rows(*residual, &residual_rows, &residual_row_stride) && residual_rows == rows,
              [&] {
                return "residual must have x's leading sizes and " + std::to_string(n_out) +
                       " columns, unit-stride, got " + residual->describe() + " for x " + x.describe();

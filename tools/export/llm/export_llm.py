@@ -144,6 +144,7 @@ SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op", "decode-o
 # --sdpa choice -> the decode attention operator's form (model.use_decode_attention_op).
 DECODE_OP_FORM = {"decode-op": "", "decode-op-update": "update", "decode-op-qkv": "qkv", "decode-op-fused": "qkv"}
 DECODE_OP_CHOICES = tuple(DECODE_OP_FORM)
+ARGMAX_CHOICES = ("aten", "op")
 
 
 def sdpa_decomposed(method: str, sdpa: str) -> bool:
@@ -181,12 +182,14 @@ def fused_linear_shim(quant: str) -> str:
 
 
 def decode_op_shims():
-    """{OpOverload: [C declaration]} of aoti_cuda's decode operators: the attention's and the fused linear's
-    (imported with torch)."""
+    """{OpOverload: [C declaration]} of aoti_cuda's decode operators: the attention's, the fused linear's and the
+    argmax's (imported with torch)."""
+    import argmax_op
     import decode_attention_op
     import fused_linear_op
 
-    return {**decode_attention_op.custom_ops_to_c_shims(), **fused_linear_op.custom_ops_to_c_shims()}
+    return {**decode_attention_op.custom_ops_to_c_shims(), **fused_linear_op.custom_ops_to_c_shims(),
+            **argmax_op.custom_ops_to_c_shims()}
 
 
 @contextlib.contextmanager
@@ -246,7 +249,8 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
     config = EdgeCompileConfig(_check_ir_validity=False, _skip_dim_order=True)
     flash_methods = [n for n in programs if sdpa_flash(n, sdpa)]
     op_methods = [n for n in programs if sdpa_decode_op(n, sdpa)]
-    import decode_attention_op  # the operators must be registered before the lowering meets them
+    import argmax_op  # the operators must be registered before the lowering meets them
+    import decode_attention_op
     import fused_linear_op
 
     # Entered after gemm_context: the flash and decode-op patches wrap the GEMM patch's options and allowed kernels.
@@ -257,7 +261,8 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
                                     decode_attention_op.UPDATE_QUALIFIED, decode_attention_op.UPDATE_SHIM,
                                     decode_attention_op.QKV_QUALIFIED, decode_attention_op.QKV_SHIM,
                                     fused_linear_op.QUALIFIED, fused_linear_op.SHIM,
-                                    fused_linear_op.INT4_QUALIFIED, fused_linear_op.INT4_SHIM)) as op_emitted, \
+                                    fused_linear_op.INT4_QUALIFIED, fused_linear_op.INT4_SHIM,
+                                    argmax_op.QUALIFIED, argmax_op.SHIM)) as op_emitted, \
             bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
@@ -301,6 +306,10 @@ def parse_args(argv):
                          "the same, the operator also rotating q and k (no kernel between projection and attention); "
                          "decode-op-fused: decode-op-qkv with every decode projection through aoti_cuda's fused linear "
                          "operator, its int4 form for int4 weights (RMSNorm, SwiGLU and residual adds folded in)")
+    ap.add_argument("--argmax", choices=ARGMAX_CHOICES,
+                    help="decode's greedy token: aten (torch.argmax, an Inductor reduction kernel) or op "
+                         "(aoti_cuda::aoti_cuda_argmax, aoti_cuda's own shim; needs a decode-op --sdpa). Default: op "
+                         "with --sdpa decode-op-fused, else aten")
     ap.add_argument("--fusion", choices=gemm_backend.FUSION_CHOICES, default="executorch",
                     help="executorch: the backend's Inductor settings; inductor: AOTInductor's defaults for "
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
@@ -314,7 +323,12 @@ def parse_args(argv):
     ap.add_argument("--methods", default="prefill,decode", help="export only these (e.g. to warm caches)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--stub-backend", metavar="ELF_SO", help="testing without a GPU: see export_models.py")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.argmax is None:
+        args.argmax = "op" if args.sdpa == "decode-op-fused" else "aten"
+    if args.argmax == "op" and args.sdpa not in DECODE_OP_CHOICES:
+        ap.error(f"--argmax op needs a decode-op --sdpa (the program calls aoti_cuda's own shims), got --sdpa {args.sdpa}")
+    return args
 
 
 def timed(times, key, fn, *a):
@@ -365,6 +379,7 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         "sdpa": args.sdpa,
         "flash_methods": flash_methods,
         "decode_op_methods": op_methods,  # these call aoti_cuda's own shim: only aoti_cuda runs the program
+        "argmax": args.argmax,
         "fusion": args.fusion,
         "methods": {k: v for k, v in signatures.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
@@ -383,6 +398,10 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         shims = [decode_attention_op.SHIM_OF_CHOICE[args.sdpa]]
         if args.sdpa == "decode-op-fused":
             shims.append(fused_linear_shim(args.quant))
+        if args.argmax == "op":
+            import argmax_op
+
+            shims.append(argmax_op.SHIM)
         for shim in shims:
             if shim not in imports:  # the names, not `text`: one shim's name begins another's
                 print(f"sdpa={args.sdpa}: warning: the libraries do not import {shim}", flush=True)
@@ -428,6 +447,10 @@ def main(argv=None) -> int:
             from model import use_fused_linear
 
             use_fused_linear(model)
+        if args.argmax == "op":
+            from model import use_argmax_op
+
+            use_argmax_op(model)
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)

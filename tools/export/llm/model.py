@@ -271,12 +271,16 @@ class Llama(nn.Module):
         cos, sin = rope_tables(cfg)
         self.register_buffer("rope_cos", cos)
         self.register_buffer("rope_sin", sin)
+        # Decode's greedy token through aoti_cuda::aoti_cuda_argmax (use_argmax_op, argmax_op.py).
+        self.argmax_op = False
 
-    def _head(self, x, fused: bool = False):
+    def _head(self, x, fused: bool = False, argmax_op: bool = False):
         if fused:  # the final RMSNorm folded into the output projection
             logits = fused_projection(x, self.norm.weight, self.norm.eps, False, self.output, None)
         else:
             logits = self.output(self.norm(x))  # [1, vocab]
+        if argmax_op:  # aoti_cuda's argmax kernel (argmax_op.py): the same indices
+            return logits, torch.ops.aoti_cuda.aoti_cuda_argmax(logits)
         return logits, torch.argmax(logits, dim=-1, keepdim=True)
 
     def prefill(self, tokens):
@@ -299,7 +303,7 @@ class Llama(nn.Module):
         x = self.tok_embeddings(token)
         for layer in self.layers:
             x = layer(x, cos, sin, pos, mask)
-        return self._head(x[:, -1, :], fused=self.layers[0].fused_linear)
+        return self._head(x[:, -1, :], fused=self.layers[0].fused_linear, argmax_op=self.argmax_op)
 
     def reset_cache(self) -> None:
         for layer in self.layers:
@@ -333,6 +337,14 @@ def use_fused_linear(model: Llama, enabled: bool = True) -> None:
         import fused_linear_op  # noqa: F401  (defines the operators)
     for layer in model.layers:
         layer.fused_linear = enabled
+
+
+def use_argmax_op(model: Llama, enabled: bool = True) -> None:
+    """Decode's greedy token through aoti_cuda::aoti_cuda_argmax (argmax_op.py) instead of torch.argmax: the same
+    indices, one kernel of aoti_cuda's. Prefill is unchanged."""
+    if enabled:
+        import argmax_op  # noqa: F401  (defines the operator)
+    model.argmax_op = enabled
 
 
 class PrefillMethod(nn.Module):

@@ -19,7 +19,9 @@ aoti_torch_cuda_aoti_cuda_decode_attention with the same arguments. Checks, in t
   the address of its handle, the bool as 0 / 1, and no kernel is generated around the calls;
 - its int4 form on Linears holding torchao's Int4TilePackedTo4dTensor (built by hand; skipped without torchao): the
   weight's qdata and scale_and_zero are passed as the program's constants, group_size and n as int64 literals, and
-  again no kernel is generated around the calls.
+  again no kernel is generated around the calls;
+- the argmax operator (argmax_op.py) on a head's logits: one direct call on the projection's output buffer, no
+  generated kernel.
 """
 
 from __future__ import annotations
@@ -231,6 +233,32 @@ def main() -> int:
           len(calls) == 2 and float(calls[0][3]) == 1e-5 and calls[0][4] == "1" and calls[1][4] == "0")
     check("fused linear: no generated kernel (norm, SwiGLU and residual all inside the calls)", "cpp_fused" not in code)
     check_fused_linear_int4(torch, check, flo)
+
+    # The argmax operator (argmax_op.py) on a head's logits, as the model's decode ends: one direct call that takes
+    # the projection's output as it is and returns the int64 index tensor.
+    import argmax_op
+
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.output = torch.nn.Linear(64, 512, bias=False)
+
+        def forward(self, x):
+            logits = self.output(x)
+            return logits, torch.ops.aoti_cuda.aoti_cuda_argmax(logits)
+
+    ep = torch.export.export(Head(), (torch.randn(1, 64),))
+    cpu_argmax, declaration, code = cpu_wrapper(torch, ep, torch.ops.aoti_cuda.aoti_cuda_argmax.default,
+                                                argmax_op.SHIM, argmax_op.SHIM_DECLARATION)
+    code = code or ""
+    check("argmax: the declaration is written as given", f"extern {declaration};" in code)
+    call = re.search(rf"{cpu_argmax}\((\w+), &(\w+)\)", code)
+    projection = re.search(r"aoti_torch_cpu_(?:mm|addmm)_out\((\w+),", code)
+    check("argmax: one direct call (logits, &out) on the projection's output buffer",
+          call is not None and code.count(f"{cpu_argmax}(") == 2 and projection is not None
+          and call.group(1) == projection.group(1))
+    check("argmax: no generated kernel and no proxy executor",
+          "cpp_fused" not in code and "proxy_executor_call_function" not in code)
 
     failed = results.count(False)
     print(f"decode op codegen: {len(results) - failed} passed, {failed} failed")

@@ -112,6 +112,19 @@ def main() -> int:
     check("sdpa decode-op-fused accepted with bf16 and int4 weights (the operator's int4 form)",
           all(fused[q].sdpa == "decode-op-fused" and fused[q].quant == q for q in fused)
           and sdpa_decode_op("decode", "decode-op-fused") and not sdpa_decode_op("prefill", "decode-op-fused"))
+    check("argmax: the op by default with decode-op-fused, aten otherwise, and either when asked with a decode-op",
+          fused["bf16"].argmax == "op" and default.argmax == "aten" and chosen.argmax == "aten"
+          and parse_args(["--out", "x", "--sdpa", "decode-op-fused", "--argmax", "aten"]).argmax == "aten"
+          and parse_args(["--out", "x", "--sdpa", "decode-op-qkv", "--argmax", "op"]).argmax == "op")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            parse_args(["--out", "x", "--sdpa", "mixed", "--argmax", "op"])
+            refused = False
+        except SystemExit:
+            refused = True
+    check("argmax op without a decode-op --sdpa is refused, saying why",
+          refused and "--argmax op needs a decode-op --sdpa" in err.getvalue())
 
     passed = sum(results)
     print(f"export options: {passed} passed, {len(results) - passed} failed")

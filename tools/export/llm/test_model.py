@@ -237,6 +237,59 @@ def check_fused_linear(check, cfg) -> None:
     check_fused_linear_int4(check, cfg)
 
 
+def check_argmax_op(check, cfg) -> None:
+    """aoti_cuda::aoti_cuda_argmax: torch.argmax's indices (ties to the first, NaN first) in every dtype, its fake
+    implementation, its refusals, and a decode step through it: the same token, and exported as the op."""
+    import torch
+
+    import argmax_op
+    from export_llm import export_methods
+    from model import build_model, prompt_tokens, use_argmax_op, use_decode_attention_op, use_fused_linear
+
+    op = torch.ops.aoti_cuda.aoti_cuda_argmax
+    rows = torch.tensor([[1.0, 3.0, 3.0, -2.0], [float("nan"), 5.0, float("nan"), 9.0],
+                         [-float("inf")] * 4, [0.5, 0.25, 0.5, 0.5]])
+    ok = True
+    for dtype in argmax_op.DTYPES:
+        got = op(rows.to(dtype))
+        ok = ok and got.dtype == torch.int64 and got.shape == (4, 1) and got.flatten().tolist() == [1, 0, 0, 0]
+    check("argmax op: torch.argmax's indices, keepdim, int64 (ties to the first, NaN above every number)", ok)
+    fake = torch.library.opcheck(op, (torch.randn(2, 3, 7).bfloat16(),), test_utils=("test_schema", "test_faketensor"))
+    check("argmax op: the fake implementation's [..., 1] int64 agrees with eager (opcheck)",
+          all(v == "SUCCESS" for v in fake.values()))
+    for name, x, needle in (("an int64 x", torch.zeros(2, 3, dtype=torch.int64), "bfloat16, float16 or float32"),
+                            ("an empty last dimension", torch.zeros(2, 0), "non-empty last dimension")):
+        try:
+            op(x)
+            check(f"argmax op: {name} is refused", False)
+        except ValueError as e:
+            check(f"argmax op: {name} is refused, saying why", needle in str(e))
+
+    m = build_model(cfg, device="cpu")  # bf16, as exported
+    toks = prompt_tokens(12, cfg.vocab)
+    use_decode_attention_op(m, form="qkv")
+    use_fused_linear(m)
+    with torch.no_grad():
+        m.prefill(toks[:, :11])
+        logits, plain = m.decode(toks[:, 11:12], torch.tensor([11]))
+        use_argmax_op(m)
+        m.prefill(toks[:, :11])
+        logits_op, token = m.decode(toks[:, 11:12], torch.tensor([11]))
+    check("decode through the argmax op: the same logits and token as torch.argmax",
+          torch.equal(logits, logits_op) and torch.equal(plain, token) and token.dtype == torch.int64)
+    progs = export_methods(m, cfg, 16, "cpu")
+    dec = [str(n.target) for n in progs["decode"].graph.nodes if n.op == "call_function"]
+    pre = [str(n.target) for n in progs["prefill"].graph.nodes if n.op == "call_function"]
+    check("export with the argmax op: decode calls it once and no aten argmax; prefill keeps aten's",
+          dec.count("aoti_cuda.aoti_cuda_argmax.default") == 1 and "aten.argmax.default" not in dec
+          and "aten.argmax.default" in pre)
+    from export_llm import decode_op_shims
+
+    check("export_llm maps the argmax op to its shim declaration",
+          decode_op_shims().get(op.default) == [argmax_op.SHIM_DECLARATION]
+          and argmax_op.SHIM == "aoti_torch_cuda_aoti_cuda_argmax")
+
+
 # What a decode step through the fused linear operators must not have left.
 UNFUSED = ("aten.rsqrt", "aten.silu", "aten.mm", "aten.linear", "aten.add", "aten.mul", "aten._weight_int4pack_mm")
 
@@ -400,6 +453,7 @@ def main() -> int:
           "aten.scaled_dot_product_attention.default" in ops)
     check_decode_op(check, cfg)
     check_fused_linear(check, cfg)
+    check_argmax_op(check, cfg)
 
     failed = results.count(False)
     print(f"llm model: {len(results) - failed} passed, {failed} failed")
