@@ -18,9 +18,10 @@
 // --chain instead times whole decode layers: the 22 layers of the 1.1 B model (distinct weights and a 4,096-position
 // KV cache each, decode position 128), each layer the six kernels of the fused exports (norm + q/k/v, the decode
 // attention's two passes in the qkv form, o + residual, norm + gate/up + SwiGLU, down + residual), captured in one
-// graph as a decode step replays them, bf16 and int4. Three ways: plain launches; dependent launch
+// graph as a decode step replays them, bf16 and int4. Five ways: plain launches; dependent launch
 // (OpSettings::dependent_launch); dependent launch with the projections' first weight loads issued before their
-// wait (Problem::weights_early, what the shim does for weights that are program constants).
+// wait (Problem::weights_early, what the shim does for weights that are program constants); the decode attention as
+// one kernel over thread-block clusters of 16 (OpSettings::attention_cluster), plainly and with both of the above.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -349,12 +350,12 @@ struct Layers {
     return launch_fused(c, sms, s);
   }
 
-  // Layer l's six kernels.
-  int layer(int l, bool early, int sms, cudaStream_t s) const {
+  // Layer l's six kernels (five with the attention as one kernel: `cluster` 8 or 16).
+  int layer(int l, bool early, int cluster, int sms, cudaStream_t s) const {
     void* in = h[l % 2];
     void* next = h[(l + 1) % 2];
     int err = project(qkv[l], in, true, false, nullptr, qkv_out, early, sms, s);
-    if (err == 0) err = aoti_cuda::shim::decode_attention::launch(attention(l), scratch, s, sms);
+    if (err == 0) err = aoti_cuda::shim::decode_attention::launch(attention(l), scratch, s, sms, cluster);
     if (err == 0) err = project(o[l], attn, false, false, in, h2, early, sms, s);
     if (err == 0) err = project(gate_up[l], h2, true, true, nullptr, act, early, sms, s);
     if (err == 0) err = project(down[l], act, false, false, h2, next, early, sms, s);
@@ -366,19 +367,29 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
   struct Mode {
     const char* name;
     bool dependent, early;
+    int cluster;  // the decode attention as one kernel over clusters of this many blocks (0: two kernels)
   };
-  const Mode modes[] = {{"plain launches", false, false},
-                        {"dependent launch", true, false},
-                        {"dependent launch, weights early", true, true}};
+  const Mode modes[] = {{"plain launches", false, false, 0},
+                        {"dependent launch", true, false, 0},
+                        {"dependent launch, weights early", true, true, 0},
+                        {"attention clusters of 16", false, false, 16},
+                        {"clusters of 16, dep. launch, early", true, true, 16}};
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
   for (const bool int4 : {false, true}) {
     const Layers layers(int4);
     for (int round = 0; round < 2; ++round) {  // twice each, interleaved: drift shows as a difference
       for (const Mode& m : modes) {
+        if (m.cluster > 0 && aoti_cuda::shim::decode_attention::cluster_blocks(layers.attention(0), m.cluster, device) !=
+                                 m.cluster) {
+          std::printf("chain %-4s %-34s not on this GPU\n", int4 ? "int4" : "bf16", m.name);
+          continue;
+        }
         aoti_cuda::shim::OpSettings settings;
         settings.dependent_launch = m.dependent;
         const aoti_cuda::shim::OpSettingsScope scope(&settings);
         const double us = per_call_us(Layers::kCount, reps, [&](int l, cudaStream_t s) {
-          return layers.layer(l, m.early, sms, s);
+          return layers.layer(l, m.early, m.cluster, sms, s);
         }, flush, flush_bytes);
         std::printf("chain %-4s %-34s %7.2f us a layer  (%7.1f us for %d layers)\n", int4 ? "int4" : "bf16", m.name,
                     us, us * Layers::kCount, Layers::kCount);
