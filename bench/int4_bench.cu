@@ -3,6 +3,7 @@
 //
 //   aoti_cuda_int4_bench [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants]
 //                        [--shapes NxK,NxK,...] [--m M,M,...] [--no-stream] [--dependent-launch on|off]
+//                        [--weights-early]
 //
 // --shapes/--m replace the default weight shapes (N x K: the 1.1B model's wqkv, wo, w13, w2 and
 // output head, then 4096x4096, 11008x4096, 4096x11008) and row counts.
@@ -18,7 +19,9 @@
 //
 // --dependent-launch on launches the kernels with programmatic dependent launch, which lets each
 // back-to-back call start while the one before finishes (OpSettings::dependent_launch, off by default
-// as in the SDK: src/shim/ops/dependent_launch.hpp).
+// as in the SDK: src/shim/ops/dependent_launch.hpp). --weights-early (with it on) also has each back-to-back call
+// request its first weights before it waits for the call before (Problem::weights_early: what the shim does when
+// the weights are a program's constants), so its memory latency overlaps that call's end.
 //
 // --variants times the kernels' tuning candidates (weight_int4pack_mm.hpp) for M <= 64 directly
 // (no shim), innerKTiles 8, and prints one table per candidate.
@@ -178,6 +181,9 @@ double measure_variant(int v, int64_t m, int64_t n, int64_t k, int group, int it
   return times[times.size() / 2];
 }
 
+// --weights-early: the stream timings' calls set Problem::weights_early.
+bool g_weights_early = false;
+
 // Per-call time of R back-to-back launches (the dispatch, no shim) over R copies of the weights,
 // replayed as one CUDA graph after a flush; median of `reps` replays.
 // `variant` as in launch_variant (0: the dispatch); < 0 if the variant does not apply.
@@ -205,6 +211,7 @@ double measure_stream(int64_t m, int64_t n, int64_t k, int group, int ikt, int r
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   mm::Problem p;
   p.x = xp; p.out = out; p.m = m; p.n = n; p.k = k; p.group = group; p.inner_k_tiles = ikt;
+  p.weights_early = g_weights_early;
   bool applies = true;
   for (int r = 0; r < 2 && applies; ++r) {  // outside the capture: one-time attribute setting, module load
     p.w = static_cast<char*>(ws) + r * wstride;
@@ -337,8 +344,9 @@ int main(int argc, char** argv) {
     else if (a == "--no-stream") stream = false;
     else if (a == "--dependent-launch" && i + 1 < argc && (std::string(argv[i + 1]) == "on" || std::string(argv[i + 1]) == "off"))
       settings.dependent_launch = std::string(argv[++i]) == "on";
+    else if (a == "--weights-early") g_weights_early = true;
     else {
-      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants] [--shapes NxK,...] [--m M,...] [--no-stream] [--dependent-launch on|off]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--json out.json] [--iters N] [--group G] [--inner-k-tiles T] [--variants] [--shapes NxK,...] [--m M,...] [--no-stream] [--dependent-launch on|off] [--weights-early]\n", argv[0]);
       return 2;
     }
   }
@@ -349,8 +357,9 @@ int main(int argc, char** argv) {
   check(cudaMemset(flush, 1, flush_bytes), "cudaMemset(flush)");
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::printf("device %s, %d SMs; group %d, innerKTiles %d, median of %d; dependent launch %s\n", prop.name,
-              prop.multiProcessorCount, group, ikt, iters, settings.dependent_launch ? "on" : "off");
+  std::printf("device %s, %d SMs; group %d, innerKTiles %d, median of %d; dependent launch %s%s\n", prop.name,
+              prop.multiProcessorCount, group, ikt, iters, settings.dependent_launch ? "on" : "off",
+              g_weights_early ? ", weights early" : "");
   const aoti_cuda_bench::ReadBandwidth bw = aoti_cuda_bench::measure_read_bandwidth();
   if (bw.median_gbps <= 0) {
     std::fprintf(stderr, "int4_bench: the streaming-read measurement failed\n");

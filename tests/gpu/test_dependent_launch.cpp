@@ -12,9 +12,11 @@
 // see the previous run's values or NaN), and every output must be bitwise the same: the kernels are
 // deterministic, so any difference is a read before the producer's write landed.
 //
-// The second case runs the fused exports' chain the same way (the fused linear operator, bf16 and
-// int4, around the attention), with its weights marked as the runtime marks a program's read-only
-// constants: there the projections also issue their first weight loads before their wait.
+// The second case runs the chain with its weights marked as the runtime marks a program's read-only
+// constants (the int4 matmul then issues its first weight loads before its wait), with decode attention
+// in both its forms (two kernels; one kernel over thread-block clusters). The third runs the fused
+// exports' chain the same way (the fused linear operator, bf16 and int4, around the attention): there
+// the projections also issue their first weight loads before their wait.
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
@@ -114,10 +116,12 @@ struct ChainOutputs {
   std::vector<uint16_t> y, a, z, u;
 };
 
-// For one run of a chain: dependent launch on or off, and `stream` as the shim's current stream.
+// For one run of a chain: dependent launch on or off, decode attention's form (OpSettings::attention_cluster), and
+// `stream` as the shim's current stream.
 class ChainScope {
  public:
-  ChainScope(bool dependent_launch, cudaStream_t stream) : scope_(settings(dependent_launch)) {
+  ChainScope(bool dependent_launch, cudaStream_t stream, int attention_cluster = 0)
+      : scope_(settings(dependent_launch, attention_cluster)) {
     REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous_) == 0);
   }
   ~ChainScope() { aoti_cuda_shim_set_current_stream(0, previous_, nullptr); }
@@ -125,8 +129,9 @@ class ChainScope {
   ChainScope& operator=(const ChainScope&) = delete;
 
  private:
-  const aoti_cuda::shim::OpSettings* settings(bool dependent_launch) {
+  const aoti_cuda::shim::OpSettings* settings(bool dependent_launch, int attention_cluster) {
     settings_.dependent_launch = dependent_launch;
+    settings_.attention_cluster = attention_cluster;
     settings_.gemv_max_rows = 1;
     return &settings_;
   }
@@ -151,8 +156,8 @@ Attended attend(const Weights& w, const OwnedTensor& y) {
 
 // The chain on `stream`, queued without a synchronization in between, with the given settings.
 ChainOutputs run_chain(const Weights& w, const std::vector<uint16_t>& x_host, bool dependent_launch,
-                       cudaStream_t stream) {
-  const ChainScope scope(dependent_launch, stream);
+                       cudaStream_t stream, int attention_cluster = 0) {
+  const ChainScope scope(dependent_launch, stream, attention_cluster);
   OwnedTensor x = empty({1, kIn}, {}, kBF16, kCUDA, 0);
   OwnedTensor y = empty({1, kModel}, {}, kBF16, kCUDA, 0);
   OwnedTensor u = empty({1, kOut}, {}, kBF16, kCUDA, 0);
@@ -170,6 +175,13 @@ ChainOutputs run_chain(const Weights& w, const std::vector<uint16_t>& x_host, bo
   REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
   return {read_bf16(y.data(), kModel), read_bf16(a.a.data(), kModel), read_bf16(z.data(), kWide),
           read_bf16(u.data(), kOut)};
+}
+
+// Marks `t`'s storage as a program constant, as the runtime marks a program's parameters at load
+// (runtime/constant_sharing.hpp): the fused linear kernels then load it before their wait.
+void mark_constant(const OwnedTensor& t) {
+  aoti_cuda::shim::checked_defined(t.get(), "t")->storage->program_constant = true;
+  REQUIRE(aoti_cuda::shim::is_program_constant(*aoti_cuda::shim::checked_defined(t.get(), "t")));
 }
 
 // Bitwise the same with the overlap as without.
@@ -236,14 +248,35 @@ TEST_CASE("gpu: dependent launch: each kernel of a decode-like chain reads what 
   CHECK(plain[0].u != plain[1].u);
 }
 
+TEST_CASE("gpu: dependent launch: the int4 matmul loads constant weights before its wait, and the attention as one "
+          "kernel over clusters, still read what the kernel before wrote" * AOTI_CUDA_GPU_CASE) {
+  // The first case's chain with its weights marked as a program's constants: the int4 weight-streaming kernel
+  // (_weight_int4pack_mm) then requests its first weights before its wait (int4mm::Problem::weights_early). Then
+  // the same with the decode attention as one kernel over thread-block clusters of 16 (OpSettings::
+  // attention_cluster). Each bitwise the same with the overlap on and off.
+  std::mt19937 rng(78);
+  const Weights w = make_weights(rng);
+  for (const OwnedTensor* t : {&w.w1, &w.w2, &w.sz2, &w.w3}) mark_constant(*t);
+  std::vector<std::vector<uint16_t>> inputs;
+  for (int r = 0; r < 4; ++r) inputs.push_back(random_bf16(static_cast<std::size_t>(kIn), 1.f, rng));
+  for (int cluster : {0, 16}) {
+    CAPTURE(cluster);
+    std::vector<ChainOutputs> plain, overlapped;
+    run_off_then_on(
+        inputs,
+        [&](const std::vector<uint16_t>& x, bool on, cudaStream_t s) { return run_chain(w, x, on, s, cluster); },
+        plain, overlapped);
+    for (std::size_t r = 0; r < inputs.size(); ++r) {
+      CAPTURE(r);
+      CHECK(nan_count(plain[r].u) == 0);
+      check_same(overlapped[r], plain[r]);
+    }
+    CHECK(plain[0].z != plain[1].z);
+  }
+}
+
 namespace {
 
-// Marks `t`'s storage as a program constant, as the runtime marks a program's parameters at load
-// (runtime/constant_sharing.hpp): the fused linear kernels then load it before their wait.
-void mark_constant(const OwnedTensor& t) {
-  aoti_cuda::shim::checked_defined(t.get(), "t")->storage->program_constant = true;
-  REQUIRE(aoti_cuda::shim::is_program_constant(*aoti_cuda::shim::checked_defined(t.get(), "t")));
-}
 
 struct FusedWeights {
   OwnedTensor w1, norm, w2, sz2, w3, residual;

@@ -21,11 +21,13 @@
 //   * letting dependents start right after the wait: their blocks then hold SM slots while later
 //     blocks of the running kernel still wait for one (decode 0.92-0.99x at 13:51); kernels now say
 //     so after their main loads, before their reductions and stores.
-// Not yet measured on a GPU (written 2026-12-04 when no machine was lent): the fused linear kernels
-// launch through it too, and when their weights are program constants they issue their first
-// weight loads into registers before the wait (weights_early), so that a projection's DRAM latency
-// overlaps the previous kernel's tail, where the dropped L2 prefetch only added traffic; and the
-// decode attention's merge reads the position before its wait. `aoti_cuda_fused_linear_bench
+// Not yet measured on a GPU (written 2026-12-04 and -05 when no machine was lent): the fused linear
+// kernels launch through it too, and when their weights are program constants they, and the plain
+// int4 weight-streaming kernel (int4mm::Problem::weights_early), issue their first weight loads into
+// registers before the wait, so that a projection's DRAM latency overlaps the previous kernel's
+// tail, where the dropped L2 prefetch only added traffic; and the decode attention's merge reads the
+// position before its wait. `aoti_cuda_int4_bench --dependent-launch on --weights-early` times the
+// int4 kernel that way back to back. `aoti_cuda_fused_linear_bench
 // --chain` times 22 layers three ways (plain, overlap, overlap with weights early).
 // tests/gpu/test_dependent_launch.cpp runs a decode-like chain with it on and off (bitwise equal
 // in every run), and test_int4_mm.cpp the int4 kernel with it on against float64 (passed on the

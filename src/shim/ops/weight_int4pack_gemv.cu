@@ -149,8 +149,8 @@ struct Int4Gemv {
       else return pair0 + j;
     };
     // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before the wait, except
-    // (fused, weights_early) the first chunk's weights, which no kernel writes.
-    const bool early = kFuse != kNone && f.weights_early;
+    // (weights_early) the first chunk's weights, which no kernel writes.
+    const bool early = f.weights_early;
     if (!early) pdl::wait_for_predecessor();
     float acc[NP][T][4];
 #pragma unroll
@@ -249,9 +249,18 @@ struct Int4Gemv {
     };
     float residual_first = 0.f;  // the fused epilogue's first output's residual, loaded before the weights
     if constexpr (kFuse == kNone) {
-      for (int chunk = warp; chunk < n_chunks; chunk += kw) {
-        load_chunk(chunk);
-        compute_chunk(chunk);
+      if (early) {  // the first chunk's weights in flight across the wait; x is read after it (compute_chunk)
+        if (warp < n_chunks) load_chunk(warp);
+        pdl::wait_for_predecessor();
+        for (int chunk = warp; chunk < n_chunks; chunk += kw) {
+          if (chunk != warp) load_chunk(chunk);
+          compute_chunk(chunk);
+        }
+      } else {
+        for (int chunk = warp; chunk < n_chunks; chunk += kw) {
+          load_chunk(chunk);
+          compute_chunk(chunk);
+        }
       }
     } else {
       // The first chunk's weight loads go out first, then this thread's residual load (loaded at the end, it would
@@ -392,9 +401,12 @@ template <int IKT, int U, int NP, int T>
 __global__ void __launch_bounds__(512) int4_gemv_kernel(const __nv_bfloat16* __restrict__ x,
                                                          const uint32_t* __restrict__ w,
                                                          const uint32_t* __restrict__ sz,
-                                                         __nv_bfloat16* __restrict__ out, GemvShape sh) {
+                                                         __nv_bfloat16* __restrict__ out, GemvShape sh,
+                                                         bool weights_early) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  Int4Gemv<IKT, U, NP, T>::run(x, w, sz, out, sh);
+  FusedArgs f;  // the plain multiply reads only weights_early of it
+  f.weights_early = weights_early;
+  Int4Gemv<IKT, U, NP, T>::run(x, w, sz, out, sh, f);
 #endif
 }
 
@@ -429,9 +441,9 @@ cudaError_t launch_gemv(const Problem& p, const Shape& s, cudaStream_t stream) {
   auto* out = static_cast<__nv_bfloat16*>(p.out);
   const dim3 block(static_cast<unsigned>(kw * kLanes));
   return p.m <= 8 ? pdl::launch(int4_gemv_kernel<IKT, U, NP, 1>, grid, block, kw * NP * 4 * kLanes * 4, stream, x, w,
-                                sz, out, sh)
+                                sz, out, sh, p.weights_early)
                   : pdl::launch(int4_gemv_kernel<IKT, U, NP, 2>, grid, block, kw * NP * 2 * 4 * kLanes * 4, stream, x,
-                                w, sz, out, sh);
+                                w, sz, out, sh, p.weights_early);
 }
 
 // The dispatch's choice for M <= 8 (bench/int4_bench.cu --variants, docs/benchmarks/int4.md):

@@ -152,6 +152,7 @@ AtenTensorHandle weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2
   p.x = x.data_ptr();
   p.w = w.data_ptr();
   p.sz = sz.data_ptr();
+  p.weights_early = is_program_constant(w) && is_program_constant(sz);  // with dependent launch only
   expect_aligned(p.x, 16, "self (activations)");
   expect_aligned(p.w, 16, "mat2 (packed int4 weight)");
   expect_aligned(p.sz, 4, "qScaleAndZeros");

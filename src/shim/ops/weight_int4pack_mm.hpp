@@ -36,6 +36,10 @@ struct Problem {
   int64_t k = 0;                ///< multiple of 16*inner_k_tiles and of group
   int group = 0;                ///< 32, 64, 128 or 256
   int inner_k_tiles = 0;        ///< 2, 4 or 8
+  /// w and sz are never written by any kernel (program constants, shim::is_program_constant): with dependent
+  /// launch the few-row kernel requests its first weights before it waits for the previous kernel
+  /// (dependent_launch.hpp); x only after that wait.
+  bool weights_early = false;
 };
 
 /// Which kernel configuration launch() picks for a problem (for benchmarks and logs).

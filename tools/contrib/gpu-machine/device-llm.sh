@@ -421,8 +421,11 @@ pdl_measure() {
     done
   done
   if [[ -x "$BUILD/bench/aoti_cuda_int4_bench" ]]; then
-    for mode in on off; do
-      step "int4_bench_$mode" 90 "$BUILD/bench/aoti_cuda_int4_bench" --dependent-launch "$mode" --iters 15 \
+    # early: dependent launch with each call's first weights requested before its wait (Problem::weights_early).
+    for mode in on off early; do
+      local flags=(--dependent-launch "$([[ $mode == off ]] && echo off || echo on)")
+      [[ $mode == early ]] && flags+=(--weights-early)
+      step "int4_bench_$mode" 90 "$BUILD/bench/aoti_cuda_int4_bench" "${flags[@]}" --iters 15 \
         --shapes 3072x2048,2048x2048,11264x2048,2048x5632,32000x2048 --m 1,4 --json "$RES/int4_bench_$mode.json"
     done
   fi

@@ -291,15 +291,21 @@ def pdl_summary(res_dir):
         agree = {m: [modes[m].get("expect_match"), modes[m].get("forced_match"), modes[m].get("expect_count")]
                  for m in modes}
         out["exports"][name] = {"positions": positions, "tokens_free_forced_count": agree}
-    on_bench, off_bench = (load_json(os.path.join(res_dir, f"int4_bench_{m}.json")) for m in ("on", "off"))
+    on_bench, off_bench, early_bench = (load_json(os.path.join(res_dir, f"int4_bench_{m}.json"))
+                                        for m in ("on", "off", "early"))
     if on_bench and off_bench:
         off_rows = {(r["m"], r["n"], r["k"]): r for r in off_bench.get("results", [])}
+        early_rows = {(r["m"], r["n"], r["k"]): r for r in (early_bench or {}).get("results", [])}
         for r in on_bench.get("results", []):
             o = off_rows.get((r["m"], r["n"], r["k"]))
             if o and r.get("stream_us") and o.get("stream_us"):
-                out["int4"].append({"m": r["m"], "n": r["n"], "k": r["k"], "on_us": r["stream_us"],
-                                    "off_us": o["stream_us"], "off_over_on": o["stream_us"] / r["stream_us"],
-                                    "read_floor_us": r.get("floor_read_us")})
+                row = {"m": r["m"], "n": r["n"], "k": r["k"], "on_us": r["stream_us"], "off_us": o["stream_us"],
+                       "off_over_on": o["stream_us"] / r["stream_us"], "read_floor_us": r.get("floor_read_us")}
+                e = early_rows.get((r["m"], r["n"], r["k"]))
+                if e and e.get("stream_us"):  # dependent launch with the weights requested before the wait
+                    row["early_us"] = e["stream_us"]
+                    row["off_over_early"] = o["stream_us"] / e["stream_us"]
+                out["int4"].append(row)
         out["read_gbps"] = on_bench.get("read_gbps")
     return out
 

@@ -171,7 +171,7 @@ def main() -> int:
             with open(os.path.join(pdl, f"generate_int4dopu_{mode}.json"), "w") as f:
                 json.dump({"at128_decode_tok_s": rate, "p128_decode_tok_s": rate - 50, "expect_match": 10,
                            "forced_match": 31, "expect_count": 32}, f)
-        for mode, us in (("on", 8.0), ("off", 10.0)):
+        for mode, us in (("on", 8.0), ("off", 10.0), ("early", 6.25)):
             with open(os.path.join(pdl, f"int4_bench_{mode}.json"), "w") as f:
                 json.dump({"read_gbps": 4500.0, "results": [{"m": 1, "n": 2048, "k": 2048, "us": 5.0, "stream_us": us,
                                                              "floor_read_us": 2.3}, {"m": 64, "n": 2048, "k": 2048,
@@ -188,7 +188,7 @@ def main() -> int:
               r["exports"]["int4dopu"]["tokens_free_forced_count"]["off"] == [10, 31, 32])
         check("pdl summary: int4 back to back both ways, rows without a back-to-back time left out",
               r["int4"] == [{"m": 1, "n": 2048, "k": 2048, "on_us": 8.0, "off_us": 10.0, "off_over_on": 1.25,
-                             "read_floor_us": 2.3}])
+                             "read_floor_us": 2.3, "early_us": 6.25, "off_over_early": 1.6}])
 
     failed = results.count(False)
     print(f"llm_job: {len(results) - failed} passed, {failed} failed")
