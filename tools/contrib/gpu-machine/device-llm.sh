@@ -420,16 +420,21 @@ pdl_measure() {
         --json "$RES/generate_${name}_$mode.json" $([[ $DRY == 1 ]] || expect_tokens "$dir/manifest.json")
     done
   done
-  if [[ -x "$BUILD/bench/aoti_cuda_int4_bench" ]]; then
-    # early: dependent launch with each call's first weights requested before its wait (Problem::weights_early).
-    for mode in on off early; do
-      local flags=(--dependent-launch "$([[ $mode == off ]] && echo off || echo on)")
-      [[ $mode == early ]] && flags+=(--weights-early)
-      step "int4_bench_$mode" 90 "$BUILD/bench/aoti_cuda_int4_bench" "${flags[@]}" --iters 15 \
-        --shapes 3072x2048,2048x2048,11264x2048,2048x5632,32000x2048 --m 1,4 --json "$RES/int4_bench_$mode.json"
-    done
-  fi
+  int4_benches
   [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" pdl-summary "$RES" --out "$RES/summary_pdl.json" > /dev/null
+}
+
+# The int4 kernels back to back on the model's shapes, when the pack has their bench: dependent launch on, off, and
+# on with each call's first weights requested before its wait (early: Problem::weights_early).
+int4_benches() {
+  [[ -x "$BUILD/bench/aoti_cuda_int4_bench" ]] || return 0
+  local mode
+  for mode in on off early; do
+    local flags=(--dependent-launch "$([[ $mode == off ]] && echo off || echo on)")
+    [[ $mode == early ]] && flags+=(--weights-early)
+    step "int4_bench_$mode" 90 "$BUILD/bench/aoti_cuda_int4_bench" "${flags[@]}" --iters 15 \
+      --shapes 3072x2048,2048x2048,11264x2048,2048x5632,32000x2048 --m 1,4 --json "$RES/int4_bench_$mode.json"
+  done
 }
 
 # B and C in one call, with the stock bf16 export beside (REF_EXPORT=1 by default here) and the GPU suite beside the
@@ -479,6 +484,9 @@ stage_K() {
   start_suite
   [[ -n "$SUITE_PID" ]] && wait "$SUITE_PID"
   kernel_benches
+  int4_benches  # (BC runs them in pdl_measure)
+  [[ $DRY == 1 || ! -f "$RES/int4_bench_on.json" ]] ||
+    python3 "$HERE/llm_job.py" pdl-summary "$RES" --out "$RES/summary_pdl.json" > /dev/null
   # NCU=1: Nsight Compute on the decode attention and the norm + q/k/v projections (ncu-kernels.sh), after the
   # benches so that their figures are not taken beside the profiler.
   if [[ ${NCU:-0} == 1 ]]; then step ncu_kernels 240 "$HERE/ncu-kernels.sh" "$BUILD"; fi
