@@ -370,6 +370,17 @@ void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Rep
   r.num("page_locked_mib", st.page_locked_bytes / 1048576.0);
   r.num("staged_mib", st.staged_bytes / 1048576.0);
   r.num("state_mib", m.state_bytes() / 1048576.0);
+  // The decode kernels' settings this load resolved (from LoadOptions::tuning or the AOTI_CUDA_* variables), so that
+  // a run's figures say which form they measured.
+  const aoti_cuda::TuningOptions tuning = m.tuning();
+  const bool dependent = tuning.dependent_launch.value_or(false);
+  const int cluster = tuning.attention_cluster.value_or(0);
+  std::printf("decode kernels: dependent launch %s, attention %s\n", dependent ? "on" : "off",
+              cluster > 0 ? ("one kernel over clusters of " + std::to_string(cluster) + " blocks where the GPU has "
+                             "them").c_str()
+                          : "two kernels");
+  r.num("dependent_launch", dependent ? 1 : 0);
+  r.num("attention_cluster", cluster);
 }
 
 // Exit status 3: this machine cannot run the program (no usable GPU), as the other examples.

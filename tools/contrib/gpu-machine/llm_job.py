@@ -290,7 +290,9 @@ def pdl_summary(res_dir):
             positions[key[: -len("_decode_tok_s")]] = row
         agree = {m: [modes[m].get("expect_match"), modes[m].get("forced_match"), modes[m].get("expect_count")]
                  for m in modes}
-        out["exports"][name] = {"positions": positions, "tokens_free_forced_count": agree}
+        # What each run's load resolved (generate reports it): that the variables took effect.
+        settings = {m: [modes[m].get("dependent_launch"), modes[m].get("attention_cluster")] for m in modes}
+        out["exports"][name] = {"positions": positions, "tokens_free_forced_count": agree, "settings": settings}
     on_bench, off_bench, early_bench = (load_json(os.path.join(res_dir, f"int4_bench_{m}.json"))
                                         for m in ("on", "off", "early"))
     if on_bench and off_bench:
