@@ -380,8 +380,8 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
     const Layers layers(int4);
     for (int round = 0; round < 2; ++round) {  // twice each, interleaved: drift shows as a difference
       for (const Mode& m : modes) {
-        if (m.cluster > 0 && aoti_cuda::shim::decode_attention::cluster_blocks(layers.attention(0), m.cluster, device) !=
-                                 m.cluster) {
+        namespace da = aoti_cuda::shim::decode_attention;
+        if (m.cluster > 0 && da::cluster_blocks(layers.attention(0), m.cluster, device) != m.cluster) {
           std::printf("chain %-4s %-34s not on this GPU\n", int4 ? "int4" : "bf16", m.name);
           continue;
         }

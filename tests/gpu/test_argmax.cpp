@@ -116,7 +116,8 @@ TEST_CASE("gpu: argmax matches torch.argmax's order on random rows of every leng
   }
 }
 
-TEST_CASE("gpu: argmax keeps the first of equal maxima, puts NaN first, and handles rows of -inf" * AOTI_CUDA_GPU_CASE) {
+TEST_CASE("gpu: argmax keeps the first of equal maxima, puts NaN first, and handles rows of -inf" *
+          AOTI_CUDA_GPU_CASE) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   for (Kind kind : {Kind::kBF16, Kind::kF16, Kind::kF32}) {
     for (int64_t offset : {0, 3}) {  // the vector path and the element path

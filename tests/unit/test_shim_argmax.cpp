@@ -24,8 +24,8 @@ constexpr int32_t kF64 = 7;
 
 void expect_failure(AtenTensorHandle x, const std::string& needle) {
   aoti_cuda_test::expect_refused(
-      "aoti_torch_cuda_aoti_cuda_argmax", [&](AtenTensorHandle* out) { return aoti_torch_cuda_aoti_cuda_argmax(x, out); },
-      needle);
+      "aoti_torch_cuda_aoti_cuda_argmax",
+      [&](AtenTensorHandle* out) { return aoti_torch_cuda_aoti_cuda_argmax(x, out); }, needle);
 }
 
 }  // namespace

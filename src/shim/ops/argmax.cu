@@ -158,11 +158,13 @@ int launch(const Problem& p, void* stream) {
   const bool vectors = reinterpret_cast<uintptr_t>(p.x) % 16 == 0 && (p.rows == 1 || (p.row_stride * size) % 16 == 0);
   const dim3 grid(static_cast<unsigned>(p.rows)), block(static_cast<unsigned>(block_threads(p.n)));
   auto s = static_cast<cudaStream_t>(stream);
+  cudaError_t err;
   switch (p.dtype) {
-    case Dtype::kBFloat16: return static_cast<int>(pdl::launch(argmax_kernel<Dtype::kBFloat16>, grid, block, 0, s, p, vectors));
-    case Dtype::kFloat16: return static_cast<int>(pdl::launch(argmax_kernel<Dtype::kFloat16>, grid, block, 0, s, p, vectors));
-    default: return static_cast<int>(pdl::launch(argmax_kernel<Dtype::kFloat32>, grid, block, 0, s, p, vectors));
+    case Dtype::kBFloat16: err = pdl::launch(argmax_kernel<Dtype::kBFloat16>, grid, block, 0, s, p, vectors); break;
+    case Dtype::kFloat16: err = pdl::launch(argmax_kernel<Dtype::kFloat16>, grid, block, 0, s, p, vectors); break;
+    default: err = pdl::launch(argmax_kernel<Dtype::kFloat32>, grid, block, 0, s, p, vectors); break;
   }
+  return static_cast<int>(err);
 }
 
 }  // namespace argmax

@@ -673,7 +673,8 @@ int cluster_blocks(const Problem& p, int wanted, int device) {
   if (wanted < 8 || !supports_head_dim(p.head_dim)) return 0;
   if (p.fp16) return p.head_dim == 64 ? cluster_blocks_of<true, 64>(wanted, device)
                                       : cluster_blocks_of<true, 128>(wanted, device);
-  return p.head_dim == 64 ? cluster_blocks_of<false, 64>(wanted, device) : cluster_blocks_of<false, 128>(wanted, device);
+  return p.head_dim == 64 ? cluster_blocks_of<false, 64>(wanted, device)
+                          : cluster_blocks_of<false, 128>(wanted, device);
 }
 
 int launch(const Problem& p, void* scratch, void* stream, int sm_count, int cluster) {

@@ -327,7 +327,8 @@ def parse_args(argv):
     if args.argmax is None:
         args.argmax = "op" if args.sdpa == "decode-op-fused" else "aten"
     if args.argmax == "op" and args.sdpa not in DECODE_OP_CHOICES:
-        ap.error(f"--argmax op needs a decode-op --sdpa (the program calls aoti_cuda's own shims), got --sdpa {args.sdpa}")
+        ap.error("--argmax op needs a decode-op --sdpa (the program calls aoti_cuda's own shims), got --sdpa "
+                 f"{args.sdpa}")
     return args
 
 
