@@ -22,6 +22,7 @@
 #include "aoti_cuda/shim.h"
 #include "shim/op_settings.hpp"
 #include "shim/ops/weight_int4pack_mm.hpp"
+#include "shim/tensor_object.hpp"
 #include "support/gpu.hpp"
 #include "support/int4_packing.hpp"
 #include "support/shim_testing.hpp"
@@ -410,8 +411,11 @@ PackedCase packed_case(int64_t n, int64_t k, int group, int ikt, uint32_t seed) 
 
 // M = 1..16 (the weight-streaming kernel's range) on one shape and group size: the float64
 // reference of 16 rows, then each M takes the first M of them; every output element is checked,
-// so an unwritten one fails too.
-void small_m_case(int64_t n, int64_t k, int group, int ikt, uint32_t seed, cudaStream_t stream) {
+// so an unwritten one fails too. constant_weights: the weight and its scales are marked as a
+// program's constants (as the runtime marks them at load), so the shim lets the kernel issue its
+// first weight loads before its dependent-launch wait (int4mm::Problem::weights_early).
+void small_m_case(int64_t n, int64_t k, int group, int ikt, uint32_t seed, cudaStream_t stream,
+                  bool constant_weights = false) {
   constexpr int64_t kRows = 16;
   const PackedCase c = packed_case(n, k, group, ikt, seed);
   std::mt19937 rng(seed + 1);
@@ -428,6 +432,11 @@ void small_m_case(int64_t n, int64_t k, int group, int ikt, uint32_t seed, cudaS
   });
   OwnedTensor dw = upload(c.words, {n / 8, k / (16 * ikt), 32, ikt / 2}, kI32);
   OwnedTensor dsz = upload(c.sz, {k / group, n, 2}, kBF16);
+  if (constant_weights) {
+    for (const OwnedTensor* t : {&dw, &dsz}) {
+      aoti_cuda::shim::checked_defined(t->get(), "weight")->storage->program_constant = true;
+    }
+  }
   for (int64_t m = 1; m <= kRows; ++m) {
     const std::vector<uint16_t> xm(x.begin(), x.begin() + m * k);
     OwnedTensor dx = upload(xm, {m, k}, kBF16);
@@ -435,7 +444,8 @@ void small_m_case(int64_t n, int64_t k, int group, int ikt, uint32_t seed, cudaS
     const std::vector<float> want_m(want.begin(), want.begin() + m * n);
     // One bf16 rounding of the fp32 sum (half an ulp = 2^-9 relative) plus fp32 accumulation noise.
     const Mismatch r = compare(got, want_m, 1.0 / 256, 1e-4);
-    INFO("m=" << m << " n=" << n << " k=" << k << " group=" << group << " innerKTiles=" << ikt);
+    INFO("m=" << m << " n=" << n << " k=" << k << " group=" << group << " innerKTiles=" << ikt
+              << (constant_weights ? " constant weights" : ""));
     CHECK_MESSAGE(r.count == 0, r.count << " elements off the float64 reference, worst error/tolerance " << r.worst);
   }
 }
@@ -457,8 +467,9 @@ TEST_CASE("int4pack_mm: M = 1..16 on the 1.1B model's shapes and the 4096/11008 
 }
 
 // The same with the weight-streaming kernel launched with programmatic dependent launch
-// (OpSettings::dependent_launch, opt-in): the kernel waits for its predecessor before touching memory,
-// so every result must be as exact as without it.
+// (OpSettings::dependent_launch, opt-in): the kernel waits for its predecessor before touching memory
+// (group 128), or before anything but its constant weights (group 32: weights marked as a program's
+// constants), so every result must be as exact as without it.
 TEST_CASE("int4pack_mm: M = 1..16 on the 1.1B model's shapes with dependent launch on, against float64" *
           AOTI_CUDA_GPU_CASE) {
   aoti_cuda::shim::OpSettings settings;
@@ -469,7 +480,7 @@ TEST_CASE("int4pack_mm: M = 1..16 on the 1.1B model's shapes with dependent laun
   const int64_t shapes[][2] = {{3072, 2048}, {2048, 2048}, {11264, 2048}, {2048, 5632}, {32000, 2048}};
   uint32_t seed = 901;
   for (const auto& nk : shapes)
-    for (int group : {32, 128}) small_m_case(nk[0], nk[1], group, 8, seed++, stream);
+    for (int group : {32, 128}) small_m_case(nk[0], nk[1], group, 8, seed++, stream, group == 32);
   REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
 
