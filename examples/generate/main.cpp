@@ -375,10 +375,10 @@ void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Rep
   const aoti_cuda::TuningOptions tuning = m.tuning();
   const bool dependent = tuning.dependent_launch.value_or(false);
   const int cluster = tuning.attention_cluster.value_or(0);
-  std::printf("decode kernels: dependent launch %s, attention %s\n", dependent ? "on" : "off",
-              cluster > 0 ? ("one kernel over clusters of " + std::to_string(cluster) + " blocks where the GPU has "
-                             "them").c_str()
-                          : "two kernels");
+  const std::string attention =
+      cluster > 0 ? "one kernel over clusters of " + std::to_string(cluster) + " blocks where the GPU has them"
+                  : "two kernels";
+  std::printf("decode kernels: dependent launch %s, attention %s\n", dependent ? "on" : "off", attention.c_str());
   r.num("dependent_launch", dependent ? 1 : 0);
   r.num("attention_cluster", cluster);
 }

@@ -16,7 +16,9 @@ namespace {
 constexpr int kDevices = 64;
 std::atomic<int> g_capable[kDevices];
 
-bool device_capable() noexcept {
+}  // namespace
+
+bool sm90_or_newer() noexcept {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) {
     cudaGetLastError();  // not sticky: leave no error behind for the caller's next check
@@ -36,9 +38,7 @@ bool device_capable() noexcept {
   return known == 2;
 }
 
-}  // namespace
-
-bool allowed() noexcept { return op_settings().dependent_launch && device_capable(); }
+bool allowed() noexcept { return op_settings().dependent_launch && sm90_or_newer(); }
 
 }  // namespace pdl
 }  // namespace shim

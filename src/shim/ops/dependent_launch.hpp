@@ -59,8 +59,12 @@ namespace aoti_cuda {
 namespace shim {
 namespace pdl {
 
+/// Whether the calling thread's current device is sm_90 or newer (asked of the driver once per device;
+/// false when it cannot be asked). Also what thread-block clusters need (decode_attention_cluster.cu).
+bool sm90_or_newer() noexcept;
+
 /// Whether launch() asks for the overlap on the calling thread's current device: the calling
-/// Module's OpSettings::dependent_launch is on and the device is sm_90 or newer (cached per device).
+/// Module's OpSettings::dependent_launch is on and the device is sm_90 or newer.
 bool allowed() noexcept;
 
 /// Launches kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream
