@@ -32,12 +32,17 @@
 #       (same process settings otherwise), and the int4 bench's back-to-back calls on the model's shapes with the
 #       overlap on and off; the GPU suite beside the exports when the pack has it (llm_job.py pdl-summary).
 #
+#   X   (~560 s; then BC at once, on the warm machine) the exports of BC alone (LONG_EXPORTS and, unless
+#       REF_EXPORT=0, the stock bf16 one), with the whole call; BC then reuses them.
+#
 # Every step is a child process with a timeout (capped by the stage's deadline, BUDGET, default 560 s) and a log;
 # OUT/<stage>_results.json is rewritten after every step, so a stage cut short still returns what finished.
-# OUT gets at most 4 files per stage: <stage>_results.json, <stage>_logs.tgz and the raw JSON of the tools it ran.
+# OUT gets at most 5 files per stage: <stage>_results.json, <stage>_logs.tgz, the raw JSON of the tools it ran, and
+# export_cache.tgz from a stage that exports (the tuners' results: see export_cache_save).
 # Environment: WORK, BUDGET, ET12, ET13, WHL (default: beside BUILD: et12, et13, whl), LLM_PARTS (A's parts:
 # llm,int4 by default; int4 alone for the int4 rows), LONG_EXPORTS, LONG_CTX,
-# LONG_POSITIONS, LONG_WINDOW, CARRY (dry run: the carried paths to size, default .carry/llmjob).
+# LONG_POSITIONS, LONG_WINDOW, CARRY (dry run: the carried paths to size, default .carry/llmjob), EXPORT_CACHE
+# (default beside BUILD: export_cache.tgz, an earlier stage's OUT/export_cache.tgz).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
@@ -55,7 +60,7 @@ esac
 # timeout_s 600. README.md quotes them; the dry run checks that it still does.
 CALL_PREFIX='bash tools/contrib/gpu-machine/device-llm.sh "$OUT" .carry/llmjob/aoti'
 if [[ $MODE == calls ]]; then
-  for s in A1 A2 B C BC; do echo "$CALL_PREFIX $s"; done
+  for s in A1 A2 B C BC X; do echo "$CALL_PREFIX $s"; done
   exit 0
 fi
 
@@ -306,10 +311,31 @@ stage_A2() {
 # cache, as stage A1 makes it) joins them in WORK/bf16, for the same-job comparison and its trace. An export that a
 # call before on this machine finished with the same flags is reused (export.flags beside its manifest, which
 # export_llm.py writes last), so a stage cut short by its exports can be called again at once and go on.
+# The exports' autotuning results: what Inductor's tuners chose for each kernel (a .best_config beside each kernel's
+# source) and for each GEMM template (the cache/ file of each Inductor cache), a few hundred KB for all exports.
+# They are what makes an export long: on 2026-12-05 a host 1.7x slower than 12-04's spent its whole 390 s in the
+# coordinate-descent tuner of two exports (export-probe.sh's stacks). Each stage that exports returns them in
+# OUT/export_cache.tgz, even when an export was cut short (a result is written as each kernel is tuned); carried
+# back as .carry/llmjob/export_cache.tgz (EXPORT_CACHE), they are restored before the next exports, so that a fresh
+# machine skips the tuning already done and makes the same choices.
+EXPORT_CACHE=${EXPORT_CACHE:-$PARENT/export_cache.tgz}
+export_cache_restore() {
+  [[ $DRY == 1 || ! -f "$EXPORT_CACHE" ]] && return 0
+  mkdir -p "$WORK/cache" && tar -xzf "$EXPORT_CACHE" -C "$WORK/cache" &&
+    echo "export cache: $(tar -tzf "$EXPORT_CACHE" | grep -c -v '/$') tuning results restored from $EXPORT_CACHE"
+}
+export_cache_save() {
+  [[ $DRY == 1 || ! -d "$WORK/cache" ]] && return 0
+  (cd "$WORK/cache" && find . -type f \( -name '*.best_config' -o -path './inductor*/cache/*' \) -size -1048576c -print0 |
+    tar -czf "$OUT/export_cache.tgz" --null -T -) &&
+    echo "export cache: $(tar -tzf "$OUT/export_cache.tgz" | wc -l) tuning results in $OUT/export_cache.tgz"
+}
+
 long_exports() {
   local timeout_s=$1 name flags dir stamp pids=()
   export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor" TRITON_CACHE_DIR="$WORK/cache/triton"
   mkdir -p "$TORCHINDUCTOR_CACHE_DIR" "$TRITON_CACHE_DIR" 2>/dev/null
+  export_cache_restore
   for name in ${LONG_EXPORTS//,/ } $([[ ${REF_EXPORT:-0} == 1 ]] && echo ref); do
     local ctx_args=(--max-ctx "$LONG_CTX")
     if [[ $name == ref ]]; then
@@ -338,6 +364,7 @@ long_exports() {
     fi
   done
   for p in "${pids[@]}"; do wait "$p"; done
+  export_cache_save
 }
 
 stage_B() {
@@ -440,6 +467,13 @@ int4_benches() {
 # B and C in one call, with the stock bf16 export beside (REF_EXPORT=1 by default here) and the GPU suite beside the
 # exports: every figure of issue 32 from one job. Called again at once on the warm machine it reuses the exports
 # that finished and makes the rest.
+# X: the exports alone, with the whole call (BC's exports get 390 s, which a slow host's need not fit). BC called at
+# once afterwards, on the still-warm machine, reuses them; on a fresh one it exports again from export_cache.tgz.
+stage_X() {
+  start_stage X; setup_python
+  REF_EXPORT=${REF_EXPORT:-1} long_exports $((BUDGET - 25))
+  finish_stage
+}
 stage_BC() {
   start_stage BC; setup_python
   start_suite
@@ -584,11 +618,12 @@ case "$STAGE" in
   B) stage_B ;;
   C) stage_C ;;
   BC) stage_BC ;;
+  X) stage_X ;;
   K) stage_K ;;
   selftest) stage_selftest ;;
   all) [[ $DRY == 1 ]] || { echo "STAGE all is for the dry run"; exit 2; }
-       stage_A1; stage_A2; stage_B; stage_C; stage_BC; stage_K ;;
-  *) echo "unknown STAGE $STAGE (A1, A2, B, C, BC, K)"; exit 2 ;;
+       stage_A1; stage_A2; stage_B; stage_C; stage_BC; stage_X; stage_K ;;
+  *) echo "unknown STAGE $STAGE (A1, A2, B, C, BC, X, K)"; exit 2 ;;
 esac
 rc=$?
 if [[ $DRY == 1 ]]; then

@@ -94,6 +94,27 @@ if [[ "$flags" == "--expect-tokens 5,9 --expect-top 5:12.5,9:12.4375;9:3,1:-2.5"
 then ok "reference flags: tokens, eager's highest logits when recorded, and generate parses them"
 else echo "flags: '$flags' (generate exit $rc)"; cat "$T/gen_flags.log"; bad "reference flags from the manifest"; fi
 
+# The exports' tuning results (export_cache_save / export_cache_restore): only the tuners' choices travel, with their
+# paths; a fresh WORK gets them back where Inductor looks.
+source <(sed -n '/^export_cache_restore() {/,/^}/p;/^export_cache_save() {/,/^}/p' "$HERE/device-llm.sh")
+DRY=0 WORK="$T/w1" OUT="$T/cache_out"; mkdir -p "$OUT" "$WORK/cache/inductor_int4/ab" "$WORK/cache/inductor_int4/cache" \
+  "$WORK/cache/triton/XYZ"
+echo '{"XBLOCK": 64, "found_by_coordesc": true}' > "$WORK/cache/inductor_int4/ab/cabc.best_config"
+echo 'kernel source' > "$WORK/cache/inductor_int4/ab/cabc.py"
+echo '{"mm": {}}' > "$WORK/cache/inductor_int4/cache/0123"
+echo 'cubin' > "$WORK/cache/triton/XYZ/k.cubin"
+export_cache_save > "$T/cache_save.log" 2>&1
+saved=$(tar -tzf "$OUT/export_cache.tgz" 2>/dev/null | sort | paste -sd' ')
+WORK="$T/w2" EXPORT_CACHE="$OUT/export_cache.tgz"; export_cache_restore > "$T/cache_restore.log" 2>&1
+if [[ "$saved" == "./inductor_int4/ab/cabc.best_config ./inductor_int4/cache/0123" &&
+      "$(cat "$T/w2/cache/inductor_int4/ab/cabc.best_config" 2>/dev/null)" == '{"XBLOCK": 64, "found_by_coordesc": true}' &&
+      -f "$T/w2/cache/inductor_int4/cache/0123" && ! -e "$T/w2/cache/triton" ]] && grep -q '2 tuning results restored' "$T/cache_restore.log"
+then ok "export cache: the tuners' results alone, saved and restored in place"
+else echo "saved: $saved"; cat "$T/cache_save.log" "$T/cache_restore.log"; bad "export cache: save and restore"; fi
+EXPORT_CACHE="$T/none.tgz"; WORK="$T/w3"
+if export_cache_restore && [[ ! -e "$T/w3" ]]; then ok "export cache: none carried, nothing restored"
+else bad "export cache: a missing archive"; fi
+
 # The real step machinery (not the dry run): timeouts, failures, the stage deadline, results after every step.
 MIN_STEP_S=1 STEP_MARGIN_S=1 BUDGET=8 bash "$HERE/device-llm.sh" "$T/self" "$C/aoti" selftest > "$T/self.log" 2>&1
 if python3 - "$T/self/selftest_results.json" <<'PY' 2>&1

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Where an LLM export spends its time, when one runs past its step's timeout on the GPU machine.
+#   export-probe.sh OUT WHL_DIR SECONDS NAME=ARGS [NAME=ARGS ...]
+# Runs tools/export/llm/export_llm.py once per NAME=ARGS, all at once (as the LLM job's stages do), each under
+# SECONDS. 20 s before its end each export prints every Python thread's stack (faulthandler) into OUT/NAME.log; the
+# busiest processes are listed every 20 s in OUT/ps.log, so a stuck lowering is told from a slow one.
+set -uo pipefail
+OUT=${1:?usage: export-probe.sh OUT WHL_DIR SECONDS NAME=ARGS...}; WHL=${2:?}; T=${3:?}; shift 3
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"; cd "$ROOT"
+SITE=/tmp/site
+mkdir -p "$OUT"
+[[ -d $SITE/executorch ]] || python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "$WHL"/*.whl
+export PYTHONPATH="$SITE" FLATC_EXECUTABLE="$SITE/executorch/data/bin/flatc" PYTHONWARNINGS=ignore PYTHONUNBUFFERED=1
+for spec in "$@"; do
+  name=${spec%%=*}; read -r -a args <<< "${spec#*=}"
+  (
+    start=$SECONDS
+    timeout -s KILL "$T" python3 -c "
+import faulthandler, runpy, sys
+faulthandler.dump_traceback_later($((T - 20)), exit=False)
+sys.argv = ['export_llm.py'] + sys.argv[1:]
+sys.path.insert(0, 'tools/export/llm')
+runpy.run_path('tools/export/llm/export_llm.py', run_name='__main__')" "${args[@]}" > "$OUT/$name.log" 2>&1
+    echo "exit $? after $((SECONDS - start)) s" >> "$OUT/$name.log"
+  ) &
+done
+while [[ -n "$(jobs -rp)" ]]; do
+  { echo "== $(date +%T)"; ps -eo pid,ppid,pcpu,etimes,rss,args --sort=-pcpu | cut -c1-200 | head -15; } >> "$OUT/ps.log"
+  sleep 20
+done
+wait
+tail -n 3 "$OUT"/*.log | grep -v '^$'
