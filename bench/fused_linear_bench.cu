@@ -18,10 +18,11 @@
 // --chain instead times whole decode layers: the 22 layers of the 1.1 B model (distinct weights and a 4,096-position
 // KV cache each, decode position 128), each layer the six kernels of the fused exports (norm + q/k/v, the decode
 // attention's two passes in the qkv form, o + residual, norm + gate/up + SwiGLU, down + residual), captured in one
-// graph as a decode step replays them, bf16 and int4. Five ways: plain launches; dependent launch
+// graph as a decode step replays them, bf16 and int4. Seven ways: plain launches; dependent launch
 // (OpSettings::dependent_launch); dependent launch with the projections' first weight loads issued before their
 // wait (Problem::weights_early, what the shim does for weights that are program constants); the decode attention as
-// one kernel over thread-block clusters of 16 (OpSettings::attention_cluster), plainly and with both of the above.
+// one kernel over thread-block clusters of 16 or 8 (OpSettings::attention_cluster), plainly and with both of the
+// above.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -373,7 +374,9 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
                         {"dependent launch", true, false, 0},
                         {"dependent launch, weights early", true, true, 0},
                         {"attention clusters of 16", false, false, 16},
-                        {"clusters of 16, dep. launch, early", true, true, 16}};
+                        {"clusters of 16, dep. launch, early", true, true, 16},
+                        {"attention clusters of 8", false, false, 8},
+                        {"clusters of 8, dep. launch, early", true, true, 8}};
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   for (const bool int4 : {false, true}) {

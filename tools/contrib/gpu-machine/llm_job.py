@@ -265,12 +265,12 @@ def suite_summary(suite_dir, et_ops_log=None):
 def pdl_summary(res_dir):
     """Stage C: per export and position, decode tokens/s with dependent launch on (the better of the two "on"
     runs, which ran before and after the "off" one), off, and on/off; with decode attention as one kernel over
-    clusters of 16 and 8 blocks (runs c16, c8; c16on with dependent launch too), each against "off"; the token
+    clusters of 16 and 8 blocks (runs c16, c8; c16on, c8on with dependent launch too), each against "off"; the token
     agreement of each run; per int4 shape and M, the back-to-back microseconds both ways."""
     out = {"exports": {}, "int4": []}
     runs = {}
     for path in sorted(glob.glob(os.path.join(res_dir, "generate_*_*.json"))):
-        m = re.match(r"generate_(.+)_(on|off|on2|c16|c8|c16on)\.json$", os.path.basename(path))
+        m = re.match(r"generate_(.+)_(on|off|on2|c16|c8|c16on|c8on)\.json$", os.path.basename(path))
         doc = load_json(path)
         if m and doc:
             runs.setdefault(m.group(1), {})[m.group(2)] = doc
@@ -282,7 +282,7 @@ def pdl_summary(res_dir):
             off = modes.get("off", {}).get(key)
             row = {"on": max(on) if on else None, "on_runs": on, "off": off}
             row["on_over_off"] = row["on"] / off if on and off else None
-            for mode in ("c16", "c8", "c16on"):  # the one-kernel attention, when it ran
+            for mode in ("c16", "c8", "c16on", "c8on"):  # the one-kernel attention, when it ran
                 rate = modes.get(mode, {}).get(key)
                 if rate:
                     row[mode] = rate

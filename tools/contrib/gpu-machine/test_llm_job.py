@@ -167,11 +167,13 @@ def main() -> int:
 
         pdl = os.path.join(t, "pdl")
         os.makedirs(pdl)
-        for mode, rate in (("on", 1000.0), ("off", 900.0), ("on2", 1010.0), ("c16", 945.0), ("c16on", 1035.0)):
+        for mode, rate in (("on", 1000.0), ("off", 900.0), ("on2", 1010.0), ("c16", 945.0), ("c16on", 1035.0),
+                           ("c8on", 1053.0)):
             with open(os.path.join(pdl, f"generate_int4dopu_{mode}.json"), "w") as f:
                 json.dump({"at128_decode_tok_s": rate, "p128_decode_tok_s": rate - 50, "expect_match": 10,
                            "forced_match": 31, "expect_count": 32, "dependent_launch": int(mode != "off"),
-                           "attention_cluster": 16 if mode.startswith("c16") else 0}, f)
+                           "attention_cluster": int(mode[1:3]) if mode.startswith("c1") else
+                           8 if mode.startswith("c8") else 0}, f)
         for mode, us in (("on", 8.0), ("off", 10.0), ("early", 6.25)):
             with open(os.path.join(pdl, f"int4_bench_{mode}.json"), "w") as f:
                 json.dump({"read_gbps": 4500.0, "results": [{"m": 1, "n": 2048, "k": 2048, "us": 5.0, "stream_us": us,
@@ -184,9 +186,11 @@ def main() -> int:
               and r["exports"]["int4dopu"]["positions"]["p128"]["off"] == 850.0)
         check("pdl summary: the one-kernel attention runs against 'off'; a mode that did not run is absent",
               at["c16"] == 945.0 and abs(at["c16_over_off"] - 1.05) < 1e-12 and at["c16on"] == 1035.0
-              and abs(at["c16on_over_off"] - 1.15) < 1e-12 and "c8" not in at)
+              and abs(at["c16on_over_off"] - 1.15) < 1e-12 and at["c8on"] == 1053.0
+              and abs(at["c8on_over_off"] - 1.17) < 1e-12 and "c8" not in at)
         check("pdl summary: each run's resolved settings, as generate reported them",
               r["exports"]["int4dopu"]["settings"]["c16on"] == [1, 16]
+              and r["exports"]["int4dopu"]["settings"]["c8on"] == [1, 8]
               and r["exports"]["int4dopu"]["settings"]["off"] == [0, 0])
         check("pdl summary: the token agreement of every run",
               r["exports"]["int4dopu"]["tokens_free_forced_count"]["off"] == [10, 31, 32])
