@@ -33,7 +33,8 @@
 #       overlap on and off; the GPU suite beside the exports when the pack has it (llm_job.py pdl-summary).
 #
 #   X   (~560 s; then BC at once, on the warm machine) the exports of BC alone (LONG_EXPORTS and, unless
-#       REF_EXPORT=0, the stock bf16 one), with the whole call; BC then reuses them.
+#       REF_EXPORT=0, the stock bf16 one), with the whole call, and the GPU suite beside them; BC then reuses
+#       them (RUN_SUITE=0 in front of BC leaves the suite out of it).
 #
 # Every step is a child process with a timeout (capped by the stage's deadline, BUDGET, default 560 s) and a log;
 # OUT/<stage>_results.json is rewritten after every step, so a stage cut short still returns what finished.
@@ -245,9 +246,9 @@ print(('--expect-tokens ' + ','.join(map(str, t)) if ok else '') + (' --expect-t
 # background beside a stage's exports (CPU-bound), when BUILD is a whole device pack (--prepare with SUITE=1);
 # SUITE_PID is then the job to wait for.
 SUITE_PID=""
-start_suite() {
+start_suite() {  # RUN_SUITE=0: not in this call (X ran it beside the exports of the same pack)
   SUITE_PID=""
-  [[ -x "$BUILD/tests/aoti_cuda_gpu_tests" ]] || return 0
+  [[ ${RUN_SUITE:-1} == 1 && -x "$BUILD/tests/aoti_cuda_gpu_tests" ]] || return 0
   { step gpu_suite 300 env DEVICE_SUITE_NO_BENCH=1 bash "$HERE/device-suite.sh" "$BUILD" "$RES/suite"
     step gpu_et_ops 120 python3 tests/gpu/et_ops_reference.py "$BUILD/libaoti_cuda.so.0"
     [[ $DRY == 1 ]] || python3 "$HERE/llm_job.py" suite-summary "$RES/suite" "$RES/gpu_et_ops.log" \
@@ -486,7 +487,9 @@ stage_BC() {
 # once afterwards, on the still-warm machine, reuses them; on a fresh one it exports again from export_cache.tgz.
 stage_X() {
   start_stage X; setup_python
+  start_suite  # beside the exports, as in BC; then BC with RUN_SUITE=0 has its whole time for the measurements
   REF_EXPORT=${REF_EXPORT:-1} long_exports $((BUDGET - 25))
+  [[ -n "$SUITE_PID" ]] && wait "$SUITE_PID"
   finish_stage
 }
 
