@@ -8,6 +8,7 @@
     python3 llm_job.py merge-et KEPT.json NEW.json OUT.json   # the fixture rows of a kept ExecuTorch-peer run
                                                   # with the LLM rows of stage A2's (report.py reads one file)
     python3 llm_job.py markdown A2_results.json|B_results.json   # the upload / long-context tables for docs/
+    python3 llm_job.py targets BC_results.json    # issue 32's targets table, met or not, from one BC job
     python3 llm_job.py pdl-summary RES_DIR --out JSON   # stage C: decode tokens/s and int4 back-to-back us with
                                                   # dependent launch on / off (generate_<export>_<on|off|on2>.json,
                                                   # int4_bench_<on|off>.json in RES_DIR)
@@ -363,6 +364,82 @@ def markdown(doc):
     return "\n".join(lines)
 
 
+# Issue 32's targets as docs/benchmarks/llm.md states them: (what, threshold, True when higher is better).
+TARGETS = {"int4_over_stock": 2.5, "int4_over_best_bf16": 1.8, "best_bf16_tok_s": 1100.0,
+           "stock_step_over_kernels": 1.03, "attention_share_max": 0.5}
+
+
+def targets(doc, position="128"):
+    """Issue 32's targets from one BC job's results (its long_<export> summaries, the stock export under each one's
+    `reference`, and `pdl` when the switches ran): decode tokens/s at `position` (the window after a 128-token
+    prompt), int4 (exports whose `export.quant` is int4) against the stock bf16 export and against the best bf16
+    export, the best bf16 rate, the stock step against its kernels, and each export's attention share. Per export
+    also the best of the pdl runs at that position (what a default switch would give). None where a figure is
+    missing; `met` is None then too."""
+    exports = {k[5:]: v for k, v in doc.items() if k.startswith("long_") and isinstance(v, dict)}
+
+    def rate(v):
+        return ((v.get("positions") or {}).get(position) or {}).get("tok_s")
+
+    int4 = {n: rate(v) for n, v in exports.items() if (v.get("export") or {}).get("quant") == "int4" and rate(v)}
+    bf16 = {n: rate(v) for n, v in exports.items() if (v.get("export") or {}).get("quant") == "bf16" and rate(v)}
+    ref = next((v["reference"] for v in exports.values() if isinstance(v.get("reference"), dict)), None) or {}
+    stock = ((ref.get("positions") or {}).get(position) or {}).get("tok_s")
+    best_int4 = max(int4.items(), key=lambda kv: kv[1]) if int4 else (None, None)
+    best_bf16 = max(bf16.items(), key=lambda kv: kv[1]) if bf16 else (None, None)
+    trace = ref.get("trace") or {}
+
+    def ratio(a, b):
+        return a / b if a and b else None
+
+    rows = {
+        "int4_over_stock": (ratio(best_int4[1], stock), f"{best_int4[0]} {fmt(best_int4[1])} / stock {fmt(stock)}"),
+        "int4_over_best_bf16": (ratio(best_int4[1], best_bf16[1]),
+                                f"{best_int4[0]} {fmt(best_int4[1])} / {best_bf16[0]} {fmt(best_bf16[1])}"),
+        "best_bf16_tok_s": (best_bf16[1], f"{best_bf16[0]}"),
+        "stock_step_over_kernels": (trace.get("step_over_kernels"),
+                                    f"{trace.get('kernels')} kernels, {fmt(trace.get('kernel_ms'), 3)} ms, "
+                                    f"step {fmt(trace.get('step_ms'), 3)} ms"),
+    }
+    out = {"position": position, "targets": {}, "attention_share": {}, "switches": {}}
+    for key, (value, detail) in rows.items():
+        limit = TARGETS[key]
+        met = None if value is None else (value <= limit if key == "stock_step_over_kernels" else value >= limit)
+        out["targets"][key] = {"value": value, "target": limit, "met": met, "from": detail}
+    for name, v in sorted(exports.items()):
+        share = ((v.get("positions") or {}).get(position) or {}).get("attention_share")
+        out["attention_share"][name] = {"value": share, "met": None if share is None
+                                        else share < TARGETS["attention_share_max"]}
+        runs = ((doc.get("pdl") or {}).get("exports") or {}).get(name, {}).get("positions", {}).get(f"at{position}")
+        if runs:
+            modes = {m: runs[m] for m in ("on", "off", "c16", "c8", "c16on", "c8on") if runs.get(m)}
+            if modes:
+                best = max(modes, key=modes.get)
+                out["switches"][name] = {"runs": modes, "best": best,
+                                         "best_over_off": ratio(modes[best], modes.get("off"))}
+    return out
+
+
+def targets_markdown(t):
+    names = {"int4_over_stock": "int4 ≥ 2.5× the stock bf16 export", "int4_over_best_bf16": "int4 ≥ 1.8× the best bf16",
+             "best_bf16_tok_s": "best bf16 ≥ 1,100 tokens/s",
+             "stock_step_over_kernels": "stock step ≤ 1.03× its kernels"}
+    lines = [f"| target (position {t['position']}) | measured | from | met |", "|---|---:|---|---|"]
+    for key, row in t["targets"].items():
+        digits = 1 if key == "best_bf16_tok_s" else 3
+        met = "–" if row["met"] is None else ("yes" if row["met"] else "no")
+        lines.append(f"| {names[key]} | {fmt(row['value'], digits)} | {row['from']} | {met} |")
+    for name, row in t["attention_share"].items():
+        share = "–" if row["value"] is None else f"{100 * row['value']:.1f} %"
+        met = "–" if row["met"] is None else ("yes" if row["met"] else "no")
+        lines.append(f"| attention does not dominate, {name} | {share} | profiled step | {met} |")
+    for name, sw in t["switches"].items():
+        runs = ", ".join(f"{m} {fmt(r)}" for m, r in sw["runs"].items())
+        lines.append(f"\n{name}, tokens/s by switch: {runs}; best {sw['best']} "
+                     f"({fmt(sw['best_over_off'], 3)}× off)")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -400,7 +477,15 @@ def main(argv=None) -> int:
     pd.add_argument("--out", required=True)
     md = sub.add_parser("markdown")
     md.add_argument("results")
+    tg = sub.add_parser("targets")
+    tg.add_argument("results")
+    tg.add_argument("--position", default="128")
+    tg.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
+    if a.cmd == "targets":
+        t = targets(load_json(a.results) or {}, a.position)
+        print(json.dumps(t, indent=1) if a.json else targets_markdown(t))
+        return 0
     if a.cmd == "merge-et":
         kept, new = load_json(a.kept), load_json(a.new)
         if kept is None or new is None:

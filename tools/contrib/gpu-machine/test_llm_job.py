@@ -198,6 +198,34 @@ def main() -> int:
               r["int4"] == [{"m": 1, "n": 2048, "k": 2048, "on_us": 8.0, "off_us": 10.0, "off_over_on": 1.25,
                              "read_floor_us": 2.3, "early_us": 6.25, "off_over_early": 1.6}])
 
+        # Issue 32's targets from one BC job: the stock export under `reference`, the switches under `pdl`.
+        stock = {"max_ctx": 1024, "positions": {"128": {"tok_s": 500.0}},
+                 "trace": {"kernels": 255, "kernel_ms": 2.0, "step_ms": 2.05, "step_over_kernels": 1.025}}
+        bc = {"long_bf16x": {"export": {"quant": "bf16"}, "reference": stock,
+                             "positions": {"128": {"tok_s": 1000.0, "attention_share": 0.2}}},
+              "long_bf16y": {"export": {"quant": "bf16"}, "positions": {"128": {"tok_s": 1120.0}}},
+              "long_int4x": {"export": {"quant": "int4"}, "reference": stock,
+                             "positions": {"128": {"tok_s": 1400.0, "attention_share": 0.55}}},
+              "pdl": {"exports": {"int4x": {"positions": {"at128": {"on": 1390.0, "off": 1400.0, "c8on": 1470.0,
+                                                                    "c8on_over_off": 1.05}}}}}}
+        t = llm_job.targets(bc)
+        g = t["targets"]
+        check("targets: int4 against the stock export and the best bf16, the best bf16, the stock step",
+              g["int4_over_stock"]["value"] == 2.8 and g["int4_over_stock"]["met"] is True
+              and abs(g["int4_over_best_bf16"]["value"] - 1.25) < 1e-12 and g["int4_over_best_bf16"]["met"] is False
+              and g["best_bf16_tok_s"]["value"] == 1120.0 and g["best_bf16_tok_s"]["met"] is True
+              and "bf16y" in g["int4_over_best_bf16"]["from"]
+              and g["stock_step_over_kernels"]["value"] == 1.025 and g["stock_step_over_kernels"]["met"] is True)
+        check("targets: attention share per export (missing where not profiled), the best switch against off",
+              t["attention_share"]["int4x"] == {"value": 0.55, "met": False}
+              and t["attention_share"]["bf16y"] == {"value": None, "met": None}
+              and t["switches"]["int4x"]["best"] == "c8on" and abs(t["switches"]["int4x"]["best_over_off"] - 1.05) < 1e-12
+              and "best c8on (1.050× off)" in llm_job.targets_markdown(t))
+        bare = llm_job.targets({"long_int4x": bc["long_int4x"] | {"reference": None}})["targets"]
+        check("targets: a figure that did not come back is missing, not met or failed",
+              bare["int4_over_stock"] == {"value": None, "target": 2.5, "met": None, "from": "int4x 1400.0 / stock –"}
+              and bare["best_bf16_tok_s"]["met"] is None and bare["stock_step_over_kernels"]["met"] is None)
+
     failed = results.count(False)
     print(f"llm_job: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
