@@ -307,13 +307,8 @@ stage_A2() {
   finish_stage
 }
 
-# The LONG_EXPORTS exports with a LONG_CTX-position cache into WORK/long_<name>_<ctx>, concurrently when several are
-# asked for (one took 260-300 s on 2026-12-03); TIMEOUT_S each. With REF_EXPORT=1 the stock bf16 export (1024-position
-# cache, as stage A1 makes it) joins them in WORK/bf16, for the same-job comparison and its trace. An export that a
-# call before on this machine finished with the same flags is reused (export.flags beside its manifest, which
-# export_llm.py writes last), so a stage cut short by its exports can be called again at once and go on.
 # The exports' autotuning results: what Inductor's tuners chose for each kernel (a .best_config beside each kernel's
-# source) and for each GEMM template (the cache/ file of each Inductor cache), a few hundred KB for all exports.
+# source) and for each GEMM template (the cache/ file of each Inductor cache): small JSON files, one per tuned kernel.
 # They are what makes an export long: on 2026-12-05 a host 1.7x slower than 12-04's spent its whole 390 s in the
 # coordinate-descent tuner of two exports (export-probe.sh's stacks). Each stage that exports returns them in
 # OUT/export_cache.tgz, even when an export was cut short (a result is written as each kernel is tuned); carried
@@ -332,6 +327,11 @@ export_cache_save() {
     echo "export cache: $(tar -tzf "$OUT/export_cache.tgz" | wc -l) tuning results in $OUT/export_cache.tgz"
 }
 
+# The LONG_EXPORTS exports with a LONG_CTX-position cache into WORK/long_<name>_<ctx>, concurrently when several are
+# asked for (one took 260-300 s on 2026-12-03); TIMEOUT_S each. With REF_EXPORT=1 the stock bf16 export (1024-position
+# cache, as stage A1 makes it) joins them in WORK/bf16, for the same-job comparison and its trace. An export that a
+# call before on this machine finished with the same flags is reused (export.flags beside its manifest, which
+# export_llm.py writes last), so a stage cut short by its exports can be called again at once and go on.
 long_exports() {
   local timeout_s=$1 name flags dir stamp pids=()
   export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor" TRITON_CACHE_DIR="$WORK/cache/triton"
