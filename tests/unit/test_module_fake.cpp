@@ -21,6 +21,7 @@
 #include "runtime/library_loader.hpp"
 #include "runtime/sha256.hpp"
 #include "shim/ops/gemm.hpp"
+#include "support/fake_module.hpp"
 #include "support/gpu.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
@@ -88,25 +89,10 @@ LoadOptions cpu_options() {
   return o;
 }
 
-Tensor host_f32(std::vector<int64_t> shape, const std::vector<float>& values) {
-  Tensor t = Tensor::empty(std::move(shape), DType::kFloat32);
-  REQUIRE(t.nbytes() == values.size() * sizeof(float));
-  if (t.nbytes() > 0) std::memcpy(t.data(), values.data(), t.nbytes());
-  return t;
-}
-
 Tensor host_i64(std::vector<int64_t> shape, const std::vector<int64_t>& values) {
   Tensor t = Tensor::empty(std::move(shape), DType::kInt64);
   std::memcpy(t.data(), values.data(), t.nbytes());
   return t;
-}
-
-std::vector<float> floats(const Tensor& t) {
-  REQUIRE(t.dtype() == DType::kFloat32);
-  REQUIRE(t.device().is_cpu());
-  REQUIRE(t.is_contiguous());
-  const float* p = t.data_ptr<float>();
-  return std::vector<float>(p, p + t.numel());
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
@@ -139,8 +125,8 @@ TEST_CASE("module(fake): load from files, run, values, dedup of a repeated outpu
     }
     CHECK(m.default_method() == "forward");
 
-    Tensor a = host_f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
-    Tensor b = host_f32({2, 4}, {1, 1, 1, 1, 0, 0, 0, 0});
+    Tensor a = host_floats({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+    Tensor b = host_floats({2, 4}, {1, 1, 1, 1, 0, 0, 0, 0});
     auto out = m.forward({a, b});
     REQUIRE(out.size() == 2);
     CHECK(out[0].shape() == std::vector<int64_t>{2, 4});
@@ -163,7 +149,7 @@ TEST_CASE("module(fake): dynamic shapes up to the bound, strided host input") {
     CAPTURE(rows);
     std::vector<float> av(static_cast<std::size_t>(rows * 4)), bv(av.size(), 1.0f);
     for (std::size_t i = 0; i < av.size(); ++i) av[i] = static_cast<float>(i);
-    auto out = m.forward({host_f32({rows, 4}, av), host_f32({rows, 4}, bv)});
+    auto out = m.forward({host_floats({rows, 4}, av), host_floats({rows, 4}, bv)});
     REQUIRE(out.at(0).shape() == std::vector<int64_t>{rows, 4});
     auto y = floats(out[0]);
     for (std::size_t i = 0; i < y.size(); ++i) CHECK(y[i] == av[i] * kAffineW[i % 4] + 1.0f);
@@ -172,14 +158,14 @@ TEST_CASE("module(fake): dynamic shapes up to the bound, strided host input") {
   std::vector<float> storage = {1, 2, 3, 4, 5, 6, 7, 8};  // [4,2] row-major; its transpose is [2,4]
   Tensor at = Tensor::from_blob(storage.data(), {2, 4}, DType::kFloat32, Device::cpu(), {1, 2});
   CHECK_FALSE(at.is_contiguous());
-  auto out = m.forward({at, host_f32({2, 4}, std::vector<float>(8, 0.0f))});
+  auto out = m.forward({at, host_floats({2, 4}, std::vector<float>(8, 0.0f))});
   CHECK(floats(out[0]) == std::vector<float>{1 * 0.5f, 3 * 1.0f, 5 * 2.0f, 7 * -1.0f, 2 * 0.5f, 4 * 1.0f, 6 * 2.0f, 8 * -1.0f});
 }
 
 TEST_CASE("module(fake): input validation names the input and expected vs got") {
   TempDir dir;
   Module m(build_program().write(dir.path, "fake"), cpu_options());
-  Tensor ok = host_f32({2, 4}, std::vector<float>(8, 1.0f));
+  Tensor ok = host_floats({2, 4}, std::vector<float>(8, 1.0f));
 
   Error e = expect_error([&] { m.forward({ok}); });
   CHECK(e.code() == ErrorCode::kInvalidArgument);
@@ -191,15 +177,15 @@ TEST_CASE("module(fake): input validation names the input and expected vs got") 
   CHECK(contains(e.what(), "float32"));
   CHECK(contains(e.what(), "int64"));
 
-  e = expect_error([&] { m.forward({host_f32({8}, std::vector<float>(8, 1.0f)), ok}); });
+  e = expect_error([&] { m.forward({host_floats({8}, std::vector<float>(8, 1.0f)), ok}); });
   CHECK(contains(e.what(), "input 0"));
   CHECK(contains(e.what(), "rank"));
 
-  e = expect_error([&] { m.forward({host_f32({9, 4}, std::vector<float>(36, 1.0f)), ok}); });
+  e = expect_error([&] { m.forward({host_floats({9, 4}, std::vector<float>(36, 1.0f)), ok}); });
   CHECK(contains(e.what(), "input 0"));
   CHECK(contains(e.what(), "dimension 0 is 9, expected at most 8"));
 
-  e = expect_error([&] { m.forward({ok, host_f32({2, 5}, std::vector<float>(10, 1.0f))}); });
+  e = expect_error([&] { m.forward({ok, host_floats({2, 5}, std::vector<float>(10, 1.0f))}); });
   CHECK(contains(e.what(), "input 1"));
   CHECK(contains(e.what(), "dimension 1 is 5, expected at most 4"));
 
@@ -207,7 +193,8 @@ TEST_CASE("module(fake): input validation names the input and expected vs got") 
   CHECK(contains(e.what(), "undefined"));
 
   // Static shapes must match exactly.
-  e = expect_error([&] { m.execute("accumulate", {host_f32({2, 4}, std::vector<float>(8, 0)), host_i64({1}, {0})}); });
+  e = expect_error(
+      [&] { m.execute("accumulate", {host_floats({2, 4}, std::vector<float>(8, 0)), host_i64({1}, {0})}); });
   CHECK(e.code() == ErrorCode::kInvalidArgument);
   CHECK(contains(e.what(), "method 'accumulate' input 0"));
   CHECK(contains(e.what(), "dimension 0 is 2, expected 1"));
@@ -257,11 +244,11 @@ TEST_CASE("module(fake): delegate argument order differs from method input order
   CHECK(meta.dynamic_dims[0].empty());  // static inputs
   CHECK(meta.dynamic_dims[1].empty());
   std::vector<float> cache = init;
-  auto out = m.execute("accumulate", {host_f32({1, 4}, {100, 200, 300, 400}), host_i64({1}, {1})});
+  auto out = m.execute("accumulate", {host_floats({1, 4}, {100, 200, 300, 400}), host_i64({1}, {1})});
   for (int k = 0; k < 4; ++k) cache[4 + k] = 100.0f * (k + 1);
   REQUIRE(out.size() == 1);
   CHECK(floats(out[0]) == expect_sum(cache));
-  out = m.execute("accumulate", {host_f32({1, 4}, {-1, -2, -3, -4}), host_i64({1}, {3})});
+  out = m.execute("accumulate", {host_floats({1, 4}, {-1, -2, -3, -4}), host_i64({1}, {3})});
   for (int k = 0; k < 4; ++k) cache[12 + k] = -(k + 1.0f);
   CHECK(floats(out[0]) == expect_sum(cache));
 }
@@ -279,7 +266,7 @@ TEST_CASE("module(fake): Module(Program) from memory, progress callback and timi
   CHECK(phases == std::vector<std::string>{"parse::1/1", "library:forward:1/2", "container:forward:1/2",
                                            "library:accumulate:2/2", "container:accumulate:2/2",
                                            "weights:forward:1/2", "weights:accumulate:2/2"});
-  auto out = m.forward({host_f32({1, 4}, {2, 2, 2, 2}), host_f32({1, 4}, {0, 0, 0, 0})});
+  auto out = m.forward({host_floats({1, 4}, {2, 2, 2, 2}), host_floats({1, 4}, {0, 0, 0, 0})});
   CHECK(floats(out[0]) == std::vector<float>{1, 2, 4, -2});
   CHECK(m.load_timings().parse_ms == 0.0);
   // A moved-from module refuses politely.
@@ -294,7 +281,7 @@ TEST_CASE("module(fake): a failed container Run is reported with the shim's mess
   Module m(build_program().write(dir.path, "fake"), cpu_options());
   const int64_t handles_before = aoti_cuda_shim_live_handles();
   Error e = expect_error([&] {
-    m.forward({host_f32({1, 4}, {1, 2, 3, 4}), host_f32({1, 4}, {-777, 0, 0, 0})});
+    m.forward({host_floats({1, 4}, {1, 2, 3, 4}), host_floats({1, 4}, {-777, 0, 0, 0})});
   });
   CHECK(e.code() == ErrorCode::kModel);
   CHECK(contains(e.what(), "method 'forward' delegate 0"));
@@ -302,7 +289,7 @@ TEST_CASE("module(fake): a failed container Run is reported with the shim's mess
   CHECK(contains(e.what(), "99"));  // the shim's message about the bogus dtype code
   CHECK(aoti_cuda_shim_live_handles() == handles_before);
   // The module still works afterwards.
-  auto out = m.forward({host_f32({1, 4}, {1, 1, 1, 1}), host_f32({1, 4}, {0, 0, 0, 0})});
+  auto out = m.forward({host_floats({1, 4}, {1, 1, 1, 1}), host_floats({1, 4}, {0, 0, 0, 0})});
   CHECK(floats(out[0]) == std::vector<float>{0.5f, 1, 2, -1});
 }
 
@@ -330,7 +317,7 @@ TEST_CASE("module(fake): a program that imports a cuBLAS-backed shim starts open
   CHECK_FALSE(aoti_cuda::shim::gemm::opening_started());
   Module m(build_program(AOTI_CUDA_FAKE_MODEL_AFFINE_MM, false).write(dir.path, "mm"), cpu_options());
   CHECK(aoti_cuda::shim::gemm::opening_started());
-  auto out = m.forward({host_f32({1, 4}, {1, 1, 1, 1}), host_f32({1, 4}, {0, 0, 0, 0})});
+  auto out = m.forward({host_floats({1, 4}, {1, 1, 1, 1}), host_floats({1, 4}, {0, 0, 0, 0})});
   CHECK(floats(out[0]) == std::vector<float>{0.5f, 1, 2, -1});  // the import is never called: runs as before
   CHECK(aoti_cuda::shim::gemm::uses_cublas("aoti_torch_cuda__weight_int4pack_mm"));
   CHECK_FALSE(aoti_cuda::shim::gemm::uses_cublas("aoti_torch_cuda_baddbmm_out"));
@@ -441,7 +428,7 @@ TEST_CASE("module(fake): num_models concurrent calls from several threads") {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 50; ++i) {
         const float v = static_cast<float>(t * 100 + i);
-        auto out = m.forward({host_f32({1, 4}, {v, v, v, v}), host_f32({1, 4}, {1, 1, 1, 1})});
+        auto out = m.forward({host_floats({1, 4}, {v, v, v, v}), host_floats({1, 4}, {1, 1, 1, 1})});
         auto y = floats(out[0]);
         for (int k = 0; k < 4; ++k) bad += y[k] != v * kAffineW[k] + 1.0f;
       }
@@ -460,7 +447,7 @@ TEST_CASE("module(fake): 50 load/unload cycles leave fds, handles and mappings w
   const int64_t handles = aoti_cuda_shim_live_handles();
   for (int i = 0; i < 50; ++i) {
     Module m(pte, cpu_options());
-    auto out = m.forward({host_f32({1, 4}, {1, 1, 1, 1}), host_f32({1, 4}, {0, 0, 0, 0})});
+    auto out = m.forward({host_floats({1, 4}, {1, 1, 1, 1}), host_floats({1, 4}, {0, 0, 0, 0})});
     REQUIRE(floats(out[0]) == std::vector<float>{0.5f, 1, 2, -1});
     if (i == 0) CHECK(count_memfd_maps() > maps);  // the libraries really are memfd-backed
   }
@@ -474,7 +461,7 @@ TEST_CASE("module(fake): outputs outlive the module") {
   std::vector<Tensor> out;
   {
     Module m(build_program().write(dir.path, "fake"), cpu_options());
-    out = m.forward({host_f32({1, 4}, {4, 4, 4, 4}), host_f32({1, 4}, {1, 1, 1, 1})});
+    out = m.forward({host_floats({1, 4}, {4, 4, 4, 4}), host_floats({1, 4}, {1, 1, 1, 1})});
   }
   CHECK(floats(out[0]) == std::vector<float>{3, 5, 9, -3});
 }
@@ -506,7 +493,7 @@ TEST_CASE("module(fake): temp-file fallback when memfd is unavailable leaves no 
   {
     Module m(pte, cpu_options());
     CHECK(count_entries(tmp.path) == 0);  // unlinked right after dlopen
-    auto out = m.forward({host_f32({1, 4}, {1, 1, 1, 1}), host_f32({1, 4}, {0, 0, 0, 0})});
+    auto out = m.forward({host_floats({1, 4}, {1, 1, 1, 1}), host_floats({1, 4}, {0, 0, 0, 0})});
     CHECK(floats(out[0]) == std::vector<float>{0.5f, 1, 2, -1});
   }
   CHECK(count_fds() == fds);
@@ -530,7 +517,7 @@ TEST_CASE("module(fake): GNU_UNIQUE symbols: rewritten so libraries unload; kept
   {
     ScopedEnv keep("AOTI_CUDA_KEEP_UNIQUE_SYMBOLS", "1");
     Module m(pte, o);
-    m.execute("accumulate", {host_f32({1, 4}, {100, 100, 100, 100}), host_i64({1}, {0})});
+    m.execute("accumulate", {host_floats({1, 4}, {100, 100, 100, 100}), host_i64({1}, {0})});
   }
   // glibc keeps a library defining a GNU_UNIQUE symbol it bound (nodelete).
   const int stale = count_memfd_maps();
@@ -538,7 +525,7 @@ TEST_CASE("module(fake): GNU_UNIQUE symbols: rewritten so libraries unload; kept
   // The next load may get the same fd number; it must still be a fresh library
   // (fresh container state), not the stale one glibc knows by that path.
   Module fresh(pte, o);
-  auto out = fresh.execute("accumulate", {host_f32({1, 4}, {0, 0, 0, 0}), host_i64({1}, {0})});
+  auto out = fresh.execute("accumulate", {host_floats({1, 4}, {0, 0, 0, 0}), host_i64({1}, {0})});
   auto init = kv_init();
   std::vector<float> want(4, 0.0f);
   for (int r = 1; r < 4; ++r)
@@ -585,7 +572,7 @@ TEST_CASE("module(fake): a plan with et_copy steps, a move and the same delegate
   const int64_t handles = aoti_cuda_shim_live_handles();
   {
     std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8}, bb = {1, 1, 1, 1, 2, 2, 2, 2};
-    auto out = mod.execute("chain", {host_f32({2, 4}, a), host_f32({2, 4}, bb)});
+    auto out = mod.execute("chain", {host_floats({2, 4}, a), host_floats({2, 4}, bb)});
     REQUIRE(out.size() == 2);
     std::vector<float> y(8), z(8);
     for (int i = 0; i < 8; ++i) {
@@ -612,7 +599,8 @@ TEST_CASE("module(fake): RunOptions::profile times staging, the delegate, its ou
   aoti_cuda::RunProfile prof;
   aoti_cuda::RunOptions ro;
   ro.profile = &prof;
-  auto out = m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))}, ro);
+  auto out = m.forward(
+      {host_floats({2, 4}, std::vector<float>(8, 1.0f)), host_floats({2, 4}, std::vector<float>(8, 0.0f))}, ro);
   REQUIRE(out.size() == 2);
   std::vector<std::string> names;
   double sum = 0;
@@ -629,11 +617,12 @@ TEST_CASE("module(fake): RunOptions::profile times staging, the delegate, its ou
   CHECK(prof.kernels.empty());
   // Kernel times are GPU times: a CPU Module's profile has none, and the call still runs.
   ro.profile_kernels = true;
-  out = m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))}, ro);
+  out = m.forward({host_floats({2, 4}, std::vector<float>(8, 1.0f)), host_floats({2, 4}, std::vector<float>(8, 0.0f))},
+                  ro);
   CHECK(out.size() == 2);
   CHECK(prof.steps.size() == 4);
   CHECK(prof.kernels.empty());
   // Without a RunProfile nothing is recorded (and the old one is left alone).
-  m.forward({host_f32({2, 4}, std::vector<float>(8, 1.0f)), host_f32({2, 4}, std::vector<float>(8, 0.0f))});
+  m.forward({host_floats({2, 4}, std::vector<float>(8, 1.0f)), host_floats({2, 4}, std::vector<float>(8, 0.0f))});
   CHECK(prof.steps.size() == 4);
 }

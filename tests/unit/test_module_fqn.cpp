@@ -11,6 +11,7 @@
 
 #include "aoti_cuda/module.hpp"
 #include "aoti_cuda/shim.h"
+#include "support/fake_module.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
 
@@ -74,30 +75,12 @@ void add_kv(PteBuilder& b, const std::string& name, const FqnWeightDesc& cache) 
   b.add_method(m);
 }
 
-Module load(const BuiltProgram& built, LoadOptions o = {}) {
-  o.device = Device::cpu();
-  return Module(Program::from_memory({built.pte.data(), built.pte.size()}, {{built.ptd.data(), built.ptd.size()}},
-                                     "fqn_test.pte"),
-                o);
-}
-
-Tensor host(std::vector<int64_t> shape, const std::vector<float>& v) {
-  Tensor t = Tensor::empty(std::move(shape), DType::kFloat32);
-  std::memcpy(t.data(), v.data(), t.nbytes());
-  return t;
-}
-
-Tensor pos(int64_t p) {
-  Tensor t = Tensor::empty({1}, DType::kInt64);
-  t.data_ptr<int64_t>()[0] = p;
-  return t;
-}
-
-std::vector<float> floats(const Tensor& t) { return std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()); }
+Module load(const BuiltProgram& built, LoadOptions o = {}) { return load_on_cpu(built, std::move(o), "fqn_test.pte"); }
 
 // y = a * w + b with a = 1, b = 0: the weights the method sees, twice.
 std::vector<float> seen_w(Module& m, const std::string& method) {
-  return floats(m.execute(method, {host({2, 4}, std::vector<float>(8, 1.0f)), host({2, 4}, std::vector<float>(8, 0.0f))}).at(0));
+  const std::vector<float> ones(8, 1.0f), zeros(8, 0.0f);
+  return floats(m.execute(method, {host_floats({2, 4}, ones), host_floats({2, 4}, zeros)}).at(0));
 }
 
 std::vector<float> twice(const std::vector<float>& v) {
@@ -109,7 +92,7 @@ std::vector<float> twice(const std::vector<float>& v) {
 std::vector<float> write_row(Module& m, const std::string& method, int64_t row, float x, Session* s = nullptr) {
   RunOptions ro;
   ro.session = s;
-  return floats(m.execute(method, {host({1, 4}, {x, x, x, x}), pos(row)}, ro).at(0));
+  return floats(m.execute(method, {host_floats({1, 4}, {x, x, x, x}), host_position(row)}, ro).at(0));
 }
 
 // Column sums of the 4x4 cache `init` with rows replaced.
@@ -138,7 +121,8 @@ TEST_CASE("module(fqn): per-FQN weights run, viewed from their storage offset; n
     add_affine(b, "forward", affine_w(kW, /*padding=*/3));
     Module m = load(b.build());
     CHECK(seen_w(m, "forward") == twice(kW));
-    const auto out = m.forward({host({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), host({2, 4}, {1, 1, 1, 1, 0, 0, 0, 0})});
+    const auto out =
+        m.forward({host_floats({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), host_floats({2, 4}, {1, 1, 1, 1, 0, 0, 0, 0})});
     CHECK(floats(out.at(0)) == std::vector<float>{1.5f, 3, 7, -3, 2.5f, 6, 14, -8});
     const aoti_cuda::LoadStats st = m.load_stats();
     CHECK(st.weight_bytes == 7 * sizeof(float));  // the whole storage, padding included
@@ -287,7 +271,8 @@ TEST_CASE("module(fqn): two partitions of one method, each with its metadata, sh
   Module mod = load(built);
   CHECK(mod.load_stats().deduplicated_constants == 1);
   CHECK(mod.load_stats().weight_bytes == 16);
-  const auto out = mod.forward({host({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), host({2, 4}, std::vector<float>(8, 1.0f))});
+  const auto out =
+      mod.forward({host_floats({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), host_floats({2, 4}, std::vector<float>(8, 1.0f))});
   std::vector<float> want(8);
   const std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8};
   for (int i = 0; i < 8; ++i) want[i] = (a[i] * kW[i % 4] + 1.0f) * kW[i % 4] + 1.0f;

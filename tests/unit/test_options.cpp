@@ -18,11 +18,13 @@
 #include "shim/allocator.hpp"
 #include "shim/op_settings.hpp"
 #include "support/affine_program.hpp"
+#include "support/fake_module.hpp"
 
 using aoti_cuda::Error;
 using aoti_cuda::ErrorCode;
 using aoti_cuda::StagingMemory;
 using aoti_cuda::TuningOptions;
+using aoti_cuda_test::floats;
 
 namespace {
 
@@ -87,11 +89,6 @@ Error error_of(F&& f) {
     return e;
   }
   return Error(ErrorCode::kInternal, "nothing thrown");
-}
-
-std::vector<float> floats(const aoti_cuda::Tensor& t) {
-  const float* p = t.data_ptr<float>();
-  return std::vector<float>(p, p + t.numel());
 }
 
 }  // namespace

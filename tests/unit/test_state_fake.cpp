@@ -14,6 +14,7 @@
 #include "runtime/constant_sharing.hpp"
 #include "runtime/weights_io.hpp"
 #include "shim/tensor_object.hpp"
+#include "support/fake_module.hpp"
 #include "support/pte_builder.hpp"
 #include "support/test_util.hpp"
 
@@ -68,37 +69,20 @@ LoadOptions share_all() {
 }
 
 Module load(const BuiltProgram& built, LoadOptions o = {}) {
-  o.device = Device::cpu();
-  return Module(Program::from_memory({built.pte.data(), built.pte.size()}, {{built.ptd.data(), built.ptd.size()}},
-                                     "state_test.pte"),
-                o);
+  return load_on_cpu(built, std::move(o), "state_test.pte");
 }
-
-Tensor host(std::vector<int64_t> shape, const std::vector<float>& v) {
-  Tensor t = Tensor::empty(std::move(shape), DType::kFloat32);
-  std::memcpy(t.data(), v.data(), t.nbytes());
-  return t;
-}
-
-Tensor pos(int64_t p) {
-  Tensor t = Tensor::empty({1}, DType::kInt64);
-  t.data_ptr<int64_t>()[0] = p;
-  return t;
-}
-
-std::vector<float> floats(const Tensor& t) { return std::vector<float>(t.data_ptr<float>(), t.data_ptr<float>() + t.numel()); }
 
 // y of the affine method for a = 1, b = 0 (so y = w, twice).
 std::vector<float> affine_w(Module& m, const std::string& method) {
   std::vector<float> ones(8, 1.0f), zeros(8, 0.0f);
-  return floats(m.execute(method, {host({2, 4}, ones), host({2, 4}, zeros)}).at(0));
+  return floats(m.execute(method, {host_floats({2, 4}, ones), host_floats({2, 4}, zeros)}).at(0));
 }
 
 // Writes row `row` = x with `method`, returns the column sums.
 std::vector<float> write_row(Module& m, const std::string& method, int64_t row, float x, Session* s = nullptr) {
   RunOptions ro;
   ro.session = s;
-  return floats(m.execute(method, {host({1, 4}, {x, x, x, x}), pos(row)}, ro).at(0));
+  return floats(m.execute(method, {host_floats({1, 4}, {x, x, x, x}), host_position(row)}, ro).at(0));
 }
 
 // Column sums of a 4x4 cache `init` with rows replaced.
@@ -328,11 +312,12 @@ TEST_CASE("state(fake): sessions are isolated, reset to the initial bytes, and r
   CHECK(write_row(m, "write", 3, 23, &s2) == sums(init, {{0, 22}, {3, 23}}));
   RunOptions ro;
   ro.session = &s1;  // moved-from
-  CHECK(expect_error([&] { m.execute("write", {host({1, 4}, {1, 1, 1, 1}), pos(0)}, ro); }).code() ==
+  CHECK(expect_error([&] { m.execute("write", {host_floats({1, 4}, {1, 1, 1, 1}), host_position(0)}, ro); }).code() ==
         ErrorCode::kInvalidArgument);
   Module other = load(built, share_all());
   ro.session = &s2;
-  const aoti_cuda::Error e = expect_error([&] { other.execute("write", {host({1, 4}, {1, 1, 1, 1}), pos(0)}, ro); });
+  const aoti_cuda::Error e =
+      expect_error([&] { other.execute("write", {host_floats({1, 4}, {1, 1, 1, 1}), host_position(0)}, ro); });
   CHECK(e.code() == ErrorCode::kInvalidArgument);
   CHECK(std::string(e.what()).find("another Module") != std::string::npos);
   CHECK(expect_error([&] { (void)s1.state_bytes(); }).code() == ErrorCode::kInvalidArgument);
