@@ -30,17 +30,7 @@ void add_affine(PteBuilder& b, const std::string& name, TensorDesc x, const std:
 // (x f32[1,4], pos i64[1]) -> f32[4]; the library takes (pos, x).
 void add_kv(PteBuilder& b, const std::string& name, const std::vector<float>& init) {
   auto blobs = b.add_cuda_blobs(aoti_cuda::ExporterGeneration::kMethodKeys, name, read_file(FAKE_KV_SO), float_bytes(init));
-  MethodDesc m;
-  m.name = name;
-  m.values = {ValueDesc::of(f32({1, 4})), ValueDesc::of(i64({1})), ValueDesc::of(f32({4}))};
-  m.inputs = {0, 1};
-  m.outputs = {2};
-  InstrDesc call;
-  call.kind = InstrDesc::Kind::kDelegate;
-  call.args = {1, 0, 2};
-  m.instructions.push_back(call);
-  m.delegates.push_back(cuda_delegate(blobs));
-  b.add_method(m);
+  b.add_method(fake_kv_method(name, blobs));
 }
 
 std::string subdir(const std::string& root, const std::string& name) {

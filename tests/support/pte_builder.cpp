@@ -203,6 +203,21 @@ MethodDesc cuda_method(const std::string& name, const std::vector<TensorDesc>& i
   return m;
 }
 
+MethodDesc fake_kv_method(const std::string& name, const CudaBlobs& blobs) {
+  MethodDesc m;
+  m.name = name;
+  m.values = {ValueDesc::of(f32({1, 4})), ValueDesc::of(i64({1})), ValueDesc::of(f32({4}))};
+  m.inputs = {0, 1};
+  m.outputs = {2};
+  InstrDesc call;
+  call.kind = InstrDesc::Kind::kDelegate;
+  call.index = 0;
+  call.args = {1, 0, 2};
+  m.instructions.push_back(call);
+  m.delegates.push_back(cuda_delegate(blobs));
+  return m;
+}
+
 PteBuilder& PteBuilder::add_method(MethodDesc m) {
   methods_.push_back(std::move(m));
   return *this;

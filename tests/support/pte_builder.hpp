@@ -137,6 +137,9 @@ Bytes encode_fqn_metadata(const std::string& so_key, const std::vector<FqnWeight
 /// values = inputs then outputs, args = [inputs..., outputs...].
 MethodDesc cuda_method(const std::string& name, const std::vector<TensorDesc>& inputs,
                        const std::vector<TensorDesc>& outputs, const CudaBlobs& blobs);
+/// The method of the fake KV-cache library (tests/fake_model): inputs (x f32[1,4], pos i64[1]), output f32[4], as
+/// the kv_cache fixture's; the delegate call passes (pos, x, out), the order the library takes them in.
+MethodDesc fake_kv_method(const std::string& name, const CudaBlobs& blobs);
 /// The CudaBackend delegate (payload + method_name compile spec) for `blobs`.
 DelegateDesc cuda_delegate(const CudaBlobs& blobs);
 

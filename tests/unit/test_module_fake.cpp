@@ -51,23 +51,6 @@ TensorDesc dynamic(TensorDesc t) {
   return t;
 }
 
-// The "accumulate" method: method inputs (x, pos) but delegate args (pos, x, out),
-// like the kv_cache fixture.
-MethodDesc kv_method(const CudaBlobs& blobs, const std::string& name = "accumulate") {
-  MethodDesc m;
-  m.name = name;
-  m.values = {ValueDesc::of(f32({1, 4})), ValueDesc::of(i64({1})), ValueDesc::of(f32({4}))};
-  m.inputs = {0, 1};
-  m.outputs = {2};
-  InstrDesc call;
-  call.kind = InstrDesc::Kind::kDelegate;
-  call.index = 0;
-  call.args = {1, 0, 2};
-  m.instructions.push_back(call);
-  m.delegates.push_back(cuda_delegate(blobs));
-  return m;
-}
-
 // forward(a, b) -> (y, y) on the affine library (B dynamic, <= 8), and
 // accumulate(x, pos) -> sum on the kv library.
 BuiltProgram build_program(const std::string& affine_so_path = AOTI_CUDA_FAKE_MODEL_AFFINE, bool with_kv = true) {
@@ -78,7 +61,7 @@ BuiltProgram build_program(const std::string& affine_so_path = AOTI_CUDA_FAKE_MO
   if (with_kv) {
     auto kv = b.add_cuda_blobs(ExporterGeneration::kMethodKeys, "accumulate", read_file(AOTI_CUDA_FAKE_MODEL_KV),
                                float_bytes(kv_init()));
-    b.add_method(kv_method(kv));
+    b.add_method(fake_kv_method("accumulate", kv));  // method inputs (x, pos), delegate args (pos, x, out)
   }
   return b.build();
 }

@@ -62,17 +62,7 @@ void add_affine(PteBuilder& b, const std::string& name, const FqnWeightDesc& w) 
 // (x f32[1,4], pos i64[1]) -> column sums of the cache after cache[pos] = x.
 void add_kv(PteBuilder& b, const std::string& name, const FqnWeightDesc& cache) {
   auto blobs = b.add_fqn_weights(name, read_file(AOTI_CUDA_FAKE_MODEL_KV), {cache});
-  MethodDesc m;
-  m.name = name;
-  m.values = {ValueDesc::of(f32({1, 4})), ValueDesc::of(i64({1})), ValueDesc::of(f32({4}))};
-  m.inputs = {0, 1};
-  m.outputs = {2};
-  InstrDesc call;
-  call.kind = InstrDesc::Kind::kDelegate;
-  call.args = {1, 0, 2};  // the library takes (pos, x)
-  m.instructions.push_back(call);
-  m.delegates.push_back(cuda_delegate(blobs));
-  b.add_method(m);
+  b.add_method(fake_kv_method(name, blobs));
 }
 
 Module load(const BuiltProgram& built, LoadOptions o = {}) { return load_on_cpu(built, std::move(o), "fqn_test.pte"); }
