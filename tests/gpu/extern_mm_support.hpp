@@ -20,11 +20,7 @@
 namespace aoti_cuda_test {
 namespace extern_mm {
 
-
-constexpr int32_t kF32 = 6;
-constexpr int32_t kF16 = 5;
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kCUDA = 1;
+using namespace aoti_cuda_test::codes;
 
 inline uint16_t to_bits(float f, int32_t dtype) {
   uint32_t u;
@@ -242,7 +238,6 @@ inline void check_close(const std::vector<float> &got, const std::vector<float> 
             << " want " << want[first]);
   CHECK(bad == 0);
 }
-
 
 } // namespace extern_mm
 } // namespace aoti_cuda_test

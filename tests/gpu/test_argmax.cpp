@@ -21,13 +21,9 @@
 
 using aoti_cuda_test::empty;
 using aoti_cuda_test::OwnedTensor;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kF16 = 5;
-constexpr int32_t kF32 = 6;
-constexpr int32_t kCUDA = 1;
 
 enum class Kind { kBF16, kF16, kF32 };
 

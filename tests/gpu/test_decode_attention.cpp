@@ -32,13 +32,9 @@ using aoti_cuda_test::from16;
 using aoti_cuda_test::to16;
 using aoti_cuda_test::last_error_contains;
 using aoti_cuda_test::OwnedTensor;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kF16 = 5;
-constexpr int32_t kI64 = 4;
-constexpr int32_t kCUDA = 1;
 
 // A [B, H, L, D] tensor of random 16-bit values with the given strides, on the GPU and its host copy.
 struct Operand {
@@ -124,7 +120,6 @@ double max_error(const Setup& s, const Operands& o, const std::vector<int64_t>& 
   }
   return worst;
 }
-
 
 OwnedTensor positions_tensor(const std::vector<int64_t>& positions) {
   OwnedTensor t = empty({static_cast<int64_t>(positions.size())}, {}, kI64, kCUDA, 0);

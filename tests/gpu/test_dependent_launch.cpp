@@ -34,13 +34,9 @@
 
 using aoti_cuda_test::empty;
 using aoti_cuda_test::OwnedTensor;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kI32 = 3;
-constexpr int32_t kI64 = 4;
-constexpr int32_t kCUDA = 1;
 
 // The chain's sizes: a 16-head, 4-KV-head attention of 128 dims over a 2048-position cache, between
 // GEMVs large enough that a consumer launched early really overlaps its producer.
@@ -276,7 +272,6 @@ TEST_CASE("gpu: dependent launch: the int4 matmul loads constant weights before 
 }
 
 namespace {
-
 
 struct FusedWeights {
   OwnedTensor w1, norm, w2, sz2, w3, residual;

@@ -25,13 +25,9 @@ using aoti_cuda_test::empty;
 using aoti_cuda_test::from16;
 using aoti_cuda_test::OwnedTensor;
 using aoti_cuda_test::to16;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kF16 = 5;
-constexpr int32_t kI32 = 3;
-constexpr int32_t kCUDA = 1;
 
 struct Host {
   std::vector<uint16_t> bits;

@@ -33,12 +33,9 @@ using aoti_cuda_test::pack;
 using aoti_cuda_test::random_weights;
 using aoti_cuda_test::RandomWeights;
 using aoti_cuda_test::weight_at;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kI32 = 3;
-constexpr int32_t kCUDA = 1;
 
 float bf16_to_float(uint16_t b) {
   uint32_t u = static_cast<uint32_t>(b) << 16;

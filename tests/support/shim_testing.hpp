@@ -11,6 +11,13 @@
 
 namespace aoti_cuda_test {
 
+/// The dtype and device codes of the shim ABI by name: PyTorch's ScalarType and DeviceType numbers, which the
+/// aoti_torch_dtype_* / aoti_torch_device_type_* functions return. `using namespace aoti_cuda_test::codes;` in a test.
+namespace codes {
+constexpr int32_t kU8 = 0, kI8 = 1, kI32 = 3, kI64 = 4, kF16 = 5, kF32 = 6, kF64 = 7, kC64 = 9, kBool = 11, kBF16 = 15;
+constexpr int32_t kCPU = 0, kCUDA = 1;
+}  // namespace codes
+
 /// Owns one AtenTensorHandle; deletes it (and checks the delete succeeded) on destruction.
 class OwnedTensor {
  public:

@@ -13,14 +13,9 @@
 
 using aoti_cuda_test::empty;
 using aoti_cuda_test::OwnedTensor;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kF16 = 5;
-constexpr int32_t kF32 = 6;
-constexpr int32_t kI64 = 4;
-constexpr int32_t kF64 = 7;
 
 void expect_failure(AtenTensorHandle x, const std::string& needle) {
   aoti_cuda_test::expect_refused(

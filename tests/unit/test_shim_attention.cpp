@@ -14,12 +14,9 @@
 using aoti_cuda_test::empty;
 using aoti_cuda_test::last_error_contains;
 using aoti_cuda_test::OwnedTensor;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kF16 = 5;
-constexpr int32_t kF32 = 6;
 
 struct Call {
   double dropout_p = 0.0;

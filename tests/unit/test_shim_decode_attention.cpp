@@ -17,14 +17,9 @@ using aoti_cuda_test::empty;
 using aoti_cuda_test::expect_refused;
 using aoti_cuda_test::last_error_contains;
 using aoti_cuda_test::OwnedTensor;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kF16 = 5;
-constexpr int32_t kF32 = 6;
-constexpr int32_t kI32 = 3;
-constexpr int32_t kI64 = 4;
 
 void expect_failure(AtenTensorHandle q, AtenTensorHandle k, AtenTensorHandle v, AtenTensorHandle pos,
                     const std::string& needle, double scale = 0.125) {

@@ -16,18 +16,9 @@
 using aoti_cuda_test::empty;
 using aoti_cuda_test::last_error_contains;
 using aoti_cuda_test::OwnedTensor;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kU8 = 0;
-constexpr int32_t kI8 = 1;
-constexpr int32_t kI32 = 3;
-constexpr int32_t kI64 = 4;
-constexpr int32_t kF16 = 5;
-constexpr int32_t kF32 = 6;
-constexpr int32_t kBool = 11;
-constexpr int32_t kC64 = 9;
-constexpr int32_t kBF16 = 15;
 
 // Runs `call` (which returns the shim's result), expects failure naming `function` and
 // containing `needle`, and that no handle was created.

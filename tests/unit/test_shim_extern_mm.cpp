@@ -18,12 +18,9 @@
 using aoti_cuda_test::empty;
 using aoti_cuda_test::last_error_contains;
 using aoti_cuda_test::OwnedTensor;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kF32 = 6;
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kI32 = 3;
 
 template <class Call>
 void expect_failure(const char* function, Call call, const std::string& needle) {

@@ -14,12 +14,9 @@
 using aoti_cuda_test::empty;
 using aoti_cuda_test::last_error_contains;
 using aoti_cuda_test::OwnedTensor;
+using namespace aoti_cuda_test::codes;
 
 namespace {
-
-constexpr int32_t kBF16 = 15;
-constexpr int32_t kF16 = 5;
-constexpr int32_t kF32 = 6;
 
 // A [1, 1, 64] row, a [32, 64] weight, a [64] norm weight, a [1, 1, 32] residual.
 struct Operands {
@@ -103,8 +100,6 @@ TEST_CASE("fused linear: null handles, dtypes, shapes and strides") {
 }
 
 namespace {
-
-constexpr int32_t kI32 = 3;
 
 // The int4 form's operands: x [1, 1, 1000] (torchao pads K to 1024), qdata packing N 48 and K 1024 with innerKTiles
 // 8, scale_and_zero of group 128, n 44, a [1000] norm weight, a [1, 1, 44] residual.
