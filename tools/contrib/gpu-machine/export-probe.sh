@@ -7,7 +7,7 @@
 set -uo pipefail
 OUT=${1:?usage: export-probe.sh OUT WHL_DIR SECONDS NAME=ARGS...}; WHL=${2:?}; T=${3:?}; shift 3
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"; cd "$ROOT"
-SITE=/tmp/site
+SITE=${AOTI_EXPORT_SITE:-/tmp/site}  # where device-llm.sh installs the wheels too
 mkdir -p "$OUT"
 [[ -d $SITE/executorch ]] || python3 -m pip install -q --no-index --no-deps --no-compile --target "$SITE" "$WHL"/*.whl
 export PYTHONPATH="$SITE" FLATC_EXECUTABLE="$SITE/executorch/data/bin/flatc" PYTHONWARNINGS=ignore PYTHONUNBUFFERED=1
