@@ -148,6 +148,23 @@ def compile_overrides(backend_cls, overrides: Dict[str, object]):
             delattr(backend_cls, "get_aoti_compile_options")
 
 
+# --autotune: whether Inductor benchmarks the non-GEMM kernels' launch configurations while lowering.
+#   on   the backend's setting (max_autotune): every pointwise and reduction kernel is timed over its candidate
+#        configurations on the GPU, one compile after another; minutes per method on a cold machine.
+#   off  Inductor's heuristic configuration for each kernel, nothing timed (coordinate descent off too). Meant for
+#        exports whose matmuls and attention are not Triton kernels (--gemm cublas, aoti_cuda's operators): what
+#        is left to tune there is a few pointwise kernels a step.
+AUTOTUNE_CHOICES = ("on", "off")
+NO_AUTOTUNE = {"max_autotune": False, "coordinate_descent_tuning": False}
+
+
+def autotune_context(autotune: str, backend_cls):
+    """compile_overrides(backend_cls, NO_AUTOTUNE) for "off"; for "on", a block that changes nothing (yields {})."""
+    if autotune not in AUTOTUNE_CHOICES:
+        raise ValueError(f"autotune must be one of {AUTOTUNE_CHOICES}, not {autotune!r}")
+    return compile_overrides(backend_cls, NO_AUTOTUNE) if autotune == "off" else contextlib.nullcontext({})
+
+
 def fusion_context(fusion: str, backend_cls):
     """compile_overrides(backend_cls, INDUCTOR_FUSION) for "inductor"; for "executorch", a block that changes
     nothing (yields {})."""

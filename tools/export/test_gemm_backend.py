@@ -20,7 +20,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from gemm_backend import INDUCTOR_FUSION, cublas_gemms, fusion_context, gemm_context, gemm_op  # noqa: E402
+from gemm_backend import (INDUCTOR_FUSION, NO_AUTOTUNE, autotune_context, cublas_gemms, fusion_context,  # noqa: E402
+                          gemm_context, gemm_op)
 
 INT4 = "at::_ops::_weight_int4pack_mm::call"
 
@@ -169,6 +170,22 @@ def main() -> int:
         check("unknown --fusion rejected", False)
     except ValueError:
         check("unknown --fusion rejected", True)
+
+    with autotune_context("off", FakeCudaBackend) as applied, cublas_gemms(FakeCudaBackend, log=lambda s: None):
+        opts = FakeCudaBackend.get_aoti_compile_options(specs)
+        check("autotune off: max_autotune and coordinate descent off, the cuBLAS GEMMs kept",
+              opts["max_autotune"] is False and opts["coordinate_descent_tuning"] is False
+              and opts["max_autotune_gemm_backends"] == "ATEN" and applied == NO_AUTOTUNE)
+    check("autotune off: restored", FakeCudaBackend.get_aoti_compile_options(specs) == before)
+    with autotune_context("on", FakeCudaBackend) as applied:
+        check("autotune on: options unchanged (the backend's max_autotune)",
+              FakeCudaBackend.get_aoti_compile_options(specs) == before and before["max_autotune"] is True
+              and applied == {})
+    try:
+        autotune_context("fast", FakeCudaBackend)
+        check("unknown --autotune rejected", False)
+    except ValueError:
+        check("unknown --autotune rejected", True)
 
     failed = results.count(False)
     print(f"gemm backend: {len(results) - failed} passed, {failed} failed")

@@ -42,7 +42,8 @@
 # export_cache.tgz from a stage that exports (the tuners' results: see export_cache_save).
 # Environment: WORK, BUDGET, ET12, ET13, WHL (default: beside BUILD: et12, et13, whl), LLM_PARTS (A's parts:
 # llm,int4 by default; int4 alone for the int4 rows), LONG_EXPORTS, LONG_CTX,
-# LONG_POSITIONS, LONG_WINDOW, CARRY (dry run: the carried paths to size, default .carry/llmjob), EXPORT_CACHE
+# LONG_POSITIONS, LONG_WINDOW, LONG_EXPORT_FLAGS (export_llm.py flags added to every LONG_EXPORTS export, e.g.
+# `--autotune off`), CARRY (dry run: the carried paths to size, default .carry/llmjob), EXPORT_CACHE
 # (default beside BUILD: export_cache.tgz, an earlier stage's OUT/export_cache.tgz).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -346,6 +347,7 @@ long_exports() {
       [[ $DRY != 1 && -f "$dir/manifest.json" && ! -f "$dir/export.flags" ]] && echo "$flags" > "$dir/export.flags"
     else
       flags=$(export_flags "$name") || { problem "LONG_EXPORTS: $name is not one of bench_llm.EXPORTS"; continue; }
+      flags="$flags${LONG_EXPORT_FLAGS:+ $LONG_EXPORT_FLAGS}"  # e.g. --autotune off (part of the stamp)
       dir="$WORK/long_${name}_$LONG_CTX"
     fi
     stamp="$flags${ctx_args[*]:+ ${ctx_args[*]}}"

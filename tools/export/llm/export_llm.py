@@ -4,7 +4,7 @@
     python3 tools/export/llm/export_llm.py --out DIR [--config 1b|small|tiny] [--quant bf16|int4]
         [--gemm triton|cublas]
         [--sdpa triton|decomposed|mixed|flash|decode-op|decode-op-update|decode-op-qkv|decode-op-fused]
-        [--fusion executorch|inductor] [--layers N]
+        [--fusion executorch|inductor] [--autotune on|off] [--layers N]
         [--max-ctx N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
 
 Writes DIR/llm.pte, DIR/aoti_cuda_blob.ptd and DIR/manifest.json (config, methods, timings by
@@ -222,7 +222,7 @@ def bf16_math_sdpa(enabled: bool, backends=None):
         setter(before)
 
 
-def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
+def lower(programs, gemm="triton", sdpa="triton", fusion="executorch", autotune="on"):
     """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py). Returns the program, {extern kernel
     name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton), the methods that kept PyTorch's
     flash attention (--sdpa flash) and those that call aoti_cuda's decode attention shim (--sdpa decode-op).
@@ -232,7 +232,8 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
     matmuls + softmax (math backend) and compiled with the rest, in bf16 (see bf16_math_sdpa); "mixed"
     does that for decode only (sdpa_decomposed); "flash" decomposes decode's as "mixed" and lowers prefill
     with triton_kernel_mode=OFF under flash attention (../sdpa_backend.py). fusion "inductor" lowers with
-    AOTInductor's defaults for the two fusion options ExecuTorch changes (../gemm_backend.py, fusion_context)."""
+    AOTInductor's defaults for the two fusion options ExecuTorch changes (../gemm_backend.py, fusion_context).
+    autotune "off" lowers without timing the non-GEMM kernels' configurations (../gemm_backend.py, autotune_context)."""
     from executorch.backends.cuda.cuda_backend import CudaBackend
     from executorch.backends.cuda.cuda_partitioner import CudaPartitioner
     from executorch.exir import EdgeCompileConfig, to_edge_transform_and_lower
@@ -254,7 +255,8 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch"):
     import fused_linear_op
 
     # Entered after gemm_context: the flash and decode-op patches wrap the GEMM patch's options and allowed kernels.
-    with gemm_backend.fusion_context(fusion, CudaBackend), gemm_backend.gemm_context(gemm, CudaBackend) as accepted, \
+    with gemm_backend.autotune_context(autotune, CudaBackend), gemm_backend.fusion_context(fusion, CudaBackend), \
+            gemm_backend.gemm_context(gemm, CudaBackend) as accepted, \
             sdpa_backend.flash_attention(CudaBackend, flash_methods, flash_sdpa_context) as emitted, \
             sdpa_backend.decode_op(CudaBackend, op_methods, decode_op_shims,
                                    (decode_attention_op.QUALIFIED, decode_attention_op.SHIM,
@@ -313,6 +315,10 @@ def parse_args(argv):
     ap.add_argument("--fusion", choices=gemm_backend.FUSION_CHOICES, default="executorch",
                     help="executorch: the backend's Inductor settings; inductor: AOTInductor's defaults for "
                          "emulate_precision_casts and loop_ordering_after_fusion (see ../gemm_backend.py)")
+    ap.add_argument("--autotune", choices=gemm_backend.AUTOTUNE_CHOICES, default="on",
+                    help="on: the backend's max_autotune (every non-GEMM kernel's configurations timed while "
+                         "lowering); off: Inductor's heuristic configurations, nothing timed: a cold export in "
+                         "a fraction of the time (see ../gemm_backend.py)")
     ap.add_argument("--layers", type=int, help="override n_layers")
     ap.add_argument("--max-prefill", type=int, help="override max_prefill (dynamic bound of T)")
     ap.add_argument("--max-ctx", type=int, help="override max_ctx, the KV cache's length (e.g. 4096 for the long-context "
@@ -382,6 +388,7 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         "decode_op_methods": op_methods,  # these call aoti_cuda's own shim: only aoti_cuda runs the program
         "argmax": args.argmax,
         "fusion": args.fusion,
+        "autotune": args.autotune,
         "methods": {k: v for k, v in signatures.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
         "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
@@ -456,7 +463,7 @@ def main(argv=None) -> int:
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
     et_program, gemm_kernels, flash_methods, op_methods = timed(times, "lower_s", lower, programs, args.gemm,
-                                                                args.sdpa, args.fusion)
+                                                                args.sdpa, args.fusion, args.autotune)
     print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
     if args.gemm == "cublas":
         print(f"gemm=cublas: extern GEMM kernels accepted: {json.dumps(gemm_kernels)}", flush=True)
