@@ -127,7 +127,7 @@ else
 fi
 
 echo
-echo "== exporter --gemm cublas and --fusion patches (tools/export/test_gemm_backend.py; no torch needed)"
+echo "== exporter --gemm cublas, --fusion and --autotune patches (tools/export/test_gemm_backend.py; no torch needed)"
 if python3 "$ROOT/tools/export/test_gemm_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo

@@ -566,7 +566,13 @@ for n in ('bf16', 'int4'):
   for f in --max-ctx --quant --gemm --sdpa --fusion --out --config; do
     grep -q -- "$f" <<<"$help" || problem "export_llm.py --help does not list $f"
   done
-  for name in ${LONG_EXPORTS//,/ }; do export_flags "$name" >/dev/null 2>&1 || problem "LONG_EXPORTS: no export $name in bench_llm.EXPORTS"; done
+  for name in ${LONG_EXPORTS//,/ }; do
+    flags=$(export_flags "$name" 2>/dev/null) || { problem "LONG_EXPORTS: no export $name in bench_llm.EXPORTS"; continue; }
+    # The whole command line as export_llm.py parses it (LONG_EXPORT_FLAGS included): a typo stops here, not there.
+    python3 -c "import sys; sys.path.insert(0, 'tools/export/llm'); from export_llm import parse_args
+parse_args(['--out', 'x', '--max-ctx', '$LONG_CTX'] + sys.argv[1:])" $flags ${LONG_EXPORT_FLAGS:-} >/dev/null 2>&1 ||
+      problem "export_llm.py refuses the flags of $name: $flags ${LONG_EXPORT_FLAGS:-}"
+  done
   # ExecuTorch's CUDA LLM recipe: torchao int4 weight-only, tile_packed_to_4d, group 128.
   grep -q 'Int4WeightOnlyConfig(group_size=group_size, int4_packing_format="tile_packed_to_4d")' tools/export/llm/export_llm.py &&
     grep -q 'def quantize_int4(model, group_size: int = 128)' tools/export/llm/export_llm.py ||

@@ -80,6 +80,19 @@ if LLM_PARTS=fp8 bash "$HERE/device-llm.sh" --dry-run "$T/out" "$C/aoti" A2 > "$
 elif grep -q "LLM_PARTS must name llm and/or int4" "$T/bad_parts.log"; then ok "LLM_PARTS=fp8 is refused, saying why"
 else cat "$T/bad_parts.log"; bad "LLM_PARTS=fp8: no reason given"; fi
 
+# LONG_EXPORT_FLAGS reaches every long export (not the stock one), and a flag export_llm.py does not know stops the
+# dry run.
+if LONG_EXPORT_FLAGS="--autotune off" LONG_EXPORTS=bf16dopqf,int4dopqf REF_EXPORT=1 CARRY="$C" \
+     bash "$HERE/device-llm.sh" --dry-run "$T/out" "$C/aoti" BC > "$T/flags.log" 2>&1 &&
+   [[ $(grep -c 'export_.*dopqf.*--sdpa decode-op-fused --autotune off$' "$T/flags.log") == 2 ]] &&
+   grep 'export_ref' "$T/flags.log" | grep -q -v -- '--autotune'; then
+  ok "LONG_EXPORT_FLAGS: added to both long exports, not to the stock one"
+else cat "$T/flags.log"; bad "LONG_EXPORT_FLAGS: added to both long exports, not to the stock one"; fi
+if LONG_EXPORT_FLAGS="--autotune fast" LONG_EXPORTS=bf16dopqf CARRY="$C" \
+     bash "$HERE/device-llm.sh" --dry-run "$T/out" "$C/aoti" BC > "$T/bad_flags.log" 2>&1; then
+  bad "LONG_EXPORT_FLAGS=--autotune fast was accepted"
+else ok "LONG_EXPORT_FLAGS with a value export_llm.py refuses stops the dry run"; fi
+
 # The reference flags generate gets from an export's manifest: the tokens, and eager's highest logits when recorded;
 # generate must parse what they become (it then stops for want of the program or a GPU, not at its options: not 2).
 source <(sed -n '/^expect_tokens() {/,/^}/p' "$HERE/device-llm.sh")

@@ -9,7 +9,7 @@ exception), changes nothing when disabled, and says so when the torch it runs wi
 sdpa_decomposed / sdpa_flash: which methods --sdpa decomposes (mixed and flash: decode only) and which keep flash
 attention (flash: prefill only); sdpa_decode_op: decode-op sends decode (only) through aoti_cuda's operator and
 decomposes nothing (decode-op-fused too, with bf16 or int4 weights); an unknown choice is refused; --max-ctx reaches
-the config.
+the config; --autotune is on unless asked off.
 """
 
 from __future__ import annotations
@@ -107,6 +107,16 @@ def main() -> int:
     chosen = parse_args(["--out", "x", "--fusion", "inductor", "--sdpa", "mixed", "--gemm", "cublas"])
     check("fusion: executorch by default, inductor when asked", default.fusion == "executorch"
           and chosen.fusion == "inductor" and chosen.sdpa == "mixed")
+    check("autotune: on by default (the backend's max_autotune), off when asked",
+          default.autotune == "on" and parse_args(["--out", "x", "--autotune", "off"]).autotune == "off")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            parse_args(["--out", "x", "--autotune", "fast"])
+            refused = False
+        except SystemExit:
+            refused = True
+    check("autotune: an unknown value is a usage error", refused and "--autotune" in err.getvalue())
     check("sdpa flash accepted on the command line", parse_args(["--out", "x", "--sdpa", "flash"]).sdpa == "flash")
     fused = {q: parse_args(["--out", "x", "--quant", q, "--sdpa", "decode-op-fused"]) for q in ("bf16", "int4")}
     check("sdpa decode-op-fused accepted with bf16 and int4 weights (the operator's int4 form)",
