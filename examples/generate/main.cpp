@@ -373,7 +373,7 @@ void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Rep
   // The decode kernels' settings this load resolved (from LoadOptions::tuning or the AOTI_CUDA_* variables), so that
   // a run's figures say which form they measured.
   const aoti_cuda::TuningOptions tuning = m.tuning();
-  const bool dependent = tuning.dependent_launch.value_or(false);
+  const bool dependent = tuning.dependent_launch.value_or(true);
   const int cluster = tuning.attention_cluster.value_or(0);
   const std::string attention =
       cluster > 0 ? "one kernel over clusters of " + std::to_string(cluster) + " blocks where the GPU has them"

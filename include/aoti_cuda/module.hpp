@@ -170,9 +170,10 @@ struct TuningOptions {
   /// programmatic dependent launch: each one's launch and start overlap the
   /// end of the kernel before it, and the fused linear operator's first
   /// weight loads too when its weights are read-only constants
-  /// (LoadStats::read_only_constants). Same results either way; opt-in
-  /// because a whole LLM decode step ran slower with it on the H200, before
-  /// the weight loads overlapped (docs/configuration.md). Default false.
+  /// (LoadStats::read_only_constants). Same results either way. Default
+  /// true: with the weight loads overlapped, a whole LLM decode step ran
+  /// about 10 % faster (docs/configuration.md has the figures, and the
+  /// programs for which off may still be faster). Below sm_90 it does nothing.
   /// AOTI_CUDA_DEPENDENT_LAUNCH=1|0 (also true/false, on/off, yes/no).
   std::optional<bool> dependent_launch;
   /// The SDK's decode attention (a program exported with aoti_cuda's decode

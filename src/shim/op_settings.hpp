@@ -44,10 +44,11 @@ struct OpSettings {
   std::size_t cublas_workspace_bytes = std::size_t{32} << 20;
   /// The few-row GEMV, the int4 weight-streaming and the decode attention
   /// kernels launch with programmatic dependent launch on sm_90 and newer
-  /// (their launch overlaps the end of the previous kernel); false: plain
-  /// launches. Off by default: on the H200 a whole decode step ran 1-4 %
-  /// slower with it (ops/dependent_launch.hpp has the figures).
-  bool dependent_launch = false;
+  /// (their launch overlaps the end of the previous kernel, and the fused
+  /// linear and int4 kernels' first weight loads too); false: plain
+  /// launches. On by default since 2026-12-05: a fused-form LLM decode step
+  /// ran 9.7-11 % faster with it (H100, docs/benchmarks/llm.md).
+  bool dependent_launch = true;
   /// Decode attention's form (ops/decode_attention.hpp): 0, two kernels
   /// (chunks, then their merge); 8 or 16, one kernel whose thread-block
   /// clusters of that many blocks merge the chunks in distributed shared

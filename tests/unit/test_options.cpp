@@ -210,7 +210,7 @@ TEST_CASE("tuning: defaults when nothing is set") {
   CHECK(r.gemv_max_rows == 1);
   CHECK(r.int4_dequant_min_m == 65);
   CHECK(r.cublas_workspace_mib == 32u);
-  CHECK(r.dependent_launch == false);
+  CHECK(r.dependent_launch == true);  // measured faster in a decode step (OpSettings)
   CHECK(r.attention_cluster == 0);
   // The shims' built-in defaults (outside any Module call) are the same.
   const aoti_cuda::shim::OpSettings from_tuning = aoti_cuda::runtime::op_settings_of(r), builtin;
@@ -232,7 +232,7 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   const EnvVar rows("AOTI_CUDA_GEMV_MAX_ROWS", "8");
   const EnvVar int4("AOTI_CUDA_INT4_DEQUANT_M", "0");
   const EnvVar ws("AOTI_CUDA_CUBLAS_WORKSPACE_MIB", "4096");
-  const EnvVar pdl("AOTI_CUDA_DEPENDENT_LAUNCH", "on");
+  const EnvVar pdl("AOTI_CUDA_DEPENDENT_LAUNCH", "off");  // the default is on: the variable must turn it off
   const EnvVar cluster("AOTI_CUDA_ATTENTION_CLUSTER", "16");
   const TuningOptions r = aoti_cuda::resolve_tuning({});
   CHECK(r.upload_threads == 5);
@@ -243,13 +243,13 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   CHECK(r.gemv_max_rows == 8);
   CHECK(r.int4_dequant_min_m == 0);
   CHECK(r.cublas_workspace_mib == 4096u);
-  CHECK(r.dependent_launch == true);
+  CHECK(r.dependent_launch == false);
   CHECK(r.attention_cluster == 16);
   const aoti_cuda::shim::OpSettings ops = aoti_cuda::runtime::op_settings_of(r);
   CHECK(ops.gemv_max_rows == 8);
   CHECK(ops.int4_dequant_min_m == 0);
   CHECK(ops.cublas_workspace_bytes == (std::size_t{4096} << 20));
-  CHECK(ops.dependent_launch == true);
+  CHECK(ops.dependent_launch == false);
   CHECK(ops.attention_cluster == 16);
   const aoti_cuda::runtime::StagedUploadOptions up = aoti_cuda::runtime::upload_options(r);
   CHECK(up.threads == 5);
@@ -259,7 +259,7 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   set.upload_threads = 2;
   set.staging = StagingMemory::kHostAlloc;
   set.gemv_max_rows = 8;  // equal to the variable: nothing to report
-  set.dependent_launch = false;
+  set.dependent_launch = true;
   set.attention_cluster = 8;
   LogCapture log;
   const TuningOptions mixed = aoti_cuda::resolve_tuning(set);
@@ -267,12 +267,12 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   CHECK(mixed.staging == StagingMemory::kHostAlloc);
   CHECK(mixed.gemv_max_rows == 8);
   CHECK(mixed.cublas_workspace_mib == 4096u);  // unset: the variable
-  CHECK(mixed.dependent_launch == false);
+  CHECK(mixed.dependent_launch == true);
   CHECK(mixed.attention_cluster == 8);
   CHECK(log.has(aoti_cuda::LogLevel::kInfo,
                 "AOTI_CUDA_ATTENTION_CLUSTER=16 is not used: LoadOptions::tuning.attention_cluster"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo,
-                "AOTI_CUDA_DEPENDENT_LAUNCH=on is not used: LoadOptions::tuning.dependent_launch"));
+                "AOTI_CUDA_DEPENDENT_LAUNCH=off is not used: LoadOptions::tuning.dependent_launch"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo,
                 "AOTI_CUDA_UPLOAD_THREADS=5 is not used: LoadOptions::tuning.upload_threads"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo, "AOTI_CUDA_STAGING=wc is not used: LoadOptions::tuning.staging"));

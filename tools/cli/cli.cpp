@@ -104,7 +104,7 @@ std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
          (r.small_copy_kernels.value_or(true) ? "kernel" : "dma") + ", gemv rows " + num(r.gemv_max_rows) +
          ", int4 dequantize from M " + num(r.int4_dequant_min_m) + ", cuBLAS workspace " +
          num(r.cublas_workspace_mib) + " MiB, dependent launch " +
-         (r.dependent_launch.value_or(false) ? "on" : "off") + ", attention cluster " + num(r.attention_cluster);
+         (r.dependent_launch.value_or(true) ? "on" : "off") + ", attention cluster " + num(r.attention_cluster);
 }
 
 nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {

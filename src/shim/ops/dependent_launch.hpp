@@ -11,17 +11,20 @@
 // predecessor's tail, then it waits (griddepcontrol.wait) for the predecessor's completion and
 // memory before anything else.
 //
-// Measured on the H200 (2026-12-04; docs/benchmarks/int4.md and llm.md, "Dependent launch"): the
-// int4 kernels back to back in a graph run 2-23 % faster with it, but a whole decode step runs
-// slower: bf16dopq 0.97-0.99x and int4dopq 0.96-0.99x of its tokens/s without it (positions 128,
-// 1024, 4000; BC job of 14:05 UTC), so it is off by default (OpSettings). Tried and dropped:
+// Measured: on the H200 (2026-12-04; docs/benchmarks/int4.md and llm.md, "Dependent launch") the
+// int4 kernels back to back in a graph ran 2-23 % faster with it, but a whole decode step of the
+// exports of that day (plain GEMVs, no weight loads before the wait) ran slower: bf16dopq
+// 0.97-0.99x and int4dopq 0.96-0.99x (positions 128, 1024, 4000; BC job of 14:05 UTC). With the
+// fused linear kernels' weight loads before the wait, a whole decode step of the fused-form bf16
+// export ran 1.097-1.111x faster (H100, 2026-12-05 15:11 UTC, three runs each way, the same tokens),
+// so it is on by default since then (OpSettings). Tried and dropped:
 //   * prefetching each kernel's weights into L2 before the wait: int4 back to back up to 28 %
 //     faster, decode slower still (bf16 737 against 796 tokens/s prefetching whole matrices at 11:41;
 //     int4dopq 0.91-0.95x prefetching only its own int4 blocks at 14:28);
 //   * letting dependents start right after the wait: their blocks then hold SM slots while later
 //     blocks of the running kernel still wait for one (decode 0.92-0.99x at 13:51); kernels now say
 //     so after their main loads, before their reductions and stores.
-// Not yet measured on a GPU (written 2026-12-04 and -05 when no machine was lent): the fused linear
+// Since 2026-12-04 22:18 (measured in a model on 2026-12-05, above): the fused linear
 // kernels launch through it too, and when their weights are program constants they, and the plain
 // int4 weight-streaming kernel (int4mm::Problem::weights_early), issue their first weight loads into
 // registers before the wait, so that a projection's DRAM latency overlaps the previous kernel's
@@ -48,7 +51,7 @@
 // Below sm_90 the device functions are no-ops and launch() launches plainly.
 //
 // Switched by OpSettings::dependent_launch (TuningOptions::dependent_launch,
-// AOTI_CUDA_DEPENDENT_LAUNCH), so that the gain can be measured in one process.
+// AOTI_CUDA_DEPENDENT_LAUNCH; on by default), so that the gain can be measured in one process.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -14,6 +14,9 @@ export PYTHONPATH="$SITE" FLATC_EXECUTABLE="$SITE/executorch/data/bin/flatc" PYT
 for spec in "$@"; do
   name=${spec%%=*}; read -r -a args <<< "${spec#*=}"
   (
+    # One Inductor cache each, as device-llm.sh gives its exports: two exports of one model compile kernels of the
+    # same hash, and in a shared cache one's link step lost the other's .fatbin.o files (2026-12-05 15:09 UTC).
+    export TORCHINDUCTOR_CACHE_DIR="${PROBE_CACHE:-/tmp/export-probe-cache}/inductor_$name"
     start=$SECONDS
     timeout -s KILL "$T" python3 -c "
 import faulthandler, runpy, sys
