@@ -17,11 +17,12 @@
 //               and replayed after a flush; time / R. This is how a decode step runs them (one
 //               graph, layer after layer) and what the bandwidth target is measured on.
 //
-// --dependent-launch on launches the kernels with programmatic dependent launch, which lets each
-// back-to-back call start while the one before finishes (OpSettings::dependent_launch; the bench's
-// default is the SDK's, on since 2026-12-05: src/shim/ops/dependent_launch.hpp). --weights-early (with it on) also has each back-to-back call
-// request its first weights before it waits for the call before (Problem::weights_early: what the shim does when
-// the weights are a program's constants), so its memory latency overlaps that call's end.
+// --dependent-launch on launches the kernels with programmatic dependent launch, which lets each back-to-back
+// call start while the one before finishes (OpSettings::dependent_launch; the bench's default is the SDK's,
+// on since 2026-12-05: src/shim/ops/dependent_launch.hpp). --weights-early (with it on) also has each
+// back-to-back call request its first weights before it waits for the call before (Problem::weights_early:
+// what the shim does when the weights are a program's constants), so its memory latency overlaps that call's
+// end.
 //
 // --variants times the kernels' tuning candidates (weight_int4pack_mm.hpp) for M <= 64 directly
 // (no shim), innerKTiles 8, and prints one table per candidate.

@@ -464,9 +464,9 @@ TEST_CASE("int4pack_mm: M = 1..16 on the 1.1B model's shapes and the 4096/11008 
 }
 
 // The same with the weight-streaming kernel launched with programmatic dependent launch
-// (OpSettings::dependent_launch, set here whatever the default): the kernel waits for its predecessor before touching memory
-// (group 128), or before anything but its constant weights (group 32: weights marked as a program's
-// constants), so every result must be as exact as without it.
+// (OpSettings::dependent_launch, set here whatever the default): the kernel waits for its predecessor before
+// touching memory (group 128), or before anything but its constant weights (group 32: weights marked as a
+// program's constants), so every result must be as exact as without it.
 TEST_CASE("int4pack_mm: M = 1..16 on the 1.1B model's shapes with dependent launch on, against float64" *
           AOTI_CUDA_GPU_CASE) {
   aoti_cuda::shim::OpSettings settings;

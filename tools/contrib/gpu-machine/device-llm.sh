@@ -567,7 +567,8 @@ for n in ('bf16', 'int4'):
     grep -q -- "$f" <<<"$help" || problem "export_llm.py --help does not list $f"
   done
   for name in ${LONG_EXPORTS//,/ }; do
-    flags=$(export_flags "$name" 2>/dev/null) || { problem "LONG_EXPORTS: no export $name in bench_llm.EXPORTS"; continue; }
+    flags=$(export_flags "$name" 2>/dev/null) ||
+      { problem "LONG_EXPORTS: no export $name in bench_llm.EXPORTS"; continue; }
     # The whole command line as export_llm.py parses it (LONG_EXPORT_FLAGS included): a typo stops here, not there.
     python3 -c "import sys; sys.path.insert(0, 'tools/export/llm'); from export_llm import parse_args
 parse_args(['--out', 'x', '--max-ctx', '$LONG_CTX'] + sys.argv[1:])" $flags ${LONG_EXPORT_FLAGS:-} >/dev/null 2>&1 ||
