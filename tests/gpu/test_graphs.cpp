@@ -10,9 +10,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -22,6 +24,7 @@
 #include "aoti_cuda/memory.hpp"
 #include "common/small_copy.hpp"
 #include "support/gpu.hpp"
+#include "support/test_util.hpp"
 
 using aoti_cuda::Device;
 using aoti_cuda::DType;
@@ -459,4 +462,32 @@ TEST_CASE("graphs: one kernel node makes a list of copies, and is re-pointed as 
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
   for (void* p : owned) cudaFree(p);
+}
+
+TEST_CASE("graphs: AOTI_CUDA_GRAPH_DOT writes each captured plan, with its kernels" * AOTI_CUDA_GPU_CASE) {
+  aoti_cuda_test::TempDir folder;
+  const Fixture& f = fixture("mlp");
+  const MethodCase& c = f.methods[0];
+  ::setenv("AOTI_CUDA_GRAPH_DOT", folder.path.c_str(), 1);
+  {
+    Module m(f.pte, graph_options());
+    const auto in = on_device(c.inputs);
+    for (int i = 0; i < 3; ++i) (void)m.execute(c.method, in, device_io());
+    CHECK(m.graph_status(c.method).captures == 1);
+  }
+  ::unsetenv("AOTI_CUDA_GRAPH_DOT");
+  std::vector<std::string> dots;
+  DIR* d = opendir(folder.path.c_str());
+  REQUIRE(d != nullptr);
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') dots.push_back(e->d_name);
+  }
+  closedir(d);
+  REQUIRE(dots.size() == 1);  // one capture, one file
+  CHECK(dots[0].rfind(c.method + "-", 0) == 0);
+  std::ifstream in(folder.path + "/" + dots[0]);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("digraph") != std::string::npos);
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  CHECK(text.find("kernel") != std::string::npos);  // the library's kernels are nodes of the plan
 }

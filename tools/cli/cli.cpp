@@ -84,7 +84,7 @@ void add_tuning_options(CLI::App& cmd, aoti_cuda::TuningOptions& t) {
       ->group(group);
   cmd.add_option_function<std::string>(
          "--dependent-launch", [&t](const std::string& v) { t.dependent_launch = v == "on"; },
-         "sm_90+: decode kernels launch while the previous kernel finishes, on or off (default off)")
+         "sm_90+: decode kernels launch while the previous kernel finishes, on or off (default on)")
       ->check(CLI::IsMember({"on", "off"}))
       ->group(group);
   cmd.add_option_function<int>(
