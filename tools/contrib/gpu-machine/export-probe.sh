@@ -4,6 +4,7 @@
 # Runs tools/export/llm/export_llm.py once per NAME=ARGS, all at once (as the LLM job's stages do), each under
 # SECONDS. 20 s before its end each export prints every Python thread's stack (faulthandler) into OUT/NAME.log; the
 # busiest processes are listed every 20 s in OUT/ps.log, so a stuck lowering is told from a slow one.
+# PROBE_DUMP_EVERY=N: the stacks every N seconds instead, a timeline of where the lowering goes.
 set -uo pipefail
 OUT=${1:?usage: export-probe.sh OUT WHL_DIR SECONDS NAME=ARGS...}; WHL=${2:?}; T=${3:?}; shift 3
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"; cd "$ROOT"
@@ -19,8 +20,21 @@ for spec in "$@"; do
     export TORCHINDUCTOR_CACHE_DIR="${PROBE_CACHE:-/tmp/export-probe-cache}/inductor_$name"
     start=$SECONDS
     timeout -s KILL "$T" python3 -c "
-import faulthandler, runpy, sys
-faulthandler.dump_traceback_later($((T - 20)), exit=False)
+import faulthandler, runpy, sys, threading, time, traceback
+every = ${PROBE_DUMP_EVERY:-0}
+if every > 0:
+    # faulthandler's repeating dump crashed the export at its second dump (exit 139, 2026-12-05 17:41 UTC), so the
+    # timeline comes from a Python thread, which reads the main thread's frames under the GIL.
+    main = threading.main_thread().ident
+    def timeline():
+        t0 = time.monotonic()
+        while True:
+            time.sleep(every)
+            stack = ''.join(traceback.format_stack(sys._current_frames()[main])[-14:])
+            print(f'--- main thread at {time.monotonic() - t0:.0f} s:\\n{stack}', file=sys.stderr, flush=True)
+    threading.Thread(target=timeline, daemon=True).start()
+else:
+    faulthandler.dump_traceback_later($((T - 20)), exit=False)
 sys.argv = ['export_llm.py'] + sys.argv[1:]
 sys.path.insert(0, 'tools/export/llm')
 runpy.run_path('tools/export/llm/export_llm.py', run_name='__main__')" "${args[@]}" > "$OUT/$name.log" 2>&1
