@@ -135,6 +135,10 @@ echo "== exporter --sdpa flash and decode-op patches (tools/export/test_sdpa_bac
 if python3 "$ROOT/tools/export/test_sdpa_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo
+echo "== exporter --split-lowering (tools/export/test_split_lowering.py; no torch needed)"
+if python3 "$ROOT/tools/export/test_split_lowering.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+echo
 echo "== benchmark report (bench/test_report.py; no torch needed)"
 if python3 "$ROOT/bench/test_report.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 

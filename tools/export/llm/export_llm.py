@@ -5,7 +5,7 @@
         [--gemm triton|cublas]
         [--sdpa triton|decomposed|mixed|flash|decode-op|decode-op-update|decode-op-qkv|decode-op-fused]
         [--fusion executorch|inductor] [--autotune on|off] [--layers N]
-        [--max-ctx N] [--prefill-hint T] [--reference-tokens N] [--stub-backend ELF]
+        [--max-ctx N] [--prefill-hint T] [--reference-tokens N] [--split-lowering] [--stub-backend ELF]
 
 Writes DIR/llm.pte, DIR/aoti_cuda_blob.ptd and DIR/manifest.json (config, methods, timings by
 phase, sizes, and `reference`: the greedy tokens eager PyTorch generates on the same weights for the
@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import json
 import os
 import sys
@@ -74,6 +73,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # tools/export: export_models, gemm_b
 
 import gemm_backend  # noqa: E402
 import sdpa_backend  # noqa: E402
+import split_lowering  # noqa: E402
 
 
 def quantize_int4(model, group_size: int = 128) -> int:
@@ -139,6 +139,7 @@ def export_methods(model, cfg, hint: int, device):
         }
 
 
+METHOD_ORDER = ("prefill", "decode")  # export_methods' keys, in its order
 SDPA_CHOICES = ("triton", "decomposed", "mixed", "flash", "decode-op", "decode-op-update", "decode-op-qkv",
                 "decode-op-fused")
 # --sdpa choice -> the decode attention operator's form (model.use_decode_attention_op).
@@ -222,10 +223,24 @@ def bf16_math_sdpa(enabled: bool, backends=None):
         setter(before)
 
 
-def lower(programs, gemm="triton", sdpa="triton", fusion="executorch", autotune="on"):
+def split_context(split, backend_cls, records):
+    """--split-lowering's patch of the lowering (../split_lowering.py), entered after every other patch so that it
+    sees their records: `split` None (no split, yields None), ("helper", method, cache_dir) or
+    ("main", method, cache_dir, helper_alive) (yields what happened)."""
+    if split is None:
+        return contextlib.nullcontext(None)
+    role, method, cache_dir = split[:3]
+    if role == "helper":
+        return split_lowering.helper_lowering(backend_cls, method, cache_dir, records)
+    return split_lowering.main_lowering(backend_cls, method, cache_dir, records, split[3],
+                                        log=lambda m: print(m, flush=True))
+
+
+def lower(programs, gemm="triton", sdpa="triton", fusion="executorch", autotune="on", split=None):
     """ExecuTorch 1.2 CUDA backend, one delegate per method (as export_models.py). Returns the program, {extern kernel
     name: op} of the GEMM kernels accepted for --gemm cublas (empty for triton), the methods that kept PyTorch's
-    flash attention (--sdpa flash) and those that call aoti_cuda's decode attention shim (--sdpa decode-op).
+    flash attention (--sdpa flash), those that call aoti_cuda's decode attention shim (--sdpa decode-op), and what
+    --split-lowering did (None without it; see split_context).
 
     sdpa "triton" keeps the backend's default (its own Triton SDPA kernel replaces aten SDPA);
     "decomposed" sets the backend's compile spec triton_kernel_mode=OFF, so SDPA is decomposed into
@@ -265,7 +280,8 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch", autotune=
                                     fused_linear_op.QUALIFIED, fused_linear_op.SHIM,
                                     fused_linear_op.INT4_QUALIFIED, fused_linear_op.INT4_SHIM,
                                     argmax_op.QUALIFIED, argmax_op.SHIM)) as op_emitted, \
-            bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)):
+            bf16_math_sdpa(any(sdpa_decomposed(n, sdpa) for n in programs)), \
+            split_context(split, CudaBackend, [accepted, emitted, op_emitted]) as split_outcome:
         edge = to_edge_transform_and_lower(programs, partitioner=partitioners, compile_config=config)
         et_program = edge.to_executorch()
     shim = decode_attention_op.SHIM_OF_CHOICE.get(sdpa, decode_attention_op.SHIM)
@@ -279,7 +295,7 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch", autotune=
             print(f"sdpa=flash: {name} calls {sdpa_backend.FLASH_KERNEL}", flush=True)
         else:
             print(f"sdpa=flash: warning: {name} did not keep flash attention (its SDPA was decomposed)", flush=True)
-    return et_program, dict(accepted), list(emitted), list(op_emitted)
+    return et_program, dict(accepted), list(emitted), list(op_emitted), split_outcome
 
 
 def flash_sdpa_context():
@@ -327,6 +343,12 @@ def parse_args(argv):
     ap.add_argument("--reference-prompt", type=int, default=128, help="prompt length of the recorded reference")
     ap.add_argument("--reference-tokens", type=int, default=32, help="greedy tokens recorded from eager (0: none)")
     ap.add_argument("--methods", default="prefill,decode", help="export only these (e.g. to warm caches)")
+    ap.add_argument(split_lowering.SPLIT_FLAG, action="store_true",
+                    help="lower the last method in a second process, beside the others (../split_lowering.py): the "
+                         "export then takes about the longest lowering instead of their sum, on a second core")
+    # The helper's side of --split-lowering, set by the main process only.
+    ap.add_argument("--lower-only", help=argparse.SUPPRESS)
+    ap.add_argument("--lower-cache", help=argparse.SUPPRESS)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--stub-backend", metavar="ELF_SO", help="testing without a GPU: see export_models.py")
     args = ap.parse_args(argv)
@@ -335,7 +357,17 @@ def parse_args(argv):
     if args.argmax == "op" and args.sdpa not in DECODE_OP_CHOICES:
         ap.error("--argmax op needs a decode-op --sdpa (the program calls aoti_cuda's own shims), got --sdpa "
                  f"{args.sdpa}")
+    if args.split_lowering and len(exported_methods(args)) < 2:
+        ap.error(f"{split_lowering.SPLIT_FLAG} needs two methods to lower, got --methods {args.methods}")
+    if (args.lower_only is None) != (args.lower_cache is None):
+        ap.error("--lower-only and --lower-cache go together (the main process of --split-lowering sets both)")
     return args
+
+
+def exported_methods(args):
+    """The methods the export makes, in the order they are lowered (export_methods' order)."""
+    wanted = args.methods.split(",")
+    return [m for m in METHOD_ORDER if m in wanted]
 
 
 def timed(times, key, fn, *a):
@@ -389,6 +421,7 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         "argmax": args.argmax,
         "fusion": args.fusion,
         "autotune": args.autotune,
+        "split_lowering": getattr(args, "split_result", None),  # None: one process lowered every method
         "methods": {k: v for k, v in signatures.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
         "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
@@ -423,8 +456,73 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
     print("files: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in files.items()), flush=True)
 
 
+def _die_with_parent():
+    """In the helper, before it starts: killed with the main process (Linux's PR_SET_PDEATHSIG), so an export
+    stopped by a time limit leaves no lowering running."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass  # not Linux: close() still stops it on a normal exit
+
+
+class SplitHelper:
+    """--split-lowering's helper process: this exporter again, exporting only the last method and saving its lowering
+    (split_lowering.helper_argv), started before the model is built so that both front ends run at once. Its output
+    goes to CACHE_DIR/helper.log. Stopped and its files removed on close()."""
+
+    def __init__(self, argv, args):
+        import shutil
+        import subprocess
+
+        self.method = exported_methods(args)[-1]
+        self.cache_dir = os.path.join(args.out, ".split-lowering")
+        shutil.rmtree(self.cache_dir, ignore_errors=True)  # a result left by an earlier export is not this one's
+        os.makedirs(self.cache_dir)
+        self.log_path = os.path.join(self.cache_dir, "helper.log")
+        cmd = [sys.executable, os.path.abspath(__file__)] + split_lowering.helper_argv(argv, self.method,
+                                                                                      self.cache_dir)
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        print(f"split lowering: {self.method} is lowered by helper process {self.proc.pid} (log {self.log_path})",
+              flush=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def split(self):
+        return ("main", self.method, self.cache_dir, self.alive)
+
+    def log_tail(self, lines=15) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError as e:
+            return str(e)
+
+    def close(self):
+        import shutil
+
+        if self.alive():
+            self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    raw_argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(raw_argv)
+    helper = SplitHelper(raw_argv, args) if args.split_lowering else None
+    try:
+        return export(args, helper)
+    finally:
+        if helper is not None:
+            helper.close()
+
+
+def export(args, helper) -> int:
     import export_models  # sibling tool: flatc discovery and the GPU-less stub backend
 
     export_models._prepare_environment()
@@ -462,9 +560,21 @@ def main(argv=None) -> int:
     programs = timed(times, "torch_export_s", export_methods, model, cfg, min(args.prefill_hint, cfg.max_prefill), device)
     programs = {k: v for k, v in programs.items() if k in args.methods.split(",")}
     print(f"torch.export: {times['torch_export_s']:.1f}s", flush=True)
-    et_program, gemm_kernels, flash_methods, op_methods = timed(times, "lower_s", lower, programs, args.gemm,
-                                                                args.sdpa, args.fusion, args.autotune)
+    split = helper.split() if helper is not None else None
+    if args.lower_only is not None:
+        split = ("helper", args.lower_only, args.lower_cache)
+    try:
+        et_program, gemm_kernels, flash_methods, op_methods, split_outcome = timed(
+            times, "lower_s", lower, programs, args.gemm, args.sdpa, args.fusion, args.autotune, split)
+    except split_lowering.LoweredElsewhere as done:  # the helper's work ends here
+        print(f"split lowering helper: {done}", flush=True)
+        return 0
     print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
+    if helper is not None:
+        if not split_outcome["from_helper"]:
+            print(f"split lowering: the helper's log ends:\n{helper.log_tail()}", flush=True)
+        times["split_wait_s"] = split_outcome["wait_s"]
+        args.split_result = {"helper_method": helper.method, "from_helper": split_outcome["from_helper"]}
     if args.gemm == "cublas":
         print(f"gemm=cublas: extern GEMM kernels accepted: {json.dumps(gemm_kernels)}", flush=True)
 

@@ -9,7 +9,8 @@ exception), changes nothing when disabled, and says so when the torch it runs wi
 sdpa_decomposed / sdpa_flash: which methods --sdpa decomposes (mixed and flash: decode only) and which keep flash
 attention (flash: prefill only); sdpa_decode_op: decode-op sends decode (only) through aoti_cuda's operator and
 decomposes nothing (decode-op-fused too, with bf16 or int4 weights); an unknown choice is refused; --max-ctx reaches
-the config; --autotune is on unless asked off.
+the config; --autotune is on unless asked off; --split-lowering needs two methods, and the helper's command line it
+makes parses to a one-method export that saves its lowering.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from export_llm import bf16_math_sdpa, parse_args, sdpa_decode_op, sdpa_decomposed, sdpa_flash  # noqa: E402
+from export_llm import (bf16_math_sdpa, exported_methods, parse_args, sdpa_decode_op, sdpa_decomposed,  # noqa: E402
+                        sdpa_flash)
+from split_lowering import helper_argv  # noqa: E402
 
 
 class FakeBackends:
@@ -134,6 +137,20 @@ def main() -> int:
     refusal = usage_error(["--out", "x", "--sdpa", "mixed", "--argmax", "op"])
     check("argmax op without a decode-op --sdpa is refused, saying why",
           refusal is not None and "--argmax op needs a decode-op --sdpa" in refusal)
+    split = parse_args(["--out", "x", "--split-lowering"])
+    check("split lowering: off by default, on when asked, both methods lowered in their order",
+          not default.split_lowering and split.split_lowering and exported_methods(split) == ["prefill", "decode"]
+          and exported_methods(parse_args(["--out", "x", "--methods", "decode,prefill"])) == ["prefill", "decode"])
+    refusal = usage_error(["--out", "x", "--split-lowering", "--methods", "decode"])
+    check("split lowering with one method is refused, saying why",
+          refusal is not None and "--split-lowering needs two methods" in refusal)
+    refusal = usage_error(["--out", "x", "--lower-only", "decode"])
+    check("the helper's --lower-only without --lower-cache is refused",
+          refusal is not None and "--lower-only and --lower-cache go together" in refusal)
+    helper = parse_args(helper_argv(["--out", "x", "--split-lowering", "--quant", "int4"], "decode", "/c"))
+    check("the helper's command line parses: decode only, saved to the cache, no reference, no further split",
+          helper.methods == "decode" and helper.lower_only == "decode" and helper.lower_cache == "/c"
+          and helper.reference_tokens == 0 and not helper.split_lowering and helper.quant == "int4")
 
     passed = sum(results)
     print(f"export options: {passed} passed, {len(results) - passed} failed")
