@@ -13,6 +13,7 @@
 #include "common/env.hpp"
 #include "common/small_copy.hpp"
 #include "runtime/capture_hooks.hpp"
+#include "runtime/graph_probe.hpp"
 #include "runtime/outputs.hpp"
 #include "runtime/run_state.hpp"
 #include "runtime/tensor_util.hpp"
@@ -106,6 +107,7 @@ std::unique_ptr<GraphEntry> capture(RunState& call, const std::vector<Tensor>& i
   (void)cudaGetLastError();  // capture errors are not sticky; do not leave them for the model
   if (!failure.empty()) throw Error(ErrorCode::kCuda, failure);
   check_cuda(cudaGraphUpload(e->exec, cs), "cudaGraphUpload");
+  if (graph_probe_requested()) probe_graph(graph, cs, ms.name);  // a diagnostic: logs, never throws
   return e;
 }
 

@@ -2,21 +2,24 @@
 // (manifest-driven, tests/fixtures): graph replays bit-identical to the plain
 // path call by call (so stateful programs advance the same way), dynamic
 // shapes with the LRU bound, concurrent slots, caller streams, bound outputs,
-// no device memory growth over many replays, and the kernel node that makes a
-// replay's small copies.
+// no device memory growth over many replays, the kernel node that makes a
+// replay's small copies, and the two capture diagnostics (AOTI_CUDA_GRAPH_DOT,
+// AOTI_CUDA_GRAPH_PROBE).
 #include <cuda_runtime_api.h>
 #include <dirent.h>
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -490,4 +493,35 @@ TEST_CASE("graphs: AOTI_CUDA_GRAPH_DOT writes each captured plan, with its kerne
   CHECK(text.find("digraph") != std::string::npos);
   for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   CHECK(text.find("kernel") != std::string::npos);  // the library's kernels are nodes of the plan
+}
+
+TEST_CASE("graphs: AOTI_CUDA_GRAPH_PROBE times the plan kernel by kernel, and replays stay right" * AOTI_CUDA_GPU_CASE) {
+  const Fixture& f = fixture("mlp");
+  const MethodCase& c = f.methods[0];
+  std::vector<std::string> lines;
+  std::mutex lines_mutex;
+  aoti_cuda::LogHandler previous = aoti_cuda::set_log_handler([&](aoti_cuda::LogLevel, std::string_view m) {
+    std::lock_guard<std::mutex> lock(lines_mutex);
+    if (m.find("AOTI_CUDA_GRAPH_PROBE") != std::string_view::npos) lines.emplace_back(m);
+  });
+  ::setenv("AOTI_CUDA_GRAPH_PROBE", "on", 1);
+  Module plain(f.pte);
+  const auto in = on_device(c.inputs);
+  {
+    Module m(f.pte, graph_options());
+    for (int i = 0; i < 3; ++i) {
+      check_same(m.execute(c.method, in, device_io()), plain.execute(c.method, in, device_io()), "mlp");
+    }
+  }
+  ::unsetenv("AOTI_CUDA_GRAPH_PROBE");
+  aoti_cuda::set_log_handler(previous);
+  for (const std::string& l : lines) MESSAGE(l);
+  // mlp's plan: 2 kernel nodes of 2 distinct kernels (graph-dot-h100-2026-12-05/mlp.dot): a summary, one line each,
+  // and the estimate; no failure.
+  REQUIRE(lines.size() == 4);
+  CHECK(lines[0].find("2 kernel nodes (2 distinct kernels)") != std::string::npos);
+  CHECK(lines[1].find("the only real kernel among empty ones adds") != std::string::npos);
+  CHECK(lines[2].find("the only real kernel among empty ones adds") != std::string::npos);
+  CHECK(lines[3].find("every kernel empty plus each kernel's addition") != std::string::npos);
+  for (const std::string& l : lines) CHECK(l.find("stopped") == std::string::npos);
 }
