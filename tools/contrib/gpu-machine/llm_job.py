@@ -137,7 +137,8 @@ def long_summary(gen, manifest, ref=None, ref_manifest=None, trace=None, ref_tra
         return out
 
     cfg = (manifest or {}).get("config") or {}
-    res = {"export": {k: (manifest or {}).get(k) for k in ("quant", "gemm", "sdpa", "fusion", "export_times")},
+    recorded = ("quant", "gemm", "sdpa", "fusion", "autotune", "split_lowering", "export_times")
+    res = {"export": {k: (manifest or {}).get(k) for k in recorded},
            "max_ctx": cfg.get("max_ctx"), "positions": rows(gen, manifest)}
     if gen:
         res["p128_decode_tok_s"] = gen.get("p128_decode_tok_s")

@@ -77,6 +77,11 @@ def main() -> int:
         check("long summary: tokens/s and step time per position", s["positions"]["4000"]["tok_s"] == 500.0
               and abs(s["positions"]["128"]["step_ms"] - 1.25) < 1e-9 and s["max_ctx"] == 4096)
         check("long summary: attention does not dominate at 128 (10 %)", s["attention_dominates_at_128"] is False)
+        split = {"helper_method": "decode", "from_helper": True}
+        s2 = llm_job.long_summary(gen, dict(mix, autotune="off", split_lowering=split, export_times={"lower_s": 9.0}))
+        check("long summary: how the export was made (autotune, split lowering, times)",
+              s2["export"]["autotune"] == "off" and s2["export"]["split_lowering"] == split
+              and s2["export"]["export_times"] == {"lower_s": 9.0})
         md = llm_job.markdown({"long_bf16mix": s})
         check("markdown: one row per position", "| 128 | 800.0 |" in md and "| 4000 | 500.0 |" in md)
 
