@@ -10,7 +10,8 @@ sdpa_decomposed / sdpa_flash: which methods --sdpa decomposes (mixed and flash: 
 attention (flash: prefill only); sdpa_decode_op: decode-op sends decode (only) through aoti_cuda's operator and
 decomposes nothing (decode-op-fused too, with bf16 or int4 weights); an unknown choice is refused; --max-ctx reaches
 the config; --autotune is on unless asked off; --split-lowering needs two methods, and the helper's command line it
-makes parses to a one-method export that saves its lowering.
+makes parses to a one-method export that saves its lowering; SplitHelper starts this exporter with it (killed with
+its parent), clears an earlier export's result, and on close() stops the helper and removes its folder.
 """
 
 from __future__ import annotations
@@ -51,6 +52,59 @@ def usage_error(argv):
         except SystemExit:
             return err.getvalue()
     return None
+
+
+class FakePopen:
+    """subprocess.Popen as SplitHelper uses it, recording the command; alive until killed."""
+    made = []
+
+    def __init__(self, cmd, stdout=None, stderr=None, preexec_fn=None):
+        self.cmd, self.preexec_fn, self.pid, self.killed, self.returncode = cmd, preexec_fn, 4242, False, None
+        FakePopen.made.append(self)
+
+    def poll(self):
+        return self.returncode
+
+    def kill(self):
+        self.killed, self.returncode = True, -9
+
+    def wait(self):
+        return self.returncode
+
+
+def check_split_helper(check):
+    """SplitHelper's plumbing without a second exporter: the command it starts, its files, and its clean-up."""
+    import shutil
+    import subprocess
+    import tempfile
+
+    import export_llm
+
+    out = tempfile.mkdtemp(prefix="split_helper_test_")
+    saved_popen = subprocess.Popen
+    subprocess.Popen = FakePopen
+    try:
+        stale = os.path.join(out, ".split-lowering")
+        os.makedirs(stale)
+        open(os.path.join(stale, "decode.pickle"), "w").close()  # an earlier export's result
+        argv = ["--out", out, "--split-lowering", "--quant", "int4"]
+        with contextlib.redirect_stdout(io.StringIO()):
+            helper = export_llm.SplitHelper(argv, parse_args(argv))
+        (proc,) = FakePopen.made
+        check("split helper: this exporter again, with the helper's arguments, killed with its parent",
+              proc.cmd[:2] == [sys.executable, os.path.abspath(export_llm.__file__)]
+              and proc.cmd[2:] == helper_argv(argv, "decode", helper.cache_dir)
+              and proc.preexec_fn is export_llm._die_with_parent)
+        check("split helper: an earlier result removed, the log in the cache folder",
+              os.listdir(helper.cache_dir) == ["helper.log"] and helper.method == "decode")
+        check("split helper: the main process's side of the lowering",
+              helper.split()[:3] == ("main", "decode", helper.cache_dir) and helper.split()[3]() is True)
+        helper.close()
+        check("split helper: close() stops a running helper and removes its folder",
+              proc.killed and not os.path.exists(helper.cache_dir))
+    finally:
+        subprocess.Popen = saved_popen
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def main() -> int:
@@ -151,6 +205,7 @@ def main() -> int:
     check("the helper's command line parses: decode only, saved to the cache, no reference, no further split",
           helper.methods == "decode" and helper.lower_only == "decode" and helper.lower_cache == "/c"
           and helper.reference_tokens == 0 and not helper.split_lowering and helper.quant == "int4")
+    check_split_helper(check)
 
     passed = sum(results)
     print(f"export options: {passed} passed, {len(results) - passed} failed")
