@@ -33,7 +33,7 @@ void ok(cudaError_t err, const char* what) {
 void* empty_kernel() {
   static void* kernel = [] () -> void* {
     static const char kPtx[] =
-        ".version 7.0\n.target sm_50\n.address_size 64\n.visible .entry aoti_cuda_probe_empty()\n{\nret;\n}\n";
+        ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry aoti_cuda_probe_empty()\n{\nret;\n}\n";
     cudaLibrary_t library = nullptr;
     cudaKernel_t k = nullptr;
     if (cudaLibraryLoadData(&library, kPtx, nullptr, nullptr, 0, nullptr, nullptr, 0) != cudaSuccess ||
