@@ -2,15 +2,11 @@
 #include "runtime/graph_cache.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <atomic>
 #include <cstring>
-#include <optional>
 #include <string>
 
 #include "aoti_cuda/log.hpp"
 #include "common/cuda.hpp"
-#include "common/env.hpp"
 #include "common/small_copy.hpp"
 #include "runtime/capture_hooks.hpp"
 #include "runtime/graph_probe.hpp"
@@ -38,29 +34,6 @@ void make_static_inputs(GraphEntry& e, const MethodSpec& ms, const std::vector<T
     e.inputs.push_back(Tensor::from_blob(p, shape, inputs[i].dtype(), device, std::move(strides)));
     e.shapes.push_back(shape);
   }
-}
-
-// AOTI_CUDA_GRAPH_DOT=<folder>: writes each captured plan as Graphviz text
-// (cudaGraphDebugDotPrint, verbose: every node's type, launch shape, shared
-// memory and attributes) to <folder>/<method>-<n>.dot, n counting captures in
-// the process. A diagnostic for what a replay holds (e.g. which nodes sit
-// between a library's kernels); it never fails the capture, it logs instead.
-void write_graph_dot(cudaGraph_t graph, const std::string& method) {
-  const std::optional<std::string> folder = env_text("AOTI_CUDA_GRAPH_DOT");
-  if (!folder) return;
-  static std::atomic<int> counter{0};
-  std::string safe = method;
-  for (char& ch : safe) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
-  }
-  const std::string path = *folder + "/" + safe + "-" + std::to_string(counter.fetch_add(1)) + ".dot";
-  const cudaError_t err = cudaGraphDebugDotPrint(graph, path.c_str(), cudaGraphDebugDotFlagsVerbose);
-  if (err != cudaSuccess) {
-    (void)cudaGetLastError();
-    log(LogLevel::kWarning, "AOTI_CUDA_GRAPH_DOT: could not write " + path + ": " + cuda_text(err));
-    return;
-  }
-  log(LogLevel::kInfo, "AOTI_CUDA_GRAPH_DOT: wrote method '" + method + "' graph to " + path);
 }
 
 // Captures the whole plan on the slot's own stream. Throws Error with the reason on failure.

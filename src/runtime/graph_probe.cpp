@@ -1,10 +1,14 @@
-// Where a captured plan's replay time goes, kernel by kernel. See graph_probe.hpp.
+// The capture diagnostics: the plan as Graphviz text, and where its replay time goes. See graph_probe.hpp.
 #include "runtime/graph_probe.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -71,71 +75,65 @@ std::vector<cudaGraphNode_t> kernel_nodes(cudaGraph_t graph) {
   return kernels;
 }
 
+// Owners of the CUDA objects a probe step makes, so that a failing step (ProbeFailure) leaves nothing behind.
+struct GraphDeleter {
+  void operator()(CUgraph_st* g) const { cudaGraphDestroy(g); }
+};
+struct ExecDeleter {
+  void operator()(CUgraphExec_st* e) const { cudaGraphExecDestroy(e); }
+};
+struct EventDeleter {
+  void operator()(CUevent_st* e) const { cudaEventDestroy(e); }
+};
+using GraphPtr = std::unique_ptr<CUgraph_st, GraphDeleter>;
+using ExecPtr = std::unique_ptr<CUgraphExec_st, ExecDeleter>;
+using EventPtr = std::unique_ptr<CUevent_st, EventDeleter>;
+
+EventPtr make_event() {
+  cudaEvent_t e = nullptr;
+  ok(cudaEventCreate(&e), "cudaEventCreate");
+  return EventPtr(e);
+}
+
 // Median µs of one replay of `graph` on `stream` (instantiated, uploaded and replayed 3 times first).
 double replay_us(cudaGraph_t graph, cudaStream_t stream) {
-  cudaGraphExec_t exec = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaGraphExec_t raw = nullptr;
+  ok(cudaGraphInstantiate(&raw, graph, 0), "cudaGraphInstantiate");
+  const ExecPtr exec(raw);
+  const EventPtr start = make_event(), stop = make_event();
+  for (int i = 0; i < 3; ++i) ok(cudaGraphLaunch(raw, stream), "cudaGraphLaunch");
   std::vector<float> times;
-  try {
-    ok(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    ok(cudaEventCreate(&start), "cudaEventCreate");
-    ok(cudaEventCreate(&stop), "cudaEventCreate");
-    for (int i = 0; i < 3; ++i) ok(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-    for (int i = 0; i < 15; ++i) {
-      ok(cudaEventRecord(start, stream), "cudaEventRecord");
-      ok(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
-      ok(cudaEventRecord(stop, stream), "cudaEventRecord");
-      ok(cudaEventSynchronize(stop), "cudaEventSynchronize");
-      float ms = 0;
-      ok(cudaEventElapsedTime(&ms, start, stop), "cudaEventElapsedTime");
-      times.push_back(ms * 1000.f);
-    }
-  } catch (...) {
-    if (start != nullptr) cudaEventDestroy(start);
-    if (stop != nullptr) cudaEventDestroy(stop);
-    if (exec != nullptr) cudaGraphExecDestroy(exec);
-    throw;
+  for (int i = 0; i < 15; ++i) {
+    ok(cudaEventRecord(start.get(), stream), "cudaEventRecord");
+    ok(cudaGraphLaunch(raw, stream), "cudaGraphLaunch");
+    ok(cudaEventRecord(stop.get(), stream), "cudaEventRecord");
+    ok(cudaEventSynchronize(stop.get()), "cudaEventSynchronize");
+    float ms = 0;
+    ok(cudaEventElapsedTime(&ms, start.get(), stop.get()), "cudaEventElapsedTime");
+    times.push_back(ms * 1000.f);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  cudaGraphExecDestroy(exec);
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   return times[times.size() / 2];
 }
 
-// A copy of `plan` whose kernel nodes are all the empty kernel, except `keep` (a node of `plan`, or nullptr).
-cudaGraph_t emptied_copy(cudaGraph_t plan, const std::vector<cudaGraphNode_t>& kernels, cudaGraphNode_t keep) {
-  cudaGraph_t copy = nullptr;
-  ok(cudaGraphClone(&copy, plan), "cudaGraphClone");
-  try {
-    cudaKernelNodeParams empty{};
-    empty.func = empty_kernel();
-    empty.gridDim = dim3(1);
-    empty.blockDim = dim3(32);
-    for (cudaGraphNode_t node : kernels) {
-      if (node == keep) continue;
-      cudaGraphNode_t mine = nullptr;
-      ok(cudaGraphNodeFindInClone(&mine, node, copy), "cudaGraphNodeFindInClone");
-      ok(cudaGraphKernelNodeSetParams(mine, &empty), "cudaGraphKernelNodeSetParams");
-    }
-  } catch (...) {
-    cudaGraphDestroy(copy);
-    throw;
-  }
-  return copy;
-}
-
+// µs of one replay of a copy of `plan` whose kernel nodes are all the empty kernel, except `keep` (a node of
+// `plan`, or nullptr).
 double emptied_us(cudaGraph_t plan, const std::vector<cudaGraphNode_t>& kernels, cudaGraphNode_t keep,
                   cudaStream_t stream) {
-  cudaGraph_t copy = emptied_copy(plan, kernels, keep);
-  try {
-    const double us = replay_us(copy, stream);
-    cudaGraphDestroy(copy);
-    return us;
-  } catch (...) {
-    cudaGraphDestroy(copy);
-    throw;
+  cudaGraph_t raw = nullptr;
+  ok(cudaGraphClone(&raw, plan), "cudaGraphClone");
+  const GraphPtr copy(raw);
+  cudaKernelNodeParams empty{};
+  empty.func = empty_kernel();
+  empty.gridDim = dim3(1);
+  empty.blockDim = dim3(32);
+  for (cudaGraphNode_t node : kernels) {
+    if (node == keep) continue;
+    cudaGraphNode_t mine = nullptr;
+    ok(cudaGraphNodeFindInClone(&mine, node, raw), "cudaGraphNodeFindInClone");
+    ok(cudaGraphKernelNodeSetParams(mine, &empty), "cudaGraphKernelNodeSetParams");
   }
+  return replay_us(raw, stream);
 }
 
 std::string fixed(double v) {
@@ -145,6 +143,25 @@ std::string fixed(double v) {
 }
 
 }  // namespace
+
+// The capture goes on whatever happens here: a file that cannot be written is logged.
+void write_graph_dot(cudaGraph_t graph, const std::string& method) {
+  const std::optional<std::string> folder = env_text("AOTI_CUDA_GRAPH_DOT");
+  if (!folder) return;
+  static std::atomic<int> counter{0};
+  std::string safe = method;
+  for (char& ch : safe) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') ch = '_';
+  }
+  const std::string path = *folder + "/" + safe + "-" + std::to_string(counter.fetch_add(1)) + ".dot";
+  const cudaError_t err = cudaGraphDebugDotPrint(graph, path.c_str(), cudaGraphDebugDotFlagsVerbose);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    log(LogLevel::kWarning, "AOTI_CUDA_GRAPH_DOT: could not write " + path + ": " + cudaGetErrorName(err));
+    return;
+  }
+  log(LogLevel::kInfo, "AOTI_CUDA_GRAPH_DOT: wrote method '" + method + "' graph to " + path);
+}
 
 bool graph_probe_requested() { return env_flag("AOTI_CUDA_GRAPH_PROBE"); }
 

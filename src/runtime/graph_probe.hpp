@@ -1,4 +1,8 @@
-// Private runtime diagnostic: where a captured plan's replay time goes, kernel by kernel.
+// Private runtime diagnostics of a captured plan, each off unless its variable is set (docs/configuration.md).
+//
+// AOTI_CUDA_GRAPH_DOT=<folder> writes each captured plan as Graphviz text (cudaGraphDebugDotPrint, verbose: every
+// node's type, launch shape, shared memory and attributes) to <folder>/<method>-<n>.dot, n counting captures in the
+// process: what a replay holds (e.g. which nodes sit between a library's kernels).
 //
 // AOTI_CUDA_GRAPH_PROBE=on (docs/configuration.md) makes every capture also time copies of the plan in which
 // kernel nodes are replaced by an empty kernel: all of them (the graph's own cost: launches and the gaps between
@@ -15,6 +19,9 @@
 #include <string>
 
 namespace aoti_cuda::runtime {
+
+/// Writes `graph` for `method` when AOTI_CUDA_GRAPH_DOT is set; a file that cannot be written is logged (warning).
+void write_graph_dot(cudaGraph_t graph, const std::string& method);
 
 /// True when AOTI_CUDA_GRAPH_PROBE is on (read at each capture).
 bool graph_probe_requested();

@@ -395,7 +395,7 @@ def prepare_model(args, cfg, device, times):
     return model, reference
 
 
-def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods, op_methods):
+def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods, op_methods, split=None):
     import pte_inspect  # the .so files' aoti_torch_* / CUDA imports: what a runtime must provide
     import torch
 
@@ -421,7 +421,7 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
         "argmax": args.argmax,
         "fusion": args.fusion,
         "autotune": args.autotune,
-        "split_lowering": getattr(args, "split_result", None),  # None: one process lowered every method
+        "split_lowering": split,  # None: one process lowered every method
         "methods": {k: v for k, v in signatures.items() if k in programs},
         "prefill_hint": min(args.prefill_hint, cfg.max_prefill),
         "prompt_formula": "id_i = (7919 * i + 13) mod vocab",
@@ -570,11 +570,12 @@ def export(args, helper) -> int:
         print(f"split lowering helper: {done}", flush=True)
         return 0
     print(f"to_edge_transform_and_lower + to_executorch: {times['lower_s']:.1f}s", flush=True)
+    split_result = None
     if helper is not None:
         if not split_outcome["from_helper"]:
             print(f"split lowering: the helper's log ends:\n{helper.log_tail()}", flush=True)
         times["split_wait_s"] = split_outcome["wait_s"]
-        args.split_result = {"helper_method": helper.method, "from_helper": split_outcome["from_helper"]}
+        split_result = {"helper_method": helper.method, "from_helper": split_outcome["from_helper"]}
     if args.gemm == "cublas":
         print(f"gemm=cublas: extern GEMM kernels accepted: {json.dumps(gemm_kernels)}", flush=True)
 
@@ -585,7 +586,7 @@ def export(args, helper) -> int:
     times["write_s"] = time.time() - t0
     times["total_s"] = time.time() - t_all
     print("EXPORT_TIME " + " ".join(f"{k}={v:.1f}" for k, v in times.items()), flush=True)
-    write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods, op_methods)
+    write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_methods, op_methods, split_result)
     return 0
 
 
