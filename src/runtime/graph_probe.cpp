@@ -1,6 +1,8 @@
 // The capture diagnostics: the plan as Graphviz text, and where its replay time goes. See graph_probe.hpp.
 #include "runtime/graph_probe.hpp"
 
+#include <cuda.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -50,15 +52,42 @@ void* empty_kernel() {
   return kernel;
 }
 
-// The kernel's name: the runtime's answer, else the driver's (kernels a library launched through cuLaunchKernel).
-std::string kernel_name(const void* func) {
+// What the probe reports of a kernel node. The driver is asked, not the runtime: cudaGraphKernelNodeGetParams
+// answers cudaErrorInvalidDeviceFunction for the nodes of kernels a library launched through cuLaunchKernel, which
+// are all of an AOTInductor container's kernels (seen on the H200, 2026-12-05).
+struct NodeKernel {
+  const void* key = nullptr;  // the function (or library kernel) the node runs: equal keys, same kernel
+  std::string name = "?";
+  unsigned grid[3] = {0, 0, 0};
+  unsigned threads = 0;
+  unsigned shared_bytes = 0;
+};
+
+NodeKernel node_kernel(cudaGraphNode_t node) {
+  using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2*);
+  auto get = reinterpret_cast<GetParams>(common::driver_symbol("cuGraphKernelNodeGetParams_v2"));
+  if (get == nullptr) throw ProbeFailure("the driver has no cuGraphKernelNodeGetParams_v2");
+  CUDA_KERNEL_NODE_PARAMS_v2 p{};
+  const CUresult err = get(reinterpret_cast<CUgraphNode>(node), &p);
+  if (err != CUDA_SUCCESS) throw ProbeFailure("cuGraphKernelNodeGetParams_v2: error " + std::to_string(err));
+  NodeKernel k;
+  k.key = p.func != nullptr ? static_cast<const void*>(p.func) : static_cast<const void*>(p.kern);
+  k.grid[0] = p.gridDimX;
+  k.grid[1] = p.gridDimY;
+  k.grid[2] = p.gridDimZ;
+  k.threads = p.blockDimX * p.blockDimY * p.blockDimZ;
+  k.shared_bytes = p.sharedMemBytes;
   const char* name = nullptr;
-  if (cudaFuncGetName(&name, func) == cudaSuccess && name != nullptr) return name;
-  (void)cudaGetLastError();
-  using DriverGetName = int (*)(const char**, void*);
-  auto get = reinterpret_cast<DriverGetName>(common::driver_symbol("cuFuncGetName"));
-  if (get != nullptr && get(&name, const_cast<void*>(func)) == 0 && name != nullptr) return name;
-  return "?";
+  using FuncName = CUresult (*)(const char**, CUfunction);
+  using KernelName = CUresult (*)(const char**, CUkernel);
+  if (p.func != nullptr) {
+    auto f = reinterpret_cast<FuncName>(common::driver_symbol("cuFuncGetName"));
+    if (f != nullptr && f(&name, p.func) == CUDA_SUCCESS && name != nullptr) k.name = name;
+  } else if (p.kern != nullptr) {
+    auto f = reinterpret_cast<KernelName>(common::driver_symbol("cuKernelGetName"));
+    if (f != nullptr && f(&name, p.kern) == CUDA_SUCCESS && name != nullptr) k.name = name;
+  }
+  return k;
 }
 
 std::vector<cudaGraphNode_t> kernel_nodes(cudaGraph_t graph) {
@@ -172,11 +201,12 @@ void probe_graph(cudaGraph_t plan, cudaStream_t stream, const std::string& metho
     const std::vector<cudaGraphNode_t> kernels = kernel_nodes(plan);
     // The first node of each distinct kernel, and how many nodes run it.
     std::vector<cudaGraphNode_t> firsts;
-    std::map<void*, int> uses;
-    std::vector<cudaKernelNodeParams> params(kernels.size());
+    std::vector<NodeKernel> params;
+    params.reserve(kernels.size());
+    std::map<const void*, int> uses;
     for (std::size_t i = 0; i < kernels.size(); ++i) {
-      ok(cudaGraphKernelNodeGetParams(kernels[i], &params[i]), "cudaGraphKernelNodeGetParams");
-      if (uses[params[i].func]++ == 0) firsts.push_back(kernels[i]);
+      params.push_back(node_kernel(kernels[i]));
+      if (uses[params[i].key]++ == 0) firsts.push_back(kernels[i]);
     }
     const double real = replay_us(plan, stream);
     const double empty = emptied_us(plan, kernels, nullptr, stream);
@@ -186,14 +216,13 @@ void probe_graph(cudaGraph_t plan, cudaStream_t stream, const std::string& metho
     double estimate = empty;
     for (cudaGraphNode_t node : firsts) {
       const std::size_t i = static_cast<std::size_t>(std::find(kernels.begin(), kernels.end(), node) - kernels.begin());
-      const cudaKernelNodeParams& p = params[i];
+      const NodeKernel& p = params[i];
       const double alone = emptied_us(plan, kernels, node, stream) - empty;
-      const int n = uses[p.func];
+      const int n = uses[p.key];
       estimate += alone * n;
-      log(LogLevel::kInfo, what + kernel_name(p.func) + " <<<" + std::to_string(p.gridDim.x) + "x" +
-                               std::to_string(p.gridDim.y) + "x" + std::to_string(p.gridDim.z) + ", " +
-                               std::to_string(p.blockDim.x * p.blockDim.y * p.blockDim.z) + ", " +
-                               std::to_string(p.sharedMemBytes) + ">>> (node " + std::to_string(i) + ", " +
+      log(LogLevel::kInfo, what + p.name + " <<<" + std::to_string(p.grid[0]) + "x" + std::to_string(p.grid[1]) + "x" +
+                               std::to_string(p.grid[2]) + ", " + std::to_string(p.threads) + ", " +
+                               std::to_string(p.shared_bytes) + ">>> (node " + std::to_string(i) + ", " +
                                std::to_string(n) + " nodes): the only real kernel among empty ones adds " +
                                fixed(alone) + " us");
     }

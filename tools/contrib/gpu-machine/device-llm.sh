@@ -367,6 +367,10 @@ long_exports() {
     fi
   done
   for p in "${pids[@]}"; do wait "$p"; done
+  # --split-lowering's helper process logs beside its export: kept with the step logs
+  for name in ${LONG_EXPORTS//,/ }; do
+    cp "$WORK/long_${name}_$LONG_CTX/.split-lowering/helper.log" "$RES/export_$name.helper.log" 2>/dev/null
+  done
   export_cache_save
 }
 
@@ -479,7 +483,7 @@ stage_BC() {
   REF_EXPORT=${REF_EXPORT:-1} long_exports $((BUDGET - $([[ ${PDL_MEASURE:-1} == 1 ]] && echo 170 || echo 80)))
   [[ -n "$SUITE_PID" ]] && wait "$SUITE_PID"  # the suite shares the GPU: done before anything is timed
   long_measure
-  # PDL_MEASURE=0: dependent launch is decided (off by default); its on/off runs can be left out to save time.
+  # PDL_MEASURE=0: dependent launch is decided (on by default since 2026-12-05); its on/off runs can be left out.
   [[ ${PDL_MEASURE:-1} == 1 ]] && pdl_measure
   # The decode attention kernel alone by position (its log is in the archive).
   kernel_benches
