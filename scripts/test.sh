@@ -139,6 +139,10 @@ echo "== exporter --split-lowering (tools/export/test_split_lowering.py; no torc
 if python3 "$ROOT/tools/export/test_split_lowering.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo
+echo "== the export timeline (tools/export/test_timeline.py; no torch needed)"
+if python3 "$ROOT/tools/export/test_timeline.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+echo
 echo "== the GPU machine's LLM job summaries (tools/contrib/gpu-machine/test_llm_job.py; no torch needed)"
 if python3 "$ROOT/tools/contrib/gpu-machine/test_llm_job.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 

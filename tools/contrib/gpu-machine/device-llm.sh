@@ -336,6 +336,9 @@ export_cache_save() {
 long_exports() {
   local timeout_s=$1 name flags dir stamp pids=()
   export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor" TRITON_CACHE_DIR="$WORK/cache/triton"
+  # Each export's log says every EXPORT_TIMELINE s where it is and which compilers it runs (tools/export/timeline.py):
+  # since 2026-12-05 the fused-form exports outlive every call, and their logs said nothing of the lowering.
+  export AOTI_EXPORT_TIMELINE=${EXPORT_TIMELINE:-30}
   mkdir -p "$TORCHINDUCTOR_CACHE_DIR" "$TRITON_CACHE_DIR" 2>/dev/null
   export_cache_restore
   for name in ${LONG_EXPORTS//,/ } $([[ ${REF_EXPORT:-0} == 1 ]] && echo ref); do

@@ -74,6 +74,7 @@ sys.path.insert(0, os.path.dirname(HERE))  # tools/export: export_models, gemm_b
 import gemm_backend  # noqa: E402
 import sdpa_backend  # noqa: E402
 import split_lowering  # noqa: E402
+import timeline  # noqa: E402
 
 
 def quantize_int4(model, group_size: int = 128) -> int:
@@ -514,6 +515,7 @@ class SplitHelper:
 def main(argv=None) -> int:
     raw_argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(raw_argv)
+    timeline.start_from_env()  # AOTI_EXPORT_TIMELINE=N: where the time goes, every N s (the helper inherits it)
     helper = SplitHelper(raw_argv, args) if args.split_lowering else None
     try:
         return export(args, helper)
