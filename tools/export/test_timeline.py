@@ -31,6 +31,7 @@ check("sleep[" in text and "running children" in text, "the entry names the chil
 subprocess.run(["sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"], check=True)
 check(timeline.cpu_seconds()[1] > 0.05, "a finished child's CPU time counts")
 check("test_timeline.py" in text, "the entry shows the main thread's frames")
+check("MiB, available" in text and " CPUs" in text, "the entry has memory and load")
 child.kill()
 child.wait()
 

@@ -57,6 +57,30 @@ def cpu_seconds():
     return times.user + times.system, times.children_user + times.children_system
 
 
+def machine():
+    """The machine's state beside the export: this process's resident MiB, the memory still available, and the load
+    average (runnable processes over the last minute; above the core count, the exports wait for CPUs)."""
+    def field(path, key):
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith(key + ":"):
+                        return int(line.split()[1])  # kB
+        except OSError:
+            pass
+        return None
+
+    rss = field("/proc/self/status", "VmRSS")
+    avail = field("/proc/meminfo", "MemAvailable")
+    try:
+        with open("/proc/loadavg") as f:
+            load = f.read().split()[0]
+    except OSError:
+        load = "?"
+    mib = lambda kb: "?" if kb is None else f"{kb // 1024}"  # noqa: E731
+    return f"rss {mib(rss)} MiB, available {mib(avail)} MiB, load {load} on {os.cpu_count()} CPUs"
+
+
 def snapshot(elapsed, frames=8):
     """One timeline entry: elapsed and CPU seconds, the children, the main thread's innermost frames."""
     main = threading.main_thread().ident
@@ -67,7 +91,7 @@ def snapshot(elapsed, frames=8):
     own, finished = cpu_seconds()
     running = ": " + ", ".join(f"{c}[{p}] {s:.0f} s" for p, c, s in busy) if busy else ""
     lines = [f"--- timeline at {elapsed:.0f} s: this process {own:.0f} CPU s, its finished children {finished:.0f}; "
-             f"{len(kids)} running children{running}"]
+             f"{len(kids)} running children{running}", "    " + machine()]
     lines += [f"    {os.path.basename(fs.filename)}:{fs.lineno} {fs.name}" for fs in stack]
     return "\n".join(lines)
 

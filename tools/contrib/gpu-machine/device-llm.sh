@@ -326,6 +326,9 @@ export_cache_save() {
   (cd "$WORK/cache" && find . -type f \( -name '*.best_config' -o -path './inductor*/cache/*' \) -size -1048576c -print0 |
     tar -czf "$OUT/export_cache.tgz" --null -T -) &&
     echo "export cache: $(tar -tzf "$OUT/export_cache.tgz" | wc -l) tuning results in $OUT/export_cache.tgz"
+  # What the warm machine's caches hold, by kind (fxgraph, aotautograd, triton, ...): the exports finished only on
+  # machines warmed by an earlier call, so the next question is whether the part that made them fast could travel.
+  (cd "$WORK/cache" && du -s --block-size=1K ./*/* 2>/dev/null | sort -rn | head -n 30) > "$RES/export_cache_sizes.txt"
 }
 
 # The LONG_EXPORTS exports with a LONG_CTX-position cache into WORK/long_<name>_<ctx>, concurrently when several are
