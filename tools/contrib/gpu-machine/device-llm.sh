@@ -44,7 +44,9 @@
 # llm,int4 by default; int4 alone for the int4 rows), LONG_EXPORTS, LONG_CTX,
 # LONG_POSITIONS, LONG_WINDOW, LONG_EXPORT_FLAGS (export_llm.py flags added to every LONG_EXPORTS export, e.g.
 # `--autotune off`), CARRY (dry run: the carried paths to size, default .carry/llmjob), EXPORT_CACHE
-# (default beside BUILD: export_cache.tgz, an earlier stage's OUT/export_cache.tgz).
+# (default beside BUILD: export_cache.tgz, an earlier stage's OUT/export_cache.tgz), EXPORT_PARALLEL (0: the exports
+# one after another), EXPORT_TIMELINE (seconds between the exports' timeline entries, default 30; 0: none),
+# EXPORT_COMPILE_THREADS (Inductor's compile workers per exporter, default 4).
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"
@@ -342,6 +344,10 @@ long_exports() {
   # Each export's log says every EXPORT_TIMELINE s where it is and which compilers it runs (tools/export/timeline.py):
   # since 2026-12-05 the fused-form exports outlive every call, and their logs said nothing of the lowering.
   export AOTI_EXPORT_TIMELINE=${EXPORT_TIMELINE:-30}
+  # Inductor starts a pool of compile workers per exporter, as many as the CPUs; three exporters and two
+  # split-lowering helpers at once start five such pools on 16 CPUs. Four each, unless EXPORT_COMPILE_THREADS says
+  # otherwise (the timeline's load and available memory show whether it was the pools).
+  export TORCHINDUCTOR_COMPILE_THREADS=${EXPORT_COMPILE_THREADS:-4}
   mkdir -p "$TORCHINDUCTOR_CACHE_DIR" "$TRITON_CACHE_DIR" 2>/dev/null
   export_cache_restore
   for name in ${LONG_EXPORTS//,/ } $([[ ${REF_EXPORT:-0} == 1 ]] && echo ref); do
@@ -367,9 +373,16 @@ long_exports() {
       rm -f "$dir/manifest.json" "$dir/export.flags"
       # One Inductor cache per export: two exports compiling the same kernel into one cache at once collided
       # (objcopy on a half-written .o, 2026-12-04 15:59).
-      { export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor_$name"
-        step "export_$name" "$timeout_s" "${cmd[@]}" && echo "$stamp" > "$dir/export.flags"; } &
-      pids+=($!)
+      # EXPORT_PARALLEL=0: one after another (each still capped by the stage's deadline), for a host where the
+      # exports at once run out of CPUs or memory (their timelines say so).
+      if [[ ${EXPORT_PARALLEL:-1} == 0 ]]; then
+        ( export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor_$name"
+          step "export_$name" "$timeout_s" "${cmd[@]}" && echo "$stamp" > "$dir/export.flags" )
+      else
+        { export TORCHINDUCTOR_CACHE_DIR="$WORK/cache/inductor_$name"
+          step "export_$name" "$timeout_s" "${cmd[@]}" && echo "$stamp" > "$dir/export.flags"; } &
+        pids+=($!)
+      fi
     fi
   done
   for p in "${pids[@]}"; do wait "$p"; done

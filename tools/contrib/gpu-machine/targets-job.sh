@@ -9,7 +9,7 @@
 #
 # Files (into DETACHED_OUT, which `wait` copies to $OUT): BC's (BC_results.json, BC_generate_*.json, BC_logs.tgz,
 # export_cache.tgz) and probe_logs.tgz. Environment: BUDGET (BC's stage deadline, default 700 s), LONG_EXPORTS,
-# LONG_EXPORT_FLAGS, PACK (default .carry/llmjob/aoti).
+# LONG_EXPORT_FLAGS, PACK (default .carry/llmjob/aoti), and device-llm.sh's EXPORT_PARALLEL and EXPORT_TIMELINE.
 set -uo pipefail
 OUT=${DETACHED_OUT:?run me through detach.sh, or set DETACHED_OUT}
 PACK=${PACK:-.carry/llmjob/aoti}
