@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "aoti_cuda/shim.h"
+#include "shim/ops/fused_linear.hpp"
 #include "support/gpu.hpp"
 #include "support/half_bits.hpp"
 #include "support/int4_packing.hpp"
@@ -185,6 +186,39 @@ void check_int4_case(const Int4Case& c, uint32_t seed) {
   CAPTURE(c.swiglu);
   CAPTURE(c.residual);
   CHECK(worst < 1.0);
+
+  // The same call through the launcher with Int4Problem::small_blocks (AOTI_CUDA_INT4_FUSED_WARPS=8): blocks of at
+  // most 8 warps without SwiGLU, which sum K in another order, so it is held to the reference, not to `got`.
+  namespace fl = aoti_cuda::shim::fused_linear;
+  OwnedTensor small_out = empty({c.rows, 1, n_out}, {}, kBF16, kCUDA, 0);
+  fl::Int4Problem p;
+  p.x = x.device.data();
+  p.x_row_stride = c.k_x;
+  p.k_x = c.k_x;
+  p.norm_weight = c.norm ? norm.device.data() : nullptr;
+  p.eps = static_cast<float>(eps);
+  p.swiglu = c.swiglu;
+  p.qdata = qdata.data();
+  p.scale_and_zero = sz.data();
+  p.k = c.k;
+  p.n_packed = c.n_packed;
+  p.group = c.group;
+  p.inner_k_tiles = c.ikt;
+  p.residual = c.residual ? res.device.data() : nullptr;
+  p.residual_row_stride = n_out;
+  p.out = small_out.data();
+  p.rows = c.rows;
+  p.n = c.n;
+  p.small_blocks = true;
+  REQUIRE(fl::launch_int4(p, nullptr) == 0);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const std::vector<uint16_t> got_small = download(small_out, static_cast<std::size_t>(c.rows * n_out));
+  const double worst_small =
+      worst_error(x.bits, c.rows, c.k_x, c.norm ? &norm.bits : nullptr, eps, c.n, c.swiglu,
+                  c.residual ? &res.bits : nullptr, got_small, false, [&](int64_t col, int64_t i) {
+                    return aoti_cuda_test::weight_at(rw, c.n_packed, c.k, c.group, col, i);
+                  });
+  CHECK(worst_small < 1.0);
 }
 
 }  // namespace

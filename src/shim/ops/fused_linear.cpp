@@ -11,6 +11,7 @@
 
 #include "aoti_cuda/dtype.hpp"
 #include "aoti_cuda/shim.h"
+#include "common/env.hpp"
 #include "common/kernel_timer.hpp"
 #include "shim/allocator.hpp"
 #include "shim/error_state.hpp"
@@ -32,6 +33,13 @@ const AtenTensorOpaque* optional_operand(AtenTensorHandle* h, const char* name) 
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// AOTI_CUDA_INT4_FUSED_WARPS=8 (kernel tuning only, docs/configuration.md): Int4Problem::small_blocks for every
+// call, so that a whole model can be timed both ways. Read once per process.
+bool int4_small_blocks() {
+  static const bool small = env_integer_or_warn("AOTI_CUDA_INT4_FUSED_WARPS", 8, 16).value_or(16) < 16;
+  return small;
+}
 
 // What both forms check the same way (the callers reset *ret0 first): x's rows, the optional norm weight and
 // residual, the devices; then the output.
@@ -205,6 +213,7 @@ void fused_linear_int4_call(AtenTensorHandle x, AtenTensorHandle* norm_weight, d
   p.rows = o.rows;
   p.n = n;
   p.weights_early = is_program_constant(qt) && is_program_constant(st);
+  p.small_blocks = int4_small_blocks();
   o.run(n_out, ret0, "aoti_cuda fused linear (int4)", "int4 fused linear kernel launch", [&](void* out, void* stream) {
     p.out = out;
     return fused_linear::launch_int4(p, stream);

@@ -511,6 +511,13 @@ cudaError_t launch_fused_default(const fused_linear::Int4Problem& p, const GemvS
       return sh.k_super > 16 ? launch_fused<IKT, 4, 2, 8, kSwiglu>(p, sh, f, stream)
                              : launch_fused<IKT, 1, 2, 8, kSwiglu>(p, sh, f, stream);
     }
+    // Problem::small_blocks: the 16-warp block at 72 registers fills half an SM's register file, so with dependent
+    // launch the next call's block cannot start beside it; an 8-warp block leaves room for one. From 1024 n-tiles
+    // the default's blocks have 8 warps already.
+    if (p.small_blocks && sh.n_tiles < 1024) {
+      return sh.k_super > 16 ? launch_fused<IKT, 4, 1, 8, kLinear>(p, sh, f, stream)
+                             : launch_fused<IKT, 2, 1, 8, kLinear>(p, sh, f, stream);
+    }
     if (sh.k_super > 16) return launch_fused<IKT, 4, 1, 16, kLinear>(p, sh, f, stream);
     if (sh.n_tiles >= 1024) return launch_fused<IKT, 1, 2, 8, kLinear>(p, sh, f, stream);
     return launch_fused<IKT, 1, 1, 16, kLinear>(p, sh, f, stream);
@@ -535,6 +542,8 @@ template cudaError_t launch_gemv<8, 1, 4, 16>(const Problem&, const Shape&, cuda
 template cudaError_t launch_gemv<8, 2, 1, 16>(const Problem&, const Shape&, cudaStream_t);
 template cudaError_t launch_gemv<8, 4, 1, 16>(const Problem&, const Shape&, cudaStream_t);
 template cudaError_t launch_gemv<8, 1, 2, 8>(const Problem&, const Shape&, cudaStream_t);
+template cudaError_t launch_gemv<8, 2, 1, 8>(const Problem&, const Shape&, cudaStream_t);
+template cudaError_t launch_gemv<8, 4, 1, 4>(const Problem&, const Shape&, cudaStream_t);
 
 }  // namespace int4mm
 

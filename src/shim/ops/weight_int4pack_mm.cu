@@ -387,6 +387,10 @@ const Variant kVariants[] = {
     {"gemv   U2 NP1 KW16 m<=16", 16, launch_gemv<8, 2, 1, 16>},
     {"gemv   U4 NP1 KW16 m<=16", 16, launch_gemv<8, 4, 1, 16>},
     {"gemv   U1 NP2 KW8 m<=16", 16, launch_gemv<8, 1, 2, 8>},
+    // Smaller blocks: with dependent launch, the next call's blocks start only where the running call's leave
+    // room, and a 16-warp block at 72 registers fills half an SM's register file.
+    {"gemv   U2 NP1 KW8 m<=16", 16, launch_gemv<8, 2, 1, 8>},
+    {"gemv   U4 NP1 KW4 m<=16", 16, launch_gemv<8, 4, 1, 4>},
     {"super  NT2 KW8 D3 m<=8 (old M<=8)", 8, launch_one<8, 1, 2, 8, true, Pipe::kSuper, 3>},
     {"super  NT2 KW8 D3 m<=64", 64, launch_one<8, 1, 2, 8, false, Pipe::kSuper, 3>},
     {"word   MT2 NT4 KW4", 1 << 30, launch_one<8, 2, 4, 4, false, Pipe::kWord, 2>},
