@@ -511,9 +511,10 @@ cudaError_t launch_fused_default(const fused_linear::Int4Problem& p, const GemvS
       return sh.k_super > 16 ? launch_fused<IKT, 4, 2, 8, kSwiglu>(p, sh, f, stream)
                              : launch_fused<IKT, 1, 2, 8, kSwiglu>(p, sh, f, stream);
     }
-    // Problem::small_blocks: the 16-warp block at 72 registers fills half an SM's register file, so with dependent
-    // launch the next call's block cannot start beside it; an 8-warp block leaves room for one. From 1024 n-tiles
-    // the default's blocks have 8 warps already.
+    // Problem::small_blocks, for dependent launch: the next call's blocks start early only where this call's blocks
+    // leave room on an SM. Registers (ptxas, sm_90): 47 for the 16-warp q/k/v and o kernel, so 192 of its blocks
+    // fill 60 SMs twice; 102 for down's 11-warp one. 8-warp blocks leave room in finer steps. From 1024 n-tiles the
+    // default's blocks have 8 warps already.
     if (p.small_blocks && sh.n_tiles < 1024) {
       return sh.k_super > 16 ? launch_fused<IKT, 4, 1, 8, kLinear>(p, sh, f, stream)
                              : launch_fused<IKT, 2, 1, 8, kLinear>(p, sh, f, stream);

@@ -24,9 +24,9 @@ AOTI_CUDA_GRAPH_PROBE=on timeout 60 "$PACK/aoti_cuda" bench --graphs --runs 3 --
 echo "probe block: status $?"
 
 # The int4 kernel's tuning candidates back to back, with dependent launch and the weights early, and without: its
-# dispatch was chosen before dependent launch existed, and a 16-warp block (one an SM at 72 registers) leaves no
-# room for the next call's block to start early; 8- and 4-warp candidates do. Seconds each, on the quiet GPU, before
-# the exports and the suite start.
+# dispatch was chosen before dependent launch existed, and the next call's blocks start early only where the running
+# call's leave room on an SM; the new 8- and 4-warp candidates leave it in finer steps. Seconds each, on the quiet
+# GPU, before the exports and the suite start.
 for pdl in on off; do
   early=(); [[ $pdl == on ]] && early=(--weights-early)
   timeout 120 "$PACK/bench/aoti_cuda_int4_bench" --variants --dependent-launch "$pdl" "${early[@]}" --m 1,4 \
