@@ -143,6 +143,10 @@ echo "== the export timeline (tools/export/test_timeline.py; no torch needed)"
 if python3 "$ROOT/tools/export/test_timeline.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo
+echo "== jobs longer than a device call (tools/contrib/gpu-machine/test_detach.sh)"
+if bash "$ROOT/tools/contrib/gpu-machine/test_detach.sh"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+
+echo
 echo "== the GPU machine's LLM job summaries (tools/contrib/gpu-machine/test_llm_job.py; no torch needed)"
 if python3 "$ROOT/tools/contrib/gpu-machine/test_llm_job.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
