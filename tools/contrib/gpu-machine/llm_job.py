@@ -9,6 +9,8 @@
                                                   # with the LLM rows of stage A2's (report.py reads one file)
     python3 llm_job.py markdown A2_results.json|B_results.json   # the upload / long-context tables for docs/
     python3 llm_job.py targets BC_results.json    # issue 32's targets table, met or not, from one BC job
+    python3 llm_job.py trace-summary --trace T.json --generate G.json --out JSON  # one traced replay against
+                                                  # the untraced step, and the gaps between its kernels
     python3 llm_job.py pdl-summary RES_DIR --out JSON   # stage C: decode tokens/s and int4 back-to-back us with
                                                   # dependent launch on / off (generate_<export>_<on|off|on2>.json,
                                                   # int4_bench_<on|off>.json in RES_DIR)
@@ -220,6 +222,30 @@ def merge_et(kept, new):
     return out
 
 
+def trace_gaps(kernel_list, top=5):
+    """The gaps of one traced replay (bench/graph_trace.cpp's kernel_list: [name, start ns, duration ns], in start
+    order): from each kernel's end to the next one's start, negative where dependent launch overlapped the two.
+    Their count, sum, median, 10th and 90th percentiles, extremes, how many overlapped, and the kernels after which
+    they are widest on average (where a step's time between kernels goes). None for fewer than two kernels."""
+    if len(kernel_list) < 2:
+        return None
+    gaps, after = [], {}
+    for (name, start, duration), (_, next_start, _) in zip(kernel_list, kernel_list[1:]):
+        gap = next_start - (start + duration)
+        gaps.append(gap)
+        after.setdefault(name, []).append(gap)
+    ordered = sorted(gaps)
+
+    def percentile(p):
+        return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
+
+    widest = sorted(((statistics.mean(v), len(v), k) for k, v in after.items()), key=lambda x: (-x[0], x[2]))[:top]
+    return {"count": len(gaps), "sum_ns": sum(gaps), "median_ns": statistics.median(gaps),
+            "p10_ns": percentile(0.1), "p90_ns": percentile(0.9), "min_ns": ordered[0], "max_ns": ordered[-1],
+            "overlapped": sum(1 for g in gaps if g < 0),
+            "widest_after": [{"kernel": k, "count": n, "mean_ns": m} for m, n, k in widest]}
+
+
 def trace_summary(trace, gen, key="p128_decode_tok_s"):
     """One graph replay's kernels (bench/graph_trace.cpp's last traced launch) against the step time generate
     measured without the tracer: issue 32's "the runtime adds nothing" check is step / summed kernel time <= 1.03."""
@@ -230,10 +256,14 @@ def trace_summary(trace, gen, key="p128_decode_tok_s"):
     kernel_ms, span_ms = last["kernel_ns"] / 1e6, last["span_ns"] / 1e6
     tok_s = (gen or {}).get(key)
     step_ms = 1000.0 / tok_s if tok_s else None
-    return {"kernels": last["kernels"], "kernel_ms": kernel_ms, "span_ms": span_ms,
-            "span_over_kernels": span_ms / kernel_ms if kernel_ms else None,
-            "step_ms": step_ms, "step_over_kernels": step_ms / kernel_ms if step_ms and kernel_ms else None,
-            "launches_traced": trace.get("graph_launches_traced")}
+    res = {"kernels": last["kernels"], "kernel_ms": kernel_ms, "span_ms": span_ms,
+           "span_over_kernels": span_ms / kernel_ms if kernel_ms else None,
+           "step_ms": step_ms, "step_over_kernels": step_ms / kernel_ms if step_ms and kernel_ms else None,
+           "launches_traced": trace.get("graph_launches_traced")}
+    gaps = trace_gaps(last.get("kernel_list") or [])
+    if gaps is not None:
+        res["gaps"] = gaps
+    return res
 
 
 def suite_summary(suite_dir, et_ops_log=None):

@@ -142,6 +142,17 @@ def main() -> int:
         check("trace summary: the last replay's kernel time and span against the untraced step time",
               r["kernels"] == 250 and abs(r["kernel_ms"] - 0.9) < 1e-9 and abs(r["step_over_kernels"] - 1.0 / 0.9) < 1e-9
               and abs(r["span_over_kernels"] - 1.0 / 0.9) < 1e-9)
+        check("trace summary: no gaps without a kernel list", "gaps" not in r)
+        listed = {"launches": [{"kernels": 4, "span_ns": 1000, "kernel_ns": 700, "kernel_list": [
+            ["a", 0, 100], ["sdpa", 300, 200], ["b", 1200, 100], ["a", 1250, 100]]}]}
+        g = llm_job.trace_summary(listed, {})["gaps"]
+        check("trace gaps: end to next start, negative where two kernels overlapped",
+              g["count"] == 3 and g["sum_ns"] == 200 + 700 - 50 and g["min_ns"] == -50 and g["max_ns"] == 700
+              and g["overlapped"] == 1 and g["median_ns"] == 200)
+        check("trace gaps: the widest after a kernel first, by mean",
+              [w["kernel"] for w in g["widest_after"]] == ["sdpa", "a", "b"]
+              and g["widest_after"][0]["mean_ns"] == 700 and g["widest_after"][1]["mean_ns"] == 200)
+        check("trace gaps: fewer than two kernels have none", llm_job.trace_gaps([["a", 0, 1]]) is None)
         check("trace summary: no traced launch says so", llm_job.trace_summary({"launches": []}, {}) ==
               {"error": "no graph launch traced"})
         md = llm_job.markdown({"long_x": {"max_ctx": 4096, "positions": {}, "trace": r}})
