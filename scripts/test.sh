@@ -162,19 +162,14 @@ echo "== LLM exporter's lowering options (tools/export/llm/test_export_options.p
 if python3 "$ROOT/tools/export/llm/test_export_options.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 
 echo
-echo "== LLM benchmark model (tools/export/llm; needs torch, skipped without it)"
-if python3 -c 'import torch' >/dev/null 2>&1; then
-  if python3 "$ROOT/tools/export/llm/test_model.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+echo "== the exporter's torch tests (tools/export/llm: the benchmark model, its operators through AOTInductor)"
+echo "   in PyTorch 2.11 + torchao 0.17 from PyPI (scripts/setup-torch.sh; CPU only)"
+if TORCH_PY="$("$ROOT/scripts/setup-torch.sh" "$BUILD/torch-venv" | tail -1)"; then
+  for t in test_model.py test_decode_op_codegen.py; do
+    if "$TORCH_PY" "$ROOT/tools/export/llm/$t"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+  done
 else
-  python3 "$ROOT/tools/export/llm/test_model.py"
-fi
-
-echo
-echo "== aoti_cuda's decode attention operator through AOTInductor (tools/export/llm/test_decode_op_codegen.py; needs torch)"
-if python3 -c 'import torch' >/dev/null 2>&1; then
-  if python3 "$ROOT/tools/export/llm/test_decode_op_codegen.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-else
-  python3 "$ROOT/tools/export/llm/test_decode_op_codegen.py"
+  echo "scripts/setup-torch.sh FAILED: the exporter's torch tests did not run"; failed=$((failed + 1))
 fi
 
 echo

@@ -194,6 +194,27 @@ def decode_op_shims():
             **argmax_op.custom_ops_to_c_shims()}
 
 
+def register_operator_fallbacks(ops) -> int:
+    """aoti_cuda's operators registered as Inductor fallbacks before the lowering meets them, with the layout
+    constraint Inductor's implicit fallback gives them, but without its INFO log. That log's text is built even when
+    nothing prints it (torch 2.11, graph.py), and it holds the operator's arguments: IR nodes whose text holds their
+    inputs' text, down the whole chain of extern kernels before them. Each fused projection takes the residual stream
+    twice (as x and as the residual), so for the argmax operator at the end of a 22-layer fused decode that text
+    doubles with every call: no fused-form export with it finished (2026-12-05), while 2 layers lowered in seconds.
+    Operators already registered are left alone. Returns how many were registered."""
+    import torch._inductor.lowering as lowering
+    from torch._library.utils import get_layout_constraint_tag
+
+    registered = 0
+    for op in ops:
+        if op in lowering.lowerings:
+            continue
+        constraint = lowering.tag_to_layout_constraint(get_layout_constraint_tag(op, with_default=True))
+        lowering.make_fallback(op, layout_constraint=constraint)
+        registered += 1
+    return registered
+
+
 @contextlib.contextmanager
 def bf16_math_sdpa(enabled: bool, backends=None):
     """Within the block (when enabled), PyTorch's math SDPA keeps bf16/fp16 inputs in their dtype.
@@ -269,6 +290,8 @@ def lower(programs, gemm="triton", sdpa="triton", fusion="executorch", autotune=
     import argmax_op  # the operators must be registered before the lowering meets them
     import decode_attention_op
     import fused_linear_op
+
+    register_operator_fallbacks(decode_op_shims())
 
     # Entered after gemm_context: the flash and decode-op patches wrap the GEMM patch's options and allowed kernels.
     with gemm_backend.autotune_context(autotune, CudaBackend), gemm_backend.fusion_context(fusion, CudaBackend), \

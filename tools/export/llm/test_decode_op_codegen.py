@@ -21,7 +21,9 @@ aoti_torch_cuda_aoti_cuda_decode_attention with the same arguments. Checks, in t
   weight's qdata and scale_and_zero are passed as the program's constants, group_size and n as int64 literals, and
   again no kernel is generated around the calls;
 - the argmax operator (argmax_op.py) on a head's logits: one direct call on the projection's output buffer, no
-  generated kernel.
+  generated kernel;
+- export_llm.register_operator_fallbacks: a 40-call chain of fused projections ending in the argmax operator lowers
+  in a fresh process (without it, torch 2.11 builds a log text that doubles with every call).
 """
 
 from __future__ import annotations
@@ -105,6 +107,71 @@ def check_fused_linear_int4(torch, check, flo) -> None:
           and len({c[5] for c in calls} | {c[6] for c in calls}) == 4)
     check("int4 fused linear: no generated kernel, no other int4 matmul", "cpp_fused" not in code
           and "_weight_int4pack_mm" not in code)
+
+
+# A decode's shape in small: N fused projections, each taking the previous output as x and as the residual (as the
+# model's residual stream does), then the argmax operator. Run in a fresh process, where the lowering meets the
+# argmax operator for the first time, as an export does.
+DEEP_CHAIN = r"""
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch
+import argmax_op, fused_linear_op, export_llm
+if sys.argv[2] == "register":
+    print("registered", export_llm.register_operator_fallbacks(export_llm.decode_op_shims()), flush=True)
+    print("again", export_llm.register_operator_fallbacks(export_llm.decode_op_shims()), flush=True)
+class Chain(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(64, 64) / 8) for _ in range(n)])
+    def forward(self, x):
+        for w in self.w:
+            x = torch.ops.aoti_cuda.aoti_cuda_fused_linear(x, None, 0.0, False, w, x)
+        return torch.ops.aoti_cuda.aoti_cuda_argmax(x)
+ep = torch.export.export(Chain(int(sys.argv[3])), (torch.randn(1, 1, 64),))
+shims = {op: [d.replace("aoti_torch_cuda_", "aoti_torch_cpu_") for d in decl]
+         for op, decl in export_llm.decode_op_shims().items()}
+import glob, tempfile, zipfile
+t0 = time.time()
+with tempfile.TemporaryDirectory() as tmp:
+    package = torch._inductor.aoti_compile_and_package(
+        ep, package_path=os.path.join(tmp, "chain.pt2"),
+        inductor_configs={"aot_inductor.custom_ops_to_c_shims": shims, "aot_inductor.package_cpp_only": True})
+    print(f"lowered in {time.time() - t0:.1f} s", flush=True)
+    with zipfile.ZipFile(package) as z:
+        z.extractall(tmp)
+    code = "".join(open(w).read() for w in glob.glob(os.path.join(tmp, "**", "*.wrapper.cpp"), recursive=True))
+# Direct calls (the declaration is the one more occurrence), no proxy executor: as the implicit fallback gives.
+print("calls", code.count("aoti_torch_cpu_aoti_cuda_fused_linear(") - 1,
+      code.count("aoti_torch_cpu_aoti_cuda_argmax(") - 1, "proxy" if "proxy_executor_call_function" in code else "",
+      flush=True)
+"""
+
+
+def check_deep_chain(check) -> None:
+    """export_llm.register_operator_fallbacks: a 40-call chain ending in the argmax operator lowers in seconds.
+    Without the registration, torch 2.11 builds a log text that doubles with every call of the chain (the lowering
+    of the 22-layer decode never ended); that run is only reported, as a later torch may not do so."""
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    def run(mode, timeout):
+        try:
+            p = subprocess.run([sys.executable, "-c", DEEP_CHAIN, here, mode, "40"], capture_output=True, text=True,
+                               timeout=timeout)
+            return p.returncode, p.stdout + p.stderr
+        except subprocess.TimeoutExpired:
+            return None, ""
+
+    rc, out = run("register", 240)
+    check("register_operator_fallbacks: every operator once, then none", "registered 6" in out and "again 0" in out)
+    check("a 40-call chain ending in the argmax operator lowers in a fresh process", rc == 0 and "lowered in" in out)
+    check("registered fallbacks: 40 direct fused linear calls and one argmax call, no proxy executor",
+          re.search(r"^calls 40 1 $", out, re.M) is not None)
+    rc, out = run("implicit", 20)
+    print("  (without the registration: " + ("still lowering after 20 s)" if rc is None else
+                                               f"exit {rc}, {out.strip().splitlines()[-1:]})"))
 
 
 def main() -> int:
@@ -259,6 +326,8 @@ def main() -> int:
           and call.group(1) == projection.group(1))
     check("argmax: no generated kernel and no proxy executor",
           "cpp_fused" not in code and "proxy_executor_call_function" not in code)
+
+    check_deep_chain(check)
 
     failed = results.count(False)
     print(f"decode op codegen: {len(results) - failed} passed, {failed} failed")

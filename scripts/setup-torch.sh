@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Makes the environment the exporter's torch tests run in (tools/export/llm/test_model.py and
+# test_decode_op_codegen.py; no GPU needed): a virtual environment (default: <repo>/build/torch-venv; argument 1
+# overrides) with the PyTorch and torchao the GPU machine exports with (2.11.0 and 0.17.0), from PyPI. The codegen
+# test is the one that catches a lowering that never ends (export_llm.register_operator_fallbacks), so it runs in
+# CI rather than only where torch happens to be installed. Prints the environment's python on the last line.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${1:-$ROOT/build/torch-venv}"
+if [[ ! -x "$VENV/bin/python" ]]; then
+  mkdir -p "$(dirname "$VENV")"
+  python3 -m venv "$VENV" >&2
+fi
+PY="$VENV/bin/python"
+if ! "$PY" -c 'import torch, torchao; assert torch.__version__.startswith("2.11.")' >/dev/null 2>&1; then
+  echo "[setup-torch] installing torch==2.11.0 and torchao==0.17.0 into $VENV (a few GB, a few minutes)" >&2
+  "$PY" -m pip install -q --disable-pip-version-check "torch==2.11.0" "torchao==0.17.0" >&2
+fi
+echo "$PY"
