@@ -198,9 +198,10 @@ def register_operator_fallbacks(ops) -> int:
     """aoti_cuda's operators registered as Inductor fallbacks before the lowering meets them, with the layout
     constraint Inductor's implicit fallback gives them, but without its INFO log. That log's text is built even when
     nothing prints it (torch 2.11, graph.py), and it holds the operator's arguments: IR nodes whose text holds their
-    inputs' text, down the whole chain of extern kernels before them. Each fused projection takes the residual stream
-    twice (as x and as the residual), so for the argmax operator at the end of a 22-layer fused decode that text
-    doubles with every call: no fused-form export with it finished (2026-12-05), while 2 layers lowered in seconds.
+    inputs' text, down the whole chain of extern kernels before them. Each value of the residual stream reaches two
+    calls (the next projection's x and a later one's residual), so for the argmax operator at the end of a 22-layer
+    fused decode that text doubles twice a layer: no fused-form export with it finished (2026-12-05), while 2 layers
+    lowered in seconds.
     Operators already registered are left alone. Returns how many were registered."""
     import torch._inductor.lowering as lowering
     from torch._library.utils import get_layout_constraint_tag
