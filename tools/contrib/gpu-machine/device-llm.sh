@@ -236,12 +236,7 @@ export_flags() {
 # The eager reference tokens an export recorded for its 128-token prompt ("" when none), and eager's highest logits
 # at each of those steps when the export recorded them (generate tells its teacher-forced misses apart with them).
 expect_tokens() {
-  python3 -c "import json,sys; r=(json.load(open(sys.argv[1])).get('reference') or {}); t=r.get('tokens') or []
-top=r.get('top') or []
-ok=t and r.get('prompt_len') == 128
-print(('--expect-tokens ' + ','.join(map(str, t)) if ok else '') + (' --expect-top ' + ';'.join(
-    ','.join('%d:%.9g' % (i, v) for i, v in step) for step in top) if ok and len(top) == len(t) else ''))" \
-    "$1" 2>/dev/null
+  python3 "$HERE/llm_job.py" expect-args "$1" 2>/dev/null
 }
 
 # ---- stages ----------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
                                                   # with the LLM rows of stage A2's (report.py reads one file)
     python3 llm_job.py markdown A2_results.json|B_results.json   # the upload / long-context tables for docs/
     python3 llm_job.py targets BC_results.json    # issue 32's targets table, met or not, from one BC job
+    python3 llm_job.py expect-args manifest.json  # generate's --expect-tokens / --expect-top for an export
     python3 llm_job.py trace-summary --trace T.json --generate G.json --out JSON  # one traced replay against
                                                   # the untraced step, and the gaps between its kernels
     python3 llm_job.py pdl-summary RES_DIR --out JSON   # stage C: decode tokens/s and int4 back-to-back us with
@@ -220,6 +221,20 @@ def merge_et(kept, new):
     out["llm"] = llm
     out["llm_run"] = new_run
     return out
+
+
+def expect_args(manifest):
+    """generate's arguments that check an export against eager (device-llm.sh and targets-job.sh pass them): the
+    reference tokens the export recorded for its 128-token prompt, and eager's highest logits at those steps when it
+    recorded them (generate tells its teacher-forced misses apart with them); "" without a reference."""
+    r = (manifest or {}).get("reference") or {}
+    tokens, top = r.get("tokens") or [], r.get("top") or []
+    if not tokens or r.get("prompt_len") != 128:
+        return ""
+    args = "--expect-tokens " + ",".join(map(str, tokens))
+    if len(top) == len(tokens):
+        args += " --expect-top " + ";".join(",".join("%d:%.9g" % (i, v) for i, v in step) for step in top)
+    return args
 
 
 def trace_gaps(kernel_list, top=5):
@@ -517,6 +532,8 @@ def main(argv=None) -> int:
     md = sub.add_parser("markdown")
     md.add_argument("results")
     tg = sub.add_parser("targets")
+    ea = sub.add_parser("expect-args")
+    ea.add_argument("manifest")
     tg.add_argument("results")
     tg.add_argument("--position", default="128")
     tg.add_argument("--json", action="store_true")
@@ -532,6 +549,9 @@ def main(argv=None) -> int:
             return 1
         with open(a.out, "w") as f:
             json.dump(merge_et(kept, new), f, indent=1)
+        return 0
+    if a.cmd == "expect-args":
+        print(expect_args(load_json(a.manifest)))
         return 0
     if a.cmd == "markdown":
         print(markdown(load_json(a.results) or {}))

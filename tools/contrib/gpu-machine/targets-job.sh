@@ -44,11 +44,10 @@ echo "stage BC: status $?"
 # the default, alternating, each checked against eager's tokens: the whole-model side of the candidates above.
 int4_pte=/tmp/llm_bench/long_int4dopqf_4096/llm.pte
 if [[ -f "$int4_pte" ]]; then
-  expect=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])).get('reference') or {}
-print(','.join(map(str, r.get('tokens') or [])) if r.get('prompt_len') == 128 else '')" "${int4_pte%/llm.pte}/manifest.json")
+  read -r -a expect <<< "$(python3 tools/contrib/gpu-machine/llm_job.py expect-args "${int4_pte%/llm.pte}/manifest.json")"
   for run in 16a 8a 16b 8b; do
     AOTI_CUDA_INT4_FUSED_WARPS=${run%?} timeout 120 "$PACK/examples/generate/generate" "$int4_pte" --prompt-lens 128 \
-      --new-tokens 256 --reps 3 ${expect:+--expect-tokens "$expect"} --json "$probes/int4_warps_$run.json" \
+      --new-tokens 256 --reps 3 "${expect[@]}" --json "$probes/int4_warps_$run.json" \
       > "$probes/int4_warps_$run.log" 2>&1
     echo "int4 fused warps ${run%?} ($run): status $?"
   done

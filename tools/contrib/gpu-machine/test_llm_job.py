@@ -153,6 +153,11 @@ def main() -> int:
               [w["kernel"] for w in g["widest_after"]] == ["sdpa", "a", "b"]
               and g["widest_after"][0]["mean_ns"] == 700 and g["widest_after"][1]["mean_ns"] == 200)
         check("trace gaps: fewer than two kernels have none", llm_job.trace_gaps([["a", 0, 1]]) is None)
+        ref = {"reference": {"prompt_len": 128, "tokens": [5, 7], "top": [[[5, 1.5]], [[7, 2.0], [3, 1.0]]]}}
+        check("expect args: the tokens and eager's top logits; nothing without a 128-token reference",
+              llm_job.expect_args(ref) == "--expect-tokens 5,7 --expect-top 5:1.5;7:2,3:1"
+              and llm_job.expect_args({"reference": {"prompt_len": 64, "tokens": [1]}}) == ""
+              and llm_job.expect_args(None) == "")
         check("trace summary: no traced launch says so", llm_job.trace_summary({"launches": []}, {}) ==
               {"error": "no graph launch traced"})
         md = llm_job.markdown({"long_x": {"max_ctx": 4096, "positions": {}, "trace": r}})
