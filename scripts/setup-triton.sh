@@ -10,11 +10,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${1:-$ROOT/build/triton-venv}"
-if [[ ! -x "$VENV/bin/python" ]]; then
-  mkdir -p "$(dirname "$VENV")"
-  python3 -m venv "$VENV" >&2
-fi
-PY="$VENV/bin/python"
+source "$ROOT/scripts/venv-lib.sh"
+ensure_venv "$VENV"
 if ! "$PY" -c 'import tritonclient.http, tritonclient.grpc, numpy, pytest' >/dev/null 2>&1; then
   echo "[setup-triton] installing tritonclient[http,grpc], numpy, pytest into $VENV" >&2
   "$PY" -m pip install -q --disable-pip-version-check "tritonclient[http,grpc]" numpy pytest >&2
