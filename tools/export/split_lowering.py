@@ -15,6 +15,7 @@ the main process lowers the method itself and says so: the split can make an exp
     helper_argv(argv, method, cache_dir)  the helper's command line, from the main process's own
     helper_lowering(backend_cls, method, cache_dir, records)   in the helper: save `method`'s result, then stop
     main_lowering(backend_cls, method, cache_dir, records, helper_alive)   in the main process: use it
+    HelperProcess(script, argv, method, cache_dir)   starts the helper; alive(), split(), log_tail(), close()
 
 Stdlib only (the backend class is passed in), so test_split_lowering.py runs without torch.
 """
@@ -134,3 +135,58 @@ def main_lowering(backend_cls, method: str, cache_dir: str, records: Sequence[ob
 
     with _preprocess_patch(backend_cls, make):
         yield outcome
+
+
+def _die_with_parent():
+    """In the helper, before it starts: killed with the main process (Linux's PR_SET_PDEATHSIG), so an export
+    stopped by a time limit leaves no lowering running."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass  # not Linux: close() still stops it on a normal exit
+
+
+class HelperProcess:
+    """The helper process: the exporter `script` again (its command line `argv` changed by helper_argv), exporting
+    only `method` and saving its lowering into `cache_dir`, started before the model is built so that both front ends
+    run at once. Its output goes to cache_dir/helper.log. Stopped and its files removed on close()."""
+
+    def __init__(self, script: str, argv: Sequence[str], method: str, cache_dir: str):
+        import shutil
+        import subprocess
+        import sys
+
+        self.method = method
+        self.cache_dir = cache_dir
+        shutil.rmtree(self.cache_dir, ignore_errors=True)  # a result left by an earlier export is not this one's
+        os.makedirs(self.cache_dir)
+        self.log_path = os.path.join(self.cache_dir, "helper.log")
+        cmd = [sys.executable, script] + helper_argv(argv, self.method, self.cache_dir)
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
+        print(f"split lowering: {self.method} is lowered by helper process {self.proc.pid} (log {self.log_path})",
+              flush=True)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def split(self):
+        return ("main", self.method, self.cache_dir, self.alive)
+
+    def log_tail(self, lines=15) -> str:
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError as e:
+            return str(e)
+
+    def close(self):
+        import shutil
+
+        if self.alive():
+            self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.cache_dir, ignore_errors=True)

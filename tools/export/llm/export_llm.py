@@ -481,66 +481,18 @@ def write_manifest(args, cfg, programs, reference, times, gemm_kernels, flash_me
     print("files: " + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in files.items()), flush=True)
 
 
-def _die_with_parent():
-    """In the helper, before it starts: killed with the main process (Linux's PR_SET_PDEATHSIG), so an export
-    stopped by a time limit leaves no lowering running."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass  # not Linux: close() still stops it on a normal exit
-
-
-class SplitHelper:
-    """--split-lowering's helper process: this exporter again, exporting only the last method and saving its lowering
-    (split_lowering.helper_argv), started before the model is built so that both front ends run at once. Its output
-    goes to CACHE_DIR/helper.log. Stopped and its files removed on close()."""
-
-    def __init__(self, argv, args):
-        import shutil
-        import subprocess
-
-        self.method = exported_methods(args)[-1]
-        self.cache_dir = os.path.join(args.out, ".split-lowering")
-        shutil.rmtree(self.cache_dir, ignore_errors=True)  # a result left by an earlier export is not this one's
-        os.makedirs(self.cache_dir)
-        self.log_path = os.path.join(self.cache_dir, "helper.log")
-        cmd = [sys.executable, os.path.abspath(__file__)] + split_lowering.helper_argv(argv, self.method,
-                                                                                      self.cache_dir)
-        with open(self.log_path, "w") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
-        print(f"split lowering: {self.method} is lowered by helper process {self.proc.pid} (log {self.log_path})",
-              flush=True)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def split(self):
-        return ("main", self.method, self.cache_dir, self.alive)
-
-    def log_tail(self, lines=15) -> str:
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError as e:
-            return str(e)
-
-    def close(self):
-        import shutil
-
-        if self.alive():
-            self.proc.kill()
-        self.proc.wait()
-        shutil.rmtree(self.cache_dir, ignore_errors=True)
+def start_split_helper(raw_argv, args):
+    """--split-lowering: the last method lowered by a second run of this script, started now (../split_lowering.py),
+    its files in OUT/.split-lowering."""
+    return split_lowering.HelperProcess(os.path.abspath(__file__), raw_argv, exported_methods(args)[-1],
+                                        os.path.join(args.out, ".split-lowering"))
 
 
 def main(argv=None) -> int:
     raw_argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(raw_argv)
     timeline.start_from_env()  # AOTI_EXPORT_TIMELINE=N: where the time goes, every N s (the helper inherits it)
-    helper = SplitHelper(raw_argv, args) if args.split_lowering else None
+    helper = start_split_helper(raw_argv, args) if args.split_lowering else None
     try:
         return export(args, helper)
     finally:

@@ -10,8 +10,9 @@ sdpa_decomposed / sdpa_flash: which methods --sdpa decomposes (mixed and flash: 
 attention (flash: prefill only); sdpa_decode_op: decode-op sends decode (only) through aoti_cuda's operator and
 decomposes nothing (decode-op-fused too, with bf16 or int4 weights); an unknown choice is refused; --max-ctx reaches
 the config; --autotune is on unless asked off; --split-lowering needs two methods, and the helper's command line it
-makes parses to a one-method export that saves its lowering; SplitHelper starts this exporter with it (killed with
-its parent), clears an earlier export's result, and on close() stops the helper and removes its folder.
+makes parses to a one-method export that saves its lowering; the split helper (split_lowering.HelperProcess) starts
+this exporter with it (killed with its parent), clears an earlier export's result, and on close() stops the helper and
+removes its folder.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from export_llm import (bf16_math_sdpa, exported_methods, parse_args, sdpa_decode_op, sdpa_decomposed,  # noqa: E402
                         sdpa_flash)
+import split_lowering  # noqa: E402
 from split_lowering import helper_argv  # noqa: E402
 
 
@@ -55,7 +57,7 @@ def usage_error(argv):
 
 
 class FakePopen:
-    """subprocess.Popen as SplitHelper uses it, recording the command; alive until killed."""
+    """subprocess.Popen as split_lowering.HelperProcess uses it, recording the command; alive until killed."""
     made = []
 
     def __init__(self, cmd, stdout=None, stderr=None, preexec_fn=None):
@@ -73,7 +75,8 @@ class FakePopen:
 
 
 def check_split_helper(check):
-    """SplitHelper's plumbing without a second exporter: the command it starts, its files, and its clean-up."""
+    """The split helper's plumbing (export_llm.start_split_helper) without a second exporter: the command it starts,
+    its files, and its clean-up."""
     import shutil
     import subprocess
     import tempfile
@@ -89,12 +92,12 @@ def check_split_helper(check):
         open(os.path.join(stale, "decode.pickle"), "w").close()  # an earlier export's result
         argv = ["--out", out, "--split-lowering", "--quant", "int4"]
         with contextlib.redirect_stdout(io.StringIO()):
-            helper = export_llm.SplitHelper(argv, parse_args(argv))
+            helper = export_llm.start_split_helper(argv, parse_args(argv))
         (proc,) = FakePopen.made
         check("split helper: this exporter again, with the helper's arguments, killed with its parent",
               proc.cmd[:2] == [sys.executable, os.path.abspath(export_llm.__file__)]
               and proc.cmd[2:] == helper_argv(argv, "decode", helper.cache_dir)
-              and proc.preexec_fn is export_llm._die_with_parent)
+              and proc.preexec_fn is split_lowering._die_with_parent)
         check("split helper: an earlier result removed, the log in the cache folder",
               os.listdir(helper.cache_dir) == ["helper.log"] and helper.method == "decode")
         check("split helper: the main process's side of the lowering",
