@@ -59,6 +59,14 @@ add_pytest_counts() {
   fi
 }
 
+# check <title> <command...>: a self-checking script, counted once: passed when it exits 0.
+check() {
+  local title="$1"; shift
+  echo
+  echo "== $title"
+  if "$@"; then passed=$((passed + 1)); else echo "FAILED: $title"; failed=$((failed + 1)); fi
+}
+
 echo "== [1/4] build + test (${BUILD_TYPE:-RelWithDebInfo})"
 BUILD="$ROOT/build"
 # The Python package is built in this build too (a virtual environment with its
@@ -118,48 +126,33 @@ for t in pte ptd elf; do
   fi
 done
 
-echo
-echo "== [4/4] exporter self-test (fixture manifests and imports re-derived from the programs)"
-if python3 "$ROOT/tools/export/export_models.py" --self-test "$ROOT/tests/fixtures"; then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1))
-fi
+check "[4/4] exporter self-test (fixture manifests and imports re-derived from the programs)" \
+  python3 "$ROOT/tools/export/export_models.py" --self-test "$ROOT/tests/fixtures"
 
-echo
-echo "== exporter --gemm cublas, --fusion and --autotune patches (tools/export/test_gemm_backend.py; no torch needed)"
-if python3 "$ROOT/tools/export/test_gemm_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+check "exporter --gemm cublas, --fusion and --autotune patches (tools/export/test_gemm_backend.py; no torch needed)" \
+  python3 "$ROOT/tools/export/test_gemm_backend.py"
 
-echo
-echo "== exporter --sdpa flash and decode-op patches (tools/export/test_sdpa_backend.py; no torch needed)"
-if python3 "$ROOT/tools/export/test_sdpa_backend.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+check "exporter --sdpa flash and decode-op patches (tools/export/test_sdpa_backend.py; no torch needed)" \
+  python3 "$ROOT/tools/export/test_sdpa_backend.py"
 
-echo
-echo "== exporter --split-lowering (tools/export/test_split_lowering.py; no torch needed)"
-if python3 "$ROOT/tools/export/test_split_lowering.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+check "exporter --split-lowering (tools/export/test_split_lowering.py; no torch needed)" \
+  python3 "$ROOT/tools/export/test_split_lowering.py"
 
-echo
-echo "== the export timeline (tools/export/test_timeline.py; no torch needed)"
-if python3 "$ROOT/tools/export/test_timeline.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+check "the export timeline (tools/export/test_timeline.py; no torch needed)" \
+  python3 "$ROOT/tools/export/test_timeline.py"
 
-echo
-echo "== jobs longer than a device call (tools/contrib/gpu-machine/test_detach.sh)"
-if bash "$ROOT/tools/contrib/gpu-machine/test_detach.sh"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+check "jobs longer than a device call (tools/contrib/gpu-machine/test_detach.sh)" \
+  bash "$ROOT/tools/contrib/gpu-machine/test_detach.sh"
 
-echo
-echo "== the GPU machine's LLM job summaries (tools/contrib/gpu-machine/test_llm_job.py; no torch needed)"
-if python3 "$ROOT/tools/contrib/gpu-machine/test_llm_job.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+check "the GPU machine's LLM job summaries (tools/contrib/gpu-machine/test_llm_job.py; no torch needed)" \
+  python3 "$ROOT/tools/contrib/gpu-machine/test_llm_job.py"
 
-echo
-echo "== benchmark report (bench/test_report.py; no torch needed)"
-if python3 "$ROOT/bench/test_report.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+check "benchmark report (bench/test_report.py; no torch needed)" python3 "$ROOT/bench/test_report.py"
+check "ExecuTorch peer report (bench/peers/executorch/test_report.py; no torch needed)" \
+  python3 "$ROOT/bench/peers/executorch/test_report.py"
 
-echo "== ExecuTorch peer report (bench/peers/executorch/test_report.py; no torch needed)"
-if python3 "$ROOT/bench/peers/executorch/test_report.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-
-echo
-echo "== LLM exporter's lowering options (tools/export/llm/test_export_options.py; no torch needed)"
-if python3 "$ROOT/tools/export/llm/test_export_options.py"; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+check "LLM exporter's lowering options (tools/export/llm/test_export_options.py; no torch needed)" \
+  python3 "$ROOT/tools/export/llm/test_export_options.py"
 
 echo
 echo "== the exporter's torch tests (tools/export/llm: the benchmark model, its operators through AOTInductor)"
