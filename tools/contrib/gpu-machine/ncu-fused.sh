@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Nsight Compute on the int4 fused linear kernels (first run 2026-12-05 22:34 matched nothing: -k matches the
-# demangled name unless --kernel-name-base mangled, added since, untested), one launch of each projection's configuration, as
-# aoti_cuda_fused_linear_bench runs them (its second launch of each: the first loads the module). What it is for: the
+# Nsight Compute on the int4 fused linear kernels, one launch of each projection's configuration, as
+# aoti_cuda_fused_linear_bench runs them (its second launch of each: the first loads the module). The first run
+# (2026-12-05 22:34) matched nothing: -k matches the demangled name unless --kernel-name-base mangled, added since and
+# not yet run. What it is for: the
 # kernels reach 30-45 % of the streaming bandwidth in a decode chain (docs/benchmarks/int4.md), and the warp-state
 # section says what their warps wait on. Run on the device machine from the repository root:
 #
