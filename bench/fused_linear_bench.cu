@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "l2_flush.cuh"
+#include "stream_read.cuh"
 #include "shim/op_settings.hpp"
 #include "shim/ops/decode_attention.hpp"
 #include "shim/ops/dependent_launch.hpp"
@@ -259,14 +260,6 @@ struct Operands {
 // per projection; the chain's floor rows put the measured layers beside it.
 constexpr int kFloorThreads = 256, kFloorLoads = 8;
 
-__device__ __forceinline__ uint4 floor_load(const uint4* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
 __global__ void __launch_bounds__(kFloorThreads) floor_read_kernel(const uint4* a, std::size_t na, const uint4* b,
                                                                    std::size_t nb, uint4* sink) {
   // Thread t of the grid reads vectors t, t + T, ... (T threads): coalesced, kFloorLoads in flight per thread.
@@ -276,7 +269,8 @@ __global__ void __launch_bounds__(kFloorThreads) floor_read_kernel(const uint4* 
 #pragma unroll
   for (int i = 0; i < kFloorLoads; ++i) {
     const std::size_t j = t + i * threads;
-    v[i] = j < na ? floor_load(a + j) : (j - na < nb ? floor_load(b + (j - na)) : make_uint4(0, 0, 0, 0));
+    v[i] = j < na ? aoti_cuda_bench::load_stream(a + j)
+                  : (j - na < nb ? aoti_cuda_bench::load_stream(b + (j - na)) : make_uint4(0, 0, 0, 0));
   }
   aoti_cuda::shim::pdl::wait_for_predecessor();
   aoti_cuda::shim::pdl::allow_dependents();
