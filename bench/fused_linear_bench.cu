@@ -288,6 +288,7 @@ struct Layers {
   struct Weights {
     char *w = nullptr, *sz = nullptr;
     int64_t n = 0, k = 0, kp = 0;
+    std::size_t w_bytes = 0, sz_bytes = 0;  // of w and of sz (0 in bf16)
   };
   std::vector<Weights> qkv, o, gate_up, down;
   std::vector<void*> k_cache, v_cache, owned;
@@ -303,8 +304,10 @@ struct Layers {
     w.n = n;
     w.k = k;
     w.kp = int4 ? padded_k(k) : k;
-    w.w = static_cast<char*>(keep(filled(static_cast<std::size_t>(int4 ? n * w.kp / 2 : n * k * 2))));
-    if (int4) w.sz = static_cast<char*>(keep(filled(static_cast<std::size_t>(w.kp / kGroup * n * 4))));
+    w.w_bytes = static_cast<std::size_t>(int4 ? n * w.kp / 2 : n * k * 2);
+    w.sz_bytes = int4 ? static_cast<std::size_t>(w.kp / kGroup * n * 4) : 0;
+    w.w = static_cast<char*>(keep(filled(w.w_bytes)));
+    if (int4) w.sz = static_cast<char*>(keep(filled(w.sz_bytes)));
     return w;
   }
   explicit Layers(bool int4_weights) : int4(int4_weights) {
@@ -382,8 +385,7 @@ struct Layers {
 
   // The read floor of projection w (floor_read_kernel over its weight and scale bytes).
   int read_floor(const Weights& w, cudaStream_t s) const {
-    const std::size_t na = static_cast<std::size_t>(int4 ? w.n * w.kp / 2 : w.n * w.k * 2) / 16;
-    const std::size_t nb = int4 ? static_cast<std::size_t>(w.kp / kGroup * w.n * 4) / 16 : 0;
+    const std::size_t na = w.w_bytes / 16, nb = w.sz_bytes / 16;
     const std::size_t per_block = static_cast<std::size_t>(kFloorThreads) * kFloorLoads;
     const dim3 grid(static_cast<unsigned>((na + nb + per_block - 1) / per_block));
     return static_cast<int>(aoti_cuda::shim::pdl::launch(floor_read_kernel, grid, dim3(kFloorThreads), 0, s,
@@ -393,7 +395,7 @@ struct Layers {
   }
 
   // Layer l's six kernels (five with the attention as one kernel: `cluster` 8 or 16). `floor`: each projection
-  // replaced by its read floor; `attention` false: the attention left out (the projections alone).
+  // replaced by its read floor; `with_attention` false: the attention left out (the projections alone).
   int layer(int l, bool early, int cluster, int sms, cudaStream_t s, bool floor = false,
             bool with_attention = true) const {
     void* in = h[l % 2];

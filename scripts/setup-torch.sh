@@ -9,8 +9,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${1:-$ROOT/build/torch-venv}"
 source "$ROOT/scripts/venv-lib.sh"
 ensure_venv "$VENV"
-if ! "$PY" -c 'import torch, torchao; assert torch.__version__.startswith("2.11.")' >/dev/null 2>&1; then
-  echo "[setup-torch] installing torch==2.11.0 and torchao==0.17.0 into $VENV (a few GB, a few minutes)" >&2
-  "$PY" -m pip install -q --disable-pip-version-check "torch==2.11.0" "torchao==0.17.0" >&2
-fi
+# A few GB, a few minutes the first time.
+ensure_packages setup-torch 'import torch, torchao; assert torch.__version__.startswith("2.11.")' \
+  "torch==2.11.0" "torchao==0.17.0"
 echo "$PY"

@@ -12,10 +12,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${1:-$ROOT/build/triton-venv}"
 source "$ROOT/scripts/venv-lib.sh"
 ensure_venv "$VENV"
-if ! "$PY" -c 'import tritonclient.http, tritonclient.grpc, numpy, pytest' >/dev/null 2>&1; then
-  echo "[setup-triton] installing tritonclient[http,grpc], numpy, pytest into $VENV" >&2
-  "$PY" -m pip install -q --disable-pip-version-check "tritonclient[http,grpc]" numpy pytest >&2
-fi
+ensure_packages setup-triton 'import tritonclient.http, tritonclient.grpc, numpy, pytest' \
+  "tritonclient[http,grpc]" numpy pytest
 server="$("$PY" -c 'import importlib.util as u, pathlib as p; s = u.find_spec("pytriton"); print(p.Path(list(s.submodule_search_locations)[0]) / "tritonserver/bin/tritonserver" if s else "")')"
 if [[ -z "$server" || ! -x "$server" ]]; then
   echo "[setup-triton] installing nvidia-pytriton==0.7.0 (--no-deps: its tritonserver only) into $VENV" >&2

@@ -532,11 +532,11 @@ def main(argv=None) -> int:
     md = sub.add_parser("markdown")
     md.add_argument("results")
     tg = sub.add_parser("targets")
-    ea = sub.add_parser("expect-args")
-    ea.add_argument("manifest")
     tg.add_argument("results")
     tg.add_argument("--position", default="128")
     tg.add_argument("--json", action="store_true")
+    ea = sub.add_parser("expect-args")
+    ea.add_argument("manifest")
     a = ap.parse_args(argv)
     if a.cmd == "targets":
         t = targets(load_json(a.results) or {}, a.position)
