@@ -53,7 +53,8 @@ struct OpSettings {
   /// (chunks, then their merge); 8 or 16, one kernel whose thread-block
   /// clusters of that many blocks merge the chunks in distributed shared
   /// memory (sm_90 and newer; 8 where 16 does not fit, two kernels where
-  /// neither does). Off by default until measured in a model.
+  /// neither does). Off by default: in a model, 8 won only at short
+  /// positions (TuningOptions::attention_cluster).
   int attention_cluster = 0;
 };
 
