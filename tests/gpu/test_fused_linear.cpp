@@ -256,4 +256,9 @@ TEST_CASE("gpu: int4 fused linear against the model's rounding (torchao's packin
   check_int4_case({9, 512, 64, 512, 64, 32, 2, true, true, true}, seed++);
   check_int4_case({2, 256, 96, 256, 96, 64, 4, false, true, false}, seed++);
   check_int4_case({1, 4096, 256, 4096, 256, 256, 8, true, true, true}, seed++);       // K of 32 super-tiles
+  // Groups smaller than a super-tile (16 * innerKTiles rows) take the dequantize-first form, the others the
+  // scale-after form (weight_int4pack_gemv.cu, kScaleAfter): both, with and without SwiGLU, one row and several.
+  check_int4_case({1, 2048, 2048, 2048, 2048, 64, 8, true, false, true}, seed++);
+  check_int4_case({5, 1024, 128, 1024, 128, 32, 8, true, true, false}, seed++);
+  check_int4_case({2, 5632, 512, 6144, 512, 32, 4, false, false, true}, seed++);
 }

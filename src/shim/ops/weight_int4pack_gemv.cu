@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/env.hpp"
 #include "shim/ops/dependent_launch.hpp"
 #include "shim/ops/fused_linear.hpp"
 #include "shim/ops/ptx.cuh"
@@ -94,6 +95,14 @@ __device__ __forceinline__ void dequant_word(uint32_t (&d)[4], uint32_t word, ui
   }
 }
 
+// The scale-after form's A fragments: each nibble q as the bf16 value 128 + q, exact, in one lop3 a register (no
+// subtraction, no scale): the multiply then sums (128 + q) * x over a group, and the group's scale and zero are
+// applied to that sum once (Int4Gemv::fold_group).
+__device__ __forceinline__ void raw_word(uint32_t (&d)[4], uint32_t word) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) d[i] = lop3_and_or(word >> (4 * i), 0x000f000fu, 0x43004300u);
+}
+
 struct GemvShape {
   int m, n, k, n_tiles, k_super, group_shift;
 };
@@ -110,6 +119,9 @@ struct FusedArgs {
   int64_t residual_row_stride = 0;
   int rows = 0, rows_per_block = 8, n_out = 0, up_pairs = 0;
   bool weights_early = false;  // no kernel writes the weights: their first loads may go out before the wait
+#ifdef AOTI_CUDA_INT4_ABLATION
+  int ablate = 0;  // bench/fused_linear_bench.cu's ablation build only: the kAblate* parts left out
+#endif
 };
 
 // kFuse: kNone, the plain multiply; kLinear, aoti_cuda's fused linear (fused_linear.hpp): the residual added on
@@ -121,7 +133,26 @@ struct FusedArgs {
 // 4.0 -> 4.3 us in a decode replay (traces of 2026-12-04 16:19 and 19:11), unlike the bf16 kernel.
 enum Fuse { kNone, kLinear, kSwiglu };
 
-template <int IKT, int U, int NP, int T, int kFuse = kNone>
+// What the ablation build of the fused linear bench (AOTI_CUDA_INT4_ABLATION, AOTI_CUDA_INT4_ABLATE=bits) leaves out
+// of the fused kernels, to time what each part costs in a decode chain; the results are then wrong. Never compiled
+// into the SDK.
+enum Ablate {
+  kAblateNorm = 1,       // the RMSNorm: the rows are staged as they are
+  kAblateStaging = 2,    // the prologue: no residual load, no staging, the multiply reads stale shared memory
+  kAblateMath = 4,       // dequantize and mma: each weight word is folded into one accumulator instead
+  kAblateReduction = 8,  // the K-split sum across warps and the epilogue: warp 0 stores its own partial sums
+};
+
+// kScaleAfter (only where a group covers whole super-tiles, group >= 16 * IKT): the multiply takes the raw nibbles as
+// 128 + q (raw_word: one lop3 a register instead of dequant_word's four instructions) and each super-tile's sums get
+// the scale and zero in float32 afterwards: sum (q - 8) s + z over the group = s (A - 136 X) + z X, with A the mma's
+// sum of (128 + q) x and X the sum of x over the group (a second mma against ones, in the layout of A's
+// accumulators). Nsight Compute (2026-12-06, H100) put the int4 kernels at 5.3 instructions a weight with 24-32 %
+// of the issue slots busy and long-scoreboard and barrier stalls first: the multiply's instructions lengthen the
+// part of each call that waits for the previous kernel's output. The weights are not rounded to bf16 before the
+// multiply (the plain form rounds (q - 8) s + z once, as torch's kernel does), so results differ from that form in
+// the last bits.
+template <int IKT, int U, int NP, int T, int kFuse = kNone, bool kScaleAfter = false>
 struct Int4Gemv {
   static constexpr int kWords = IKT / 2;
   static constexpr int kAcc = NP * T * 4;  // fp32 accumulators per lane
@@ -199,6 +230,7 @@ struct Int4Gemv {
                                       w + ((static_cast<size_t>(nt) * sh.k_super + st) * kLanes + lane) * kWords);
 #pragma unroll
               for (int q = 0; q < kWords; ++q) {
+                if (kScaleAfter && q > 0) break;  // one group a super-tile: its word 0 is all there is
                 if (q > 0 && group_per_super) {
                   sv[j][h][u][q] = sv[j][h][u][0];
                 } else {
@@ -219,29 +251,25 @@ struct Int4Gemv {
       for (int u = 0; u < U; ++u) {
         const int st = st0 + u;
         if (st >= sh.k_super) break;
+        if constexpr (kScaleAfter) {
+          compute_super_tile_scale_after(acc, wv, sv, u, st, c, xrow, xvalid);
+        } else {
 #pragma unroll
-        for (int q = 0; q < kWords; ++q) {
-          // B fragments of both k-tiles of this word: x[row][k0 + {0, 8, 16, 24}] pairs.
-          const int k0 = st * IKT * 16 + q * 32 + 2 * c;
-          uint32_t b[T][4];
+          for (int q = 0; q < kWords; ++q) {
+            uint32_t b[T][4];
+            b_fragments(b, st * IKT * 16 + q * 32 + 2 * c, xrow, xvalid);
 #pragma unroll
-          for (int t = 0; t < T; ++t)
+            for (int j = 0; j < NP; ++j) {
+              uint32_t lo[4], hi[4];  // n-tile 2p (A rows 0-7) and 2p+1 (rows 8-15)
+              dequant_word(lo, wv[j][0][u][q], sv[j][0][u][q]);
+              dequant_word(hi, wv[j][1][u][q], sv[j][1][u][q]);
+              const uint32_t a0[4] = {lo[0], hi[0], lo[1], hi[1]};
+              const uint32_t a1[4] = {lo[2], hi[2], lo[3], hi[3]};
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              if constexpr (kFuse == kNone) b[t][e] = xvalid[t] ? __ldg(xrow[t] + (k0 + 8 * e) / 2) : 0u;
-              else b[t][e] = xvalid[t] ? xrow[t][(k0 + 8 * e) / 2] : 0u;
-            }
-#pragma unroll
-          for (int j = 0; j < NP; ++j) {
-            uint32_t lo[4], hi[4];  // n-tile 2p (A rows 0-7) and 2p+1 (rows 8-15)
-            dequant_word(lo, wv[j][0][u][q], sv[j][0][u][q]);
-            dequant_word(hi, wv[j][1][u][q], sv[j][1][u][q]);
-            const uint32_t a0[4] = {lo[0], hi[0], lo[1], hi[1]};
-            const uint32_t a1[4] = {lo[2], hi[2], lo[3], hi[3]};
-#pragma unroll
-            for (int t = 0; t < T; ++t) {
-              mma_bf16(acc[j][t], a0, b[t][0], b[t][1]);
-              mma_bf16(acc[j][t], a1, b[t][2], b[t][3]);
+              for (int t = 0; t < T; ++t) {
+                mma_bf16(acc[j][t], a0, b[t][0], b[t][1]);
+                mma_bf16(acc[j][t], a1, b[t][2], b[t][3]);
+              }
             }
           }
         }
@@ -268,18 +296,55 @@ struct Int4Gemv {
       // its index before the weight loads put ~90 instructions ahead of them, SASS of 19:20), then the prologue
       // stages the rows while they are in flight. (The prologue's loads through cp.async, as the bf16 kernel's,
       // were slower here: q/k/v 5.57 -> 5.75 us, gate/up 9.94 -> 10.44 us.)
+#ifdef AOTI_CUDA_INT4_ABLATION
+      const int ablate = f.ablate;
+#else
+      constexpr int ablate = 0;
+#endif
       if (warp < n_chunks) load_chunk(warp);
       if (early) pdl::wait_for_predecessor();
-      if (f.residual != nullptr) {
+      if (f.residual != nullptr && !(ablate & kAblateStaging)) {
         const Target first = target(threadIdx.x, pair0, rows, f);
         if (first.valid) {
           residual_first = __bfloat162float(f.residual[first.out_row * f.residual_row_stride + first.col]);
         }
       }
-      stage_rows(f, sh.k, rows, staged);
+      if (!(ablate & kAblateStaging)) {
+        if (ablate & kAblateNorm) {
+          FusedArgs raw = f;
+          raw.norm_weight = nullptr;
+          stage_rows(raw, sh.k, rows, staged);
+        } else {
+          stage_rows(f, sh.k, rows, staged);
+        }
+      }
       for (int chunk = warp; chunk < n_chunks; chunk += kw) {
         if (chunk != warp) load_chunk(chunk);
-        compute_chunk(chunk);
+        if (ablate & kAblateMath) {
+#pragma unroll
+          for (int j = 0; j < NP; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+              for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int q = 0; q < kWords; ++q) acc[j][0][h] += __uint_as_float(wv[j][h][u][q] ^ sv[j][h][u][0]);
+        } else {
+          compute_chunk(chunk);
+        }
+      }
+      if (ablate & kAblateReduction) {
+        pdl::allow_dependents();
+        if (warp == 0) {
+#pragma unroll
+          for (int j = 0; j < NP; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int col = (2 * (pair0 + j) + (e >> 1)) * 8 + lane / 4;
+              if (col < f.n_out) out[col] = __float2bfloat16_rn(acc[j][0][e]);
+            }
+        }
+        return;
       }
     }
     // The weights are read: the next kernel may start its launch now (dependent_launch.hpp, "when").
@@ -323,6 +388,83 @@ struct Int4Gemv {
         }
         out[o.out_row * f.n_out + o.col] = __float2bfloat16_rn(y);
       }
+    }
+  }
+
+  // The B fragments of one packed word's two k-tiles for this lane's rows: x[row][k0 + {0, 8, 16, 24}] pairs, with
+  // k0 = the word's first K + 2 * (lane % 4); zeros past the rows. The plain multiply reads x from global memory
+  // (L1-resident), the fused kernels from the rows staged in shared memory.
+  static __device__ __forceinline__ void b_fragments(uint32_t (&b)[T][4], int k0, const uint32_t* const (&xrow)[T],
+                                                     const bool (&xvalid)[T]) {
+#pragma unroll
+    for (int t = 0; t < T; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if constexpr (kFuse == kNone) b[t][e] = xvalid[t] ? __ldg(xrow[t] + (k0 + 8 * e) / 2) : 0u;
+        else b[t][e] = xvalid[t] ? xrow[t][(k0 + 8 * e) / 2] : 0u;
+      }
+  }
+
+  // One super-tile in the scale-after form (kScaleAfter above): A and X of the super-tile's group from the mma,
+  // then acc += s (A - 136 X) + z X per accumulator, with the scale and zero of the accumulator's feature.
+  template <typename Acc, typename Words>
+  static __device__ __forceinline__ void compute_super_tile_scale_after(Acc& acc, const Words& wv, const Words& sv,
+                                                                        int u, int st, int c,
+                                                                        const uint32_t* const (&xrow)[T],
+                                                                        const bool (&xvalid)[T]) {
+    constexpr uint32_t kOnes[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 pairs
+    float part[NP][T][4];
+    float xsum[T][4];
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) xsum[t][e] = 0.f;
+#pragma unroll
+      for (int j = 0; j < NP; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) part[j][t][e] = 0.f;
+    }
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) {
+      uint32_t b[T][4];
+      b_fragments(b, st * IKT * 16 + q * 32 + 2 * c, xrow, xvalid);
+#pragma unroll
+      for (int t = 0; t < T; ++t) {
+        mma_bf16(xsum[t], kOnes, b[t][0], b[t][1]);
+        mma_bf16(xsum[t], kOnes, b[t][2], b[t][3]);
+      }
+#pragma unroll
+      for (int j = 0; j < NP; ++j) {
+        uint32_t lo[4], hi[4];
+        raw_word(lo, wv[j][0][u][q]);
+        raw_word(hi, wv[j][1][u][q]);
+        const uint32_t a0[4] = {lo[0], hi[0], lo[1], hi[1]};
+        const uint32_t a1[4] = {lo[2], hi[2], lo[3], hi[3]};
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+          mma_bf16(part[j][t], a0, b[t][0], b[t][1]);
+          mma_bf16(part[j][t], a1, b[t][2], b[t][3]);
+        }
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < NP; ++j) {
+      // Accumulators e = 0, 1 are feature g (n-tile 2p, scale word sv[j][0]), e = 2, 3 feature g + 8 (sv[j][1]).
+      float s[2], z[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float2 sz = __bfloat1622float2(bits_bf162(sv[j][h][u][0]));
+        s[h] = sz.x;
+        z[h] = sz.y;
+      }
+#pragma unroll
+      for (int t = 0; t < T; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int h = e >> 1;
+          const float x = xsum[t][e];
+          acc[j][t][e] = fmaf(s[h], fmaf(-136.f, x, part[j][t][e]), fmaf(z[h], x, acc[j][t][e]));
+        }
     }
   }
 
@@ -397,7 +539,7 @@ struct Int4Gemv {
   static constexpr int kSuperShift = IKT == 8 ? 7 : (IKT == 4 ? 6 : 5);  // log2(16 * IKT)
 };
 
-template <int IKT, int U, int NP, int T>
+template <int IKT, int U, int NP, int T, bool kScaleAfter>
 __global__ void __launch_bounds__(512) int4_gemv_kernel(const __nv_bfloat16* __restrict__ x,
                                                          const uint32_t* __restrict__ w,
                                                          const uint32_t* __restrict__ sz,
@@ -406,18 +548,26 @@ __global__ void __launch_bounds__(512) int4_gemv_kernel(const __nv_bfloat16* __r
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   FusedArgs f;  // the plain multiply reads only weights_early of it
   f.weights_early = weights_early;
-  Int4Gemv<IKT, U, NP, T>::run(x, w, sz, out, sh, f);
+  Int4Gemv<IKT, U, NP, T, kNone, kScaleAfter>::run(x, w, sz, out, sh, f);
 #endif
 }
 
-template <int IKT, int U, int NP, int kFuse>
+template <int IKT, int U, int NP, int kFuse, bool kScaleAfter>
 __global__ void __launch_bounds__(512) int4_fused_linear_kernel(const uint32_t* __restrict__ w,
                                                                  const uint32_t* __restrict__ sz,
                                                                  __nv_bfloat16* __restrict__ out, GemvShape sh,
                                                                  FusedArgs f) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  Int4Gemv<IKT, U, NP, 1, kFuse>::run(nullptr, w, sz, out, sh, f);
+  Int4Gemv<IKT, U, NP, 1, kFuse, kScaleAfter>::run(nullptr, w, sz, out, sh, f);
 #endif
+}
+
+// Whether a call takes the scale-after form (Int4Gemv's kScaleAfter): where a group covers whole super-tiles of
+// 16 * IKT rows. AOTI_CUDA_INT4_SCALE_AFTER=0 (kernel tuning only, docs/configuration.md) keeps the dequantize-first
+// form everywhere, so that a whole model can be timed both ways; read once per process.
+bool scale_after(int group_shift, int ikt) {
+  static const bool enabled = env_integer_or_warn("AOTI_CUDA_INT4_SCALE_AFTER", 0, 1).value_or(1) == 1;
+  return enabled && (1 << group_shift) >= 16 * ikt;
 }
 
 // Warps per block: enough to cover K in one pass of U-super-tile chunks, at most kw_max.
@@ -440,10 +590,17 @@ cudaError_t launch_gemv(const Problem& p, const Shape& s, cudaStream_t stream) {
   const auto* sz = static_cast<const uint32_t*>(p.sz);
   auto* out = static_cast<__nv_bfloat16*>(p.out);
   const dim3 block(static_cast<unsigned>(kw * kLanes));
-  return p.m <= 8 ? pdl::launch(int4_gemv_kernel<IKT, U, NP, 1>, grid, block, kw * NP * 4 * kLanes * 4, stream, x, w,
-                                sz, out, sh, p.weights_early)
-                  : pdl::launch(int4_gemv_kernel<IKT, U, NP, 2>, grid, block, kw * NP * 2 * 4 * kLanes * 4, stream, x,
-                                w, sz, out, sh, p.weights_early);
+  const int smem = kw * NP * (p.m <= 8 ? 1 : 2) * 4 * kLanes * 4;
+  if (scale_after(sh.group_shift, IKT)) {
+    return p.m <= 8 ? pdl::launch(int4_gemv_kernel<IKT, U, NP, 1, true>, grid, block, smem, stream, x, w, sz, out, sh,
+                                  p.weights_early)
+                    : pdl::launch(int4_gemv_kernel<IKT, U, NP, 2, true>, grid, block, smem, stream, x, w, sz, out, sh,
+                                  p.weights_early);
+  }
+  return p.m <= 8 ? pdl::launch(int4_gemv_kernel<IKT, U, NP, 1, false>, grid, block, smem, stream, x, w, sz, out, sh,
+                                p.weights_early)
+                  : pdl::launch(int4_gemv_kernel<IKT, U, NP, 2, false>, grid, block, smem, stream, x, w, sz, out, sh,
+                                p.weights_early);
 }
 
 // The dispatch's choice for M <= 8 (bench/int4_bench.cu --variants, docs/benchmarks/int4.md):
@@ -465,7 +622,7 @@ namespace {
 
 template <int IKT, int U, int NP, int KWMax, int kFuse>
 cudaError_t launch_fused(const fused_linear::Int4Problem& p, const GemvShape& sh, FusedArgs f, cudaStream_t stream) {
-  using Kernel = Int4Gemv<IKT, U, NP, 1, kFuse>;
+  using Kernel = Int4Gemv<IKT, U, NP, 1, kFuse>;  // (its shared-memory layout is the same in both forms)
   const int kw = gemv_warps(sh.k_super, U, KWMax);
   const int reduction = Kernel::reduction_bytes(kw);
   const int row_bytes = Kernel::staged_row_words(sh.k) * 4;
@@ -484,19 +641,23 @@ cudaError_t launch_fused(const fused_linear::Int4Problem& p, const GemvShape& sh
     max_smem -= 1024;  // the prologue's static bytes
     while (f.rows_per_block > 1 && smem_for(f.rows_per_block) > static_cast<std::size_t>(max_smem)) --f.rows_per_block;
     if (smem_for(f.rows_per_block) > static_cast<std::size_t>(max_smem)) return cudaErrorInvalidValue;
-    err = cudaFuncSetAttribute(int4_fused_linear_kernel<IKT, U, NP, kFuse>,
-                               cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(smem_for(f.rows_per_block)));
-    if (err != cudaSuccess) return err;
+    for (auto* kernel : {int4_fused_linear_kernel<IKT, U, NP, kFuse, false>,
+                         int4_fused_linear_kernel<IKT, U, NP, kFuse, true>}) {
+      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(smem_for(f.rows_per_block)));
+      if (err != cudaSuccess) return err;
+    }
   }
   const std::size_t smem = smem_for(f.rows_per_block);
   constexpr int out_pairs_per_block = kFuse == kSwiglu ? NP / 2 : NP;
   const int64_t out_pairs = (f.n_out + 15) / 16;
   const dim3 grid(static_cast<unsigned>((out_pairs + out_pairs_per_block - 1) / out_pairs_per_block),
                   static_cast<unsigned>((p.rows + f.rows_per_block - 1) / f.rows_per_block));
-  return pdl::launch(int4_fused_linear_kernel<IKT, U, NP, kFuse>, grid,
-                     dim3(static_cast<unsigned>(kw * kLanes)), smem, stream, static_cast<const uint32_t*>(p.qdata),
-                     static_cast<const uint32_t*>(p.scale_and_zero), static_cast<__nv_bfloat16*>(p.out), sh, f);
+  auto* kernel = scale_after(sh.group_shift, IKT) ? int4_fused_linear_kernel<IKT, U, NP, kFuse, true>
+                                                 : int4_fused_linear_kernel<IKT, U, NP, kFuse, false>;
+  return pdl::launch(kernel, grid, dim3(static_cast<unsigned>(kw * kLanes)), smem, stream,
+                     static_cast<const uint32_t*>(p.qdata), static_cast<const uint32_t*>(p.scale_and_zero),
+                     static_cast<__nv_bfloat16*>(p.out), sh, f);
 }
 
 // The plain kernel's configurations (launch_gemv_default), with two pairs (gate, up) for SwiGLU.
@@ -571,6 +732,10 @@ int launch_int4(const Int4Problem& p, void* stream) {
   f.n_out = static_cast<int>(p.swiglu ? p.n / 2 : p.n);
   f.up_pairs = static_cast<int>(p.n / 2 / 16);
   f.weights_early = p.weights_early;
+#ifdef AOTI_CUDA_INT4_ABLATION
+  static const int ablate = static_cast<int>(env_integer_or_warn("AOTI_CUDA_INT4_ABLATE", 0, 15).value_or(0));
+  f.ablate = ablate;
+#endif
   auto s = static_cast<cudaStream_t>(stream);
   switch (p.inner_k_tiles) {
     case 2: return static_cast<int>(int4mm::launch_fused_default<2>(p, sh, f, s));
