@@ -50,12 +50,21 @@ inline RandomWeights random_weights(int64_t n, int64_t k, int64_t group, std::mt
   return r;
 }
 
-// Weight [col][kk] as the kernels use it: dequantized from rw (N = n columns), rounded to bf16.
+// Weight [col][kk] as torch's kernel and the dequantize-first kernels use it: dequantized from rw (N = n columns),
+// rounded to bf16.
 inline float weight_at(const RandomWeights& rw, int64_t n, int64_t k, int64_t group, int64_t col, int64_t kk) {
   const std::size_t g = static_cast<std::size_t>((kk / group) * n + col) * 2;
   const float deq = (static_cast<float>(rw.q[static_cast<std::size_t>(col * k + kk)]) - 8.f) * from16(rw.sz[g], false) +
                     from16(rw.sz[g + 1], false);
   return from16(to16(deq, false), false);
+}
+
+// The same weight unrounded, (q - 8) * scale + zero in float64: what the weight-streaming kernel's scale-after form
+// multiplies by (weight_int4pack_gemv.cu, kScaleAfter: each group's scale and zero applied to its sums).
+inline double weight_exact(const RandomWeights& rw, int64_t n, int64_t k, int64_t group, int64_t col, int64_t kk) {
+  const std::size_t g = static_cast<std::size_t>((kk / group) * n + col) * 2;
+  return (static_cast<double>(rw.q[static_cast<std::size_t>(col * k + kk)]) - 8.0) * from16(rw.sz[g], false) +
+         from16(rw.sz[g + 1], false);
 }
 
 }  // namespace aoti_cuda_test

@@ -7,7 +7,8 @@ Writes OUT_DIR/index.txt (one line per case: "case weights M N K group inner_k_t
 little-endian files: w_<weights>.bin (int32, packed by torch.ops.aten._convert_weight_to_int4pack),
 sz_<weights>.bin (bf16 [K/group, N, 2]), x_<case>.bin (bf16 [M, K]), torch_<case>.bin (bf16 [M, N],
 torch.ops.aten._weight_int4pack_mm) and ref_<case>.bin (float32 [M, N]: x times the dequantized
-weight bf16((q - 8) * scale + zero), accumulated in float32 without TF32). The GPU test
+weight bf16((q - 8) * scale + zero), accumulated in float32 without TF32) and ref_exact_<case>.bin (the
+same with the weight unrounded, as the streaming kernel's scale-after form multiplies). The GPU test
 (tests/gpu/test_int4_mm.cpp) reads them from $AOTI_CUDA_INT4_VECTORS.
 
 It also checks, and prints, the facts the kernels rely on (weight_int4pack_mm.hpp): the packed
@@ -86,7 +87,8 @@ def main():
         sz = torch.stack([scale, zero], dim=2).contiguous()
         s_full = scale.float().repeat_interleave(g, 0).t()  # [n, k]
         z_full = zero.float().repeat_interleave(g, 0).t()
-        deq = ((q.float() - 8) * s_full + z_full).to(torch.bfloat16).float()
+        deq_exact = (q.float() - 8) * s_full + z_full  # the streaming kernel's scale-after form: unrounded
+        deq = deq_exact.to(torch.bfloat16).float()
         write(os.path.join(out_dir, f"w_{wid}.bin"), packed)
         write(os.path.join(out_dir, f"sz_{wid}.bin"), sz)
         for m in ms:
@@ -101,6 +103,7 @@ def main():
             write(os.path.join(out_dir, f"x_{case_id}.bin"), x)
             write(os.path.join(out_dir, f"torch_{case_id}.bin"), got)
             write(os.path.join(out_dir, f"ref_{case_id}.bin"), ref)
+            write(os.path.join(out_dir, f"ref_exact_{case_id}.bin"), x.float() @ deq_exact.t())
             lines.append(f"{case_id} {wid} {m} {n} {k} {g} {ikt}")
             case_id += 1
     with open(os.path.join(out_dir, "index.txt"), "w") as f:

@@ -213,6 +213,7 @@ void fused_linear_int4_call(AtenTensorHandle x, AtenTensorHandle* norm_weight, d
   p.rows = o.rows;
   p.n = n;
   p.weights_early = is_program_constant(qt) && is_program_constant(st);
+  p.norm_early = o.norm != nullptr && is_program_constant(*o.norm);
   p.small_blocks = int4_small_blocks();
   o.run(n_out, ret0, "aoti_cuda fused linear (int4)", "int4 fused linear kernel launch", [&](void* out, void* stream) {
     p.out = out;

@@ -77,6 +77,7 @@ struct Int4Problem {
   int64_t rows = 0;
   int64_t n = 0;                       ///< the weight's logical output features (<= n_packed)
   bool weights_early = false;          ///< as Problem::weights_early, for qdata and scale_and_zero
+  bool norm_early = false;             ///< the same for norm_weight: its first loads go out before the wait
   bool small_blocks = false;           ///< without SwiGLU: blocks of at most 8 warps, not 16 (AOTI_CUDA_INT4_FUSED_WARPS)
 };
 

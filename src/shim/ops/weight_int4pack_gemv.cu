@@ -119,6 +119,7 @@ struct FusedArgs {
   int64_t residual_row_stride = 0;
   int rows = 0, rows_per_block = 8, n_out = 0, up_pairs = 0;
   bool weights_early = false;  // no kernel writes the weights: their first loads may go out before the wait
+  bool norm_early = false;     // no kernel writes norm_weight: this thread's first norm vector is loaded before it
 #ifdef AOTI_CUDA_INT4_ABLATION
   int ablate = 0;  // bench/fused_linear_bench.cu's ablation build only: the kAblate* parts left out
 #endif
@@ -190,21 +191,21 @@ struct Int4Gemv {
       for (int t = 0; t < T; ++t)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[j][t][e] = 0.f;
-    // Activation rows of this lane's B fragments (token g, and g+8 when T == 2); past M: zeros.
-    // (Fused: this block row's rows, staged in shared memory by the prologue below.)
+    // Activation rows of this lane's B fragments (token g, and g+8 when T == 2), at this lane's first word
+    // (b_fragments). A lane past the rows reads row 0 instead of zeros: its fragment column is a token whose sums
+    // are never stored, so no select and no predicate is needed. (Fused: this block row's rows, staged in shared
+    // memory by the prologue below.)
     const int rows =
         kFuse == kNone ? sh.m : min(f.rows_per_block, f.rows - static_cast<int>(blockIdx.y) * f.rows_per_block);
     uint32_t* staged = reinterpret_cast<uint32_t*>(gemv_smem + reduction_bytes(kw));
     const uint32_t* xrow[T];
-    bool xvalid[T];
 #pragma unroll
     for (int t = 0; t < T; ++t) {
-      const int row = g + 8 * t;
-      xvalid[t] = row < rows;
+      const int row = g + 8 * t < rows ? g + 8 * t : 0;
       if constexpr (kFuse == kNone) {
-        xrow[t] = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(xvalid[t] ? row : 0) * sh.k);
+        xrow[t] = reinterpret_cast<const uint32_t*>(x + static_cast<size_t>(row) * sh.k) + c;
       } else {
-        xrow[t] = staged + (xvalid[t] ? row : 0) * staged_row_words(sh.k);
+        xrow[t] = staged + row * staged_row_words(sh.k) + 4 * c;
       }
     }
     // Scales: one group covers whole super-tiles when group >= 16*IKT; then one load per super-tile.
@@ -252,12 +253,12 @@ struct Int4Gemv {
         const int st = st0 + u;
         if (st >= sh.k_super) break;
         if constexpr (kScaleAfter) {
-          compute_super_tile_scale_after(acc, wv, sv, u, st, c, xrow, xvalid);
+          compute_super_tile_scale_after(acc, wv, sv, u, st, xrow);
         } else {
 #pragma unroll
           for (int q = 0; q < kWords; ++q) {
             uint32_t b[T][4];
-            b_fragments(b, st * IKT * 16 + q * 32 + 2 * c, xrow, xvalid);
+            b_fragments(b, st, q, xrow);
 #pragma unroll
             for (int j = 0; j < NP; ++j) {
               uint32_t lo[4], hi[4];  // n-tile 2p (A rows 0-7) and 2p+1 (rows 8-15)
@@ -302,7 +303,10 @@ struct Int4Gemv {
       constexpr int ablate = 0;
 #endif
       if (warp < n_chunks) load_chunk(warp);
+      // This thread's first norm vector: a program constant is loaded before the wait, as the weights.
+      uint4 nw_first = f.norm_early ? norm_vector(f, threadIdx.x) : make_uint4(0, 0, 0, 0);
       if (early) pdl::wait_for_predecessor();
+      if (!f.norm_early) nw_first = norm_vector(f, threadIdx.x);
       if (f.residual != nullptr && !(ablate & kAblateStaging)) {
         const Target first = target(threadIdx.x, pair0, rows, f);
         if (first.valid) {
@@ -313,9 +317,9 @@ struct Int4Gemv {
         if (ablate & kAblateNorm) {
           FusedArgs raw = f;
           raw.norm_weight = nullptr;
-          stage_rows(raw, sh.k, rows, staged);
+          stage_rows(raw, sh.k, rows, staged, nw_first);
         } else {
-          stage_rows(f, sh.k, rows, staged);
+          stage_rows(f, sh.k, rows, staged, nw_first);
         }
       }
       for (int chunk = warp; chunk < n_chunks; chunk += kw) {
@@ -391,27 +395,34 @@ struct Int4Gemv {
     }
   }
 
-  // The B fragments of one packed word's two k-tiles for this lane's rows: x[row][k0 + {0, 8, 16, 24}] pairs, with
-  // k0 = the word's first K + 2 * (lane % 4); zeros past the rows. The plain multiply reads x from global memory
-  // (L1-resident), the fused kernels from the rows staged in shared memory.
-  static __device__ __forceinline__ void b_fragments(uint32_t (&b)[T][4], int k0, const uint32_t* const (&xrow)[T],
-                                                     const bool (&xvalid)[T]) {
+  // The B fragments of packed word q of super-tile st for this lane's rows: the bf16 pairs x[row][k0 + 8e], e =
+  // 0..3, k0 = the word's first K + 2 * (lane % 4), i.e. 32-bit words c + 4e of the word's 16 (xrow points at
+  // word c of the lane's row). The plain multiply reads them from global memory (L1-resident); the fused kernels
+  // stage their rows in fragment order (stage_rows), where the lane's four words are adjacent: one 16-byte load.
+  static __device__ __forceinline__ void b_fragments(uint32_t (&b)[T][4], int st, int q,
+                                                     const uint32_t* const (&xrow)[T]) {
+    const int word0 = st * IKT * 8 + q * 16;
 #pragma unroll
-    for (int t = 0; t < T; ++t)
+    for (int t = 0; t < T; ++t) {
+      if constexpr (kFuse == kNone) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if constexpr (kFuse == kNone) b[t][e] = xvalid[t] ? __ldg(xrow[t] + (k0 + 8 * e) / 2) : 0u;
-        else b[t][e] = xvalid[t] ? xrow[t][(k0 + 8 * e) / 2] : 0u;
+        for (int e = 0; e < 4; ++e) b[t][e] = __ldg(xrow[t] + word0 + 4 * e);
+      } else {
+        const uint4 v = *reinterpret_cast<const uint4*>(xrow[t] + word0);
+        b[t][0] = v.x;
+        b[t][1] = v.y;
+        b[t][2] = v.z;
+        b[t][3] = v.w;
       }
+    }
   }
 
   // One super-tile in the scale-after form (kScaleAfter above): A and X of the super-tile's group from the mma,
   // then acc += s (A - 136 X) + z X per accumulator, with the scale and zero of the accumulator's feature.
   template <typename Acc, typename Words>
   static __device__ __forceinline__ void compute_super_tile_scale_after(Acc& acc, const Words& wv, const Words& sv,
-                                                                        int u, int st, int c,
-                                                                        const uint32_t* const (&xrow)[T],
-                                                                        const bool (&xvalid)[T]) {
+                                                                        int u, int st,
+                                                                        const uint32_t* const (&xrow)[T]) {
     constexpr uint32_t kOnes[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 pairs
     float part[NP][T][4];
     float xsum[T][4];
@@ -427,7 +438,7 @@ struct Int4Gemv {
 #pragma unroll
     for (int q = 0; q < kWords; ++q) {
       uint32_t b[T][4];
-      b_fragments(b, st * IKT * 16 + q * 32 + 2 * c, xrow, xvalid);
+      b_fragments(b, st, q, xrow);
 #pragma unroll
       for (int t = 0; t < T; ++t) {
         mma_bf16(xsum[t], kOnes, b[t][0], b[t][1]);
@@ -488,15 +499,19 @@ struct Int4Gemv {
   }
 
   // The fused kernels' prologue: the block row's `rows` rows of x (K_x = f.k_x columns) as bf16 pairs in `staged`,
-  // zero from K_x to the packed K; with a norm weight, each row RMS-normalized as the model rounds it (float32 sum
-  // of squares, the scaled value rounded, times the weight rounded). Ends with a barrier.
-  static __device__ __forceinline__ void stage_rows(const FusedArgs& f, int k, int rows, uint32_t* staged) {
+  // in fragment order (stage_word), zero from K_x to the packed K; with a norm weight, each row RMS-normalized as
+  // the model rounds it (float32 sum of squares, the scaled value rounded, times the weight rounded). nw_first: this
+  // thread's first norm vector (norm_vector, loaded before the dependent-launch wait when it may be). Ends with a
+  // barrier.
+  static __device__ __forceinline__ void stage_rows(const FusedArgs& f, int k, int rows, uint32_t* staged,
+                                                    uint4 nw_first) {
     __shared__ float squares_s[16];
     const int vecs = k / 8, x_vecs = f.k_x / 8;
     const int row0 = blockIdx.y * f.rows_per_block;
+    const int warps = blockDim.x / kLanes;
     for (int r = 0; r < rows; ++r) {
       const uint4* x4 = reinterpret_cast<const uint4*>(f.x + (row0 + r) * f.x_row_stride);
-      uint4* s4 = reinterpret_cast<uint4*>(staged + r * staged_row_words(k));
+      uint32_t* row = staged + r * staged_row_words(k);
       float squares = 0.f;
       for (int v = threadIdx.x; v < vecs; v += blockDim.x) {
         const uint4 raw = v < x_vecs ? __ldg(x4 + v) : make_uint4(0, 0, 0, 0);
@@ -506,19 +521,21 @@ struct Int4Gemv {
           const float2 p = __bfloat1622float2(bits_bf162(words[i]));
           squares = fmaf(p.x, p.x, fmaf(p.y, p.y, squares));
         }
-        s4[v] = raw;
+        store_vector(row, v, raw);
       }
       if (f.norm_weight == nullptr) continue;
 #pragma unroll
       for (int off = kLanes / 2; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
       if (threadIdx.x % kLanes == 0) squares_s[threadIdx.x / kLanes] = squares;
       __syncthreads();
-      float total = 0.f;
-      for (int i = 0; i < static_cast<int>(blockDim.x / kLanes); ++i) total += squares_s[i];
+      // Every warp sums the warps' partial sums as a tree, in the same order.
+      float total = static_cast<int>(threadIdx.x % kLanes) < warps ? squares_s[threadIdx.x % kLanes] : 0.f;
+#pragma unroll
+      for (int off = kLanes / 2; off > 0; off /= 2) total += __shfl_xor_sync(0xffffffffu, total, off);
       const float inv = rsqrtf(total / static_cast<float>(f.k_x) + f.eps);
-      const uint4* nw4 = reinterpret_cast<const uint4*>(f.norm_weight);
       for (int v = threadIdx.x; v < x_vecs; v += blockDim.x) {  // this thread's own vectors
-        const uint4 raw = s4[v], nw = __ldg(nw4 + v);
+        const uint4 raw = load_vector(row, v);
+        const uint4 nw = v == static_cast<int>(threadIdx.x) ? nw_first : norm_vector(f, v);
         const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w}, weights[4] = {nw.x, nw.y, nw.z, nw.w};
         uint32_t normed[4];
 #pragma unroll
@@ -527,11 +544,32 @@ struct Int4Gemv {
           const float2 q = __bfloat1622float2(bits_bf162(weights[i]));
           normed[i] = bf162_bits(__floats2bfloat162_rn(round_bf16(p.x * inv) * q.x, round_bf16(p.y * inv) * q.y));
         }
-        s4[v] = make_uint4(normed[0], normed[1], normed[2], normed[3]);
+        store_vector(row, v, make_uint4(normed[0], normed[1], normed[2], normed[3]));
       }
-      __syncthreads();  // squares_s is reused by the next row
+      if (r + 1 < rows) __syncthreads();  // squares_s is reused by the next row
     }
     __syncthreads();
+  }
+
+  // Norm vector v (8 bf16 weights), or zeros past K_x or without a norm.
+  static __device__ __forceinline__ uint4 norm_vector(const FusedArgs& f, int v) {
+    if (f.norm_weight == nullptr || v >= f.k_x / 8) return make_uint4(0, 0, 0, 0);
+    return __ldg(reinterpret_cast<const uint4*>(f.norm_weight) + v);
+  }
+
+  // A staged row in fragment order: within each block of 16 words (32 values), word c + 4e (c, e < 4) is stored
+  // at 4c + e, so that the four words of a lane's B fragment (b_fragments) are adjacent. Vector v (words 4v..4v+3,
+  // one e for c = 0..3) goes to 4 words 4 apart.
+  static __device__ __forceinline__ void store_vector(uint32_t* row, int v, uint4 val) {
+    uint32_t* p = row + ((4 * v) & ~15) + (v & 3);
+    p[0] = val.x;
+    p[4] = val.y;
+    p[8] = val.z;
+    p[12] = val.w;
+  }
+  static __device__ __forceinline__ uint4 load_vector(const uint32_t* row, int v) {
+    const uint32_t* p = row + ((4 * v) & ~15) + (v & 3);
+    return make_uint4(p[0], p[4], p[8], p[12]);
   }
 
   static __device__ __forceinline__ float round_bf16(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
@@ -539,8 +577,14 @@ struct Int4Gemv {
   static constexpr int kSuperShift = IKT == 8 ? 7 : (IKT == 4 ? 6 : 5);  // log2(16 * IKT)
 };
 
+// Registers: the one-super-tile kernels of at most two n-tile pairs (q/k/v, o, gate/up, the head) are held to 64 a
+// thread (two 16-warp or four 8-warp blocks an SM), which leaves room for the next kernel's blocks under dependent
+// launch; left to itself ptxas gave the scale-after gate/up kernel 81 and the head's 83 (three 8-warp blocks).
+template <int U, int NP, int T>
+constexpr int kMinBlocks = U == 1 && NP <= 2 && T == 1 ? 2 : 1;  // blocks of 512 threads an SM
+
 template <int IKT, int U, int NP, int T, bool kScaleAfter>
-__global__ void __launch_bounds__(512) int4_gemv_kernel(const __nv_bfloat16* __restrict__ x,
+__global__ void __launch_bounds__(512, kMinBlocks<U, NP, T>) int4_gemv_kernel(const __nv_bfloat16* __restrict__ x,
                                                          const uint32_t* __restrict__ w,
                                                          const uint32_t* __restrict__ sz,
                                                          __nv_bfloat16* __restrict__ out, GemvShape sh,
@@ -553,7 +597,7 @@ __global__ void __launch_bounds__(512) int4_gemv_kernel(const __nv_bfloat16* __r
 }
 
 template <int IKT, int U, int NP, int kFuse, bool kScaleAfter>
-__global__ void __launch_bounds__(512) int4_fused_linear_kernel(const uint32_t* __restrict__ w,
+__global__ void __launch_bounds__(512, kMinBlocks<U, NP, 1>) int4_fused_linear_kernel(const uint32_t* __restrict__ w,
                                                                  const uint32_t* __restrict__ sz,
                                                                  __nv_bfloat16* __restrict__ out, GemvShape sh,
                                                                  FusedArgs f) {
@@ -563,8 +607,8 @@ __global__ void __launch_bounds__(512) int4_fused_linear_kernel(const uint32_t* 
 }
 
 // Whether a call takes the scale-after form (Int4Gemv's kScaleAfter): where a group covers whole super-tiles of
-// 16 * IKT rows. AOTI_CUDA_INT4_SCALE_AFTER=0 (kernel tuning only, docs/configuration.md) keeps the dequantize-first
-// form everywhere, so that a whole model can be timed both ways; read once per process.
+// 16 * IKT rows. AOTI_CUDA_INT4_SCALE_AFTER=0 (kernel tuning only, docs/configuration.md; read once per process)
+// keeps the dequantize-first form everywhere, so that a whole model can be timed and checked both ways.
 bool scale_after(int group_shift, int ikt) {
   static const bool enabled = env_integer_or_warn("AOTI_CUDA_INT4_SCALE_AFTER", 0, 1).value_or(1) == 1;
   return enabled && (1 << group_shift) >= 16 * ikt;
@@ -732,6 +776,7 @@ int launch_int4(const Int4Problem& p, void* stream) {
   f.n_out = static_cast<int>(p.swiglu ? p.n / 2 : p.n);
   f.up_pairs = static_cast<int>(p.n / 2 / 16);
   f.weights_early = p.weights_early;
+  f.norm_early = p.norm_early;
 #ifdef AOTI_CUDA_INT4_ABLATION
   static const int ablate = static_cast<int>(env_integer_or_warn("AOTI_CUDA_INT4_ABLATE", 0, 15).value_or(0));
   f.ablate = ablate;

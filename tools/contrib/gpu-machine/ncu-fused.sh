@@ -30,5 +30,18 @@ for kernel in int4_qkv:int4_fused_linear_kernelILi8ELi1ELi1ELi1E int4_gate_up:in
     "$BENCH" --reps 1 >> "$tmp" 2>&1
   echo "ncu $name: status $?"
 done
+# Per SASS instruction (executed instructions, stall samples) for the q/k/v and gate/up kernels: where the issue
+# slots and the stalls go inside the kernel.
+for kernel in int4_qkv:int4_fused_linear_kernelILi8ELi1ELi1ELi1E int4_gate_up:int4_fused_linear_kernelILi8ELi1ELi2ELi2E; do
+  name=${kernel%%:*}
+  rep=$(mktemp -u).ncu-rep
+  timeout 120 ncu --clock-control none --kernel-name-base mangled -k "regex:${kernel#*:}" --launch-skip 1 \
+    --launch-count 1 --section SourceCounters --section WarpStateStats -o "${rep%.ncu-rep}" \
+    "$BENCH" --reps 1 > /dev/null 2>&1
+  echo "== $name source (SASS)" >> "$tmp"
+  ncu --import "$rep" --page source --csv --print-source sass >> "$tmp" 2>&1
+  echo "ncu $name source: status $?"
+  rm -f "$rep"
+done
 gzip -c "$tmp" > "$OUT_FILE"
 rm -f "$tmp"
