@@ -71,7 +71,7 @@ if [[ $MODE == prepare ]]; then
   strip -o "$DEST/aoti/$LIB_REL" "$lib" || exit 1
   strip -o "$DEST/aoti/$GEN_REL" "$(readlink -f "$B/$GEN_REL")" || exit 1
   for w in executorch torchao flatbuffers ruamel_yaml tabulate; do cp "${WHL_SRC:-$ROOT/.whl}"/$w-*.whl "$DEST/whl/" || exit 1; done
-  { echo "prepared $(date -u +%FT%TZ) from $B"
+  { echo "prepared $(date -u +%FT%TZ) from $(basename "$B")"
     echo "library $(stat -c '%y' "$lib") $(sha256sum "$DEST/aoti/$LIB_REL" | cut -c1-16)"
     git -C "$ROOT" log -1 --format='commit %h %s' 2>/dev/null | cut -c1-160
     git -C "$ROOT" status --short -- src include 2>/dev/null | sed 's/^/uncommitted /'
