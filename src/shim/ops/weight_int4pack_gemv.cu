@@ -314,7 +314,9 @@ struct Int4Gemv {
         }
       }
       if (!(ablate & kAblateStaging)) {
-        if (ablate & kAblateNorm) {
+        if (f.norm_weight == nullptr) {
+          stage_own_chunks(f, sh, rows, staged, warp, kw, n_chunks);
+        } else if (ablate & kAblateNorm) {
           FusedArgs raw = f;
           raw.norm_weight = nullptr;
           stage_rows(raw, sh.k, rows, staged, nw_first);
@@ -549,6 +551,27 @@ struct Int4Gemv {
       if (r + 1 < rows) __syncthreads();  // squares_s is reused by the next row
     }
     __syncthreads();
+  }
+
+  // Without a norm, each warp stages only the K of its own chunks (the words its B fragments read), so no warp
+  // waits for the others: a warp barrier instead of the block's.
+  static __device__ __forceinline__ void stage_own_chunks(const FusedArgs& f, const GemvShape& sh, int rows,
+                                                          uint32_t* staged, int warp, int kw, int n_chunks) {
+    constexpr int kChunkVectors = U * IKT * 2;  // 8-value vectors of a chunk: U super-tiles of 16 * IKT rows
+    const int lane = threadIdx.x % kLanes;
+    const int vecs = sh.k / 8, x_vecs = f.k_x / 8;
+    const int row0 = blockIdx.y * f.rows_per_block;
+    for (int chunk = warp; chunk < n_chunks; chunk += kw) {
+      const int v_end = min((chunk + 1) * kChunkVectors, vecs);
+      for (int r = 0; r < rows; ++r) {
+        const uint4* x4 = reinterpret_cast<const uint4*>(f.x + (row0 + r) * f.x_row_stride);
+        uint32_t* row = staged + r * staged_row_words(sh.k);
+        for (int v = chunk * kChunkVectors + lane; v < v_end; v += kLanes) {
+          store_vector(row, v, v < x_vecs ? __ldg(x4 + v) : make_uint4(0, 0, 0, 0));
+        }
+      }
+    }
+    __syncwarp();
   }
 
   // Norm vector v (8 bf16 weights), or zeros past K_x or without a norm.
