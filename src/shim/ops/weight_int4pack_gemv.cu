@@ -97,7 +97,7 @@ __device__ __forceinline__ void dequant_word(uint32_t (&d)[4], uint32_t word, ui
 
 // The scale-after form's A fragments: each nibble q as the bf16 value 128 + q, exact, in one lop3 a register (no
 // subtraction, no scale): the multiply then sums (128 + q) * x over a group, and the group's scale and zero are
-// applied to that sum once (Int4Gemv::fold_group).
+// applied to that sum once (Int4Gemv::compute_super_tile_scale_after).
 __device__ __forceinline__ void raw_word(uint32_t (&d)[4], uint32_t word) {
 #pragma unroll
   for (int i = 0; i < 4; ++i) d[i] = lop3_and_or(word >> (4 * i), 0x000f000fu, 0x43004300u);
@@ -151,8 +151,8 @@ enum Ablate {
 // accumulators). Nsight Compute (2026-12-06, H100) put the int4 kernels at 5.3 instructions a weight with 24-32 %
 // of the issue slots busy and long-scoreboard and barrier stalls first: the multiply's instructions lengthen the
 // part of each call that waits for the previous kernel's output. The weights are not rounded to bf16 before the
-// multiply (the plain form rounds (q - 8) s + z once, as torch's kernel does), so results differ from that form in
-// the last bits.
+// multiply (the dequantize-first form rounds (q - 8) s + z once, as torch's kernel does), so results differ from
+// that form in the last bits. AOTI_CUDA_INT4_SCALE_AFTER=0 keeps the dequantize-first form (scale_after below).
 template <int IKT, int U, int NP, int T, int kFuse = kNone, bool kScaleAfter = false>
 struct Int4Gemv {
   static constexpr int kWords = IKT / 2;
