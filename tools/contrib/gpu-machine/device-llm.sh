@@ -6,7 +6,7 @@
 #   device-llm.sh --dry-run OUT BUILD [STAGE|all]   here, without GPU or torch: walks the stages with stub commands
 #                                         and checks every binary, script, flag, wheel and size they rely on
 #                                         (DRY_RUN=1 does the same); exits 1 on any mismatch
-#   device-llm.sh --prepare BUILD_DIR ET12_PACK [ET13_PACK]   here: assembles .carry/llmjob (the packed binaries,
+#   device-llm.sh --prepare BUILD_DIR ET12_PACK|none [ET13_PACK]   here: assembles .carry/llmjob (the packed binaries,
 #                                         the ExecuTorch peers, the five wheels), then the dry run over it; with
 #                                         SUITE=1 the whole build is packed and A1 runs the GPU suite too
 #   device-llm.sh --print-calls           the command of each stage's device call (README.md quotes them)
@@ -111,7 +111,13 @@ if [[ $MODE == prepare ]]; then
     rm -f "$DEST/aoti/$f"; strip -o "$DEST/aoti/$f" "$(readlink -f "$src")" || exit 1
   done
   cp "$B/CMakeCache.txt" "$DEST/aoti/"
-  cp -L "$E12/et_runner" "$E12/libaoti_cuda_shims.so" "$DEST/et12/" || exit 1
+  # ET12_PACK `none`: no ExecuTorch peer (stages X, BC, K and targets-job.sh do not use it; A2's ExecuTorch rows
+  # are then left out).
+  if [[ $E12 == none ]]; then
+    echo "no ExecuTorch peer packed (A2's ExecuTorch rows will be left out)" > "$DEST/et12/NONE"
+  else
+    cp -L "$E12/et_runner" "$E12/libaoti_cuda_shims.so" "$DEST/et12/" || exit 1
+  fi
   if [[ -n "$E13" ]]; then mkdir -p "$DEST/et13" && cp -L "$E13/et_runner" "$E13/libaoti_cuda_shims.so" "$DEST/et13/" || exit 1; fi
   # WHL_SRC: where tools/export/fetch_wheels.sh put them (default .whl of this checkout)
   for w in executorch torchao flatbuffers ruamel_yaml tabulate; do cp "${WHL_SRC:-$ROOT/.whl}"/$w-*.whl "$DEST/whl/" || exit 1; done
@@ -297,6 +303,7 @@ stage_A2() {
     write_results
   fi
   # Issue 31: ExecuTorch's own runtime on the same two files (its script unpacks the fixtures it checks for).
+  [[ -f "$ET12/NONE" ]] && echo "executorch_llm: skipped, $(cat "$ET12/NONE")" || \
   step executorch_llm 220 env PARTS=llm LLM_EXPORTS="$present_csv" LLM_WORK="$WORK" BUDGET=200 BUILD_ET13="$ET13" \
     bash bench/peers/executorch/run_on_device.sh "$RES/et" "$BUILD" "$ET12"
   [[ $DRY == 1 ]] || cp "$RES/et/executorch_results.json" "$OUT/A2_executorch_results.json" 2>/dev/null
@@ -607,6 +614,7 @@ parse_args(['--out', 'x', '--max-ctx', '$LONG_CTX'] + sys.argv[1:])" $flags ${LO
   done
   local et
   for et in "$ET12" ${ET13:+"$ET13"}; do
+    if [[ -f "$et/NONE" ]]; then echo "note: $(cat "$et/NONE")"; continue; fi
     [[ -x "$et/et_runner" && -f "$et/libaoti_cuda_shims.so" ]] || { problem "$et: et_runner + libaoti_cuda_shims.so"; continue; }
     for f in generate --data --prompt-lens --new-tokens --reps --expect-tokens --weight-sharing --cuda-graph; do
       grep -aq -- "$f" "$et/et_runner" || problem "$et/et_runner does not know $f"
