@@ -95,8 +95,8 @@ __device__ __forceinline__ void dequant_word(uint32_t (&d)[4], uint32_t word, ui
   }
 }
 
-// The scale-after form's A fragments: each nibble q as the bf16 value 128 + q, exact, in one lop3 a register (no
-// subtraction, no scale): the multiply then sums (128 + q) * x over a group, and the group's scale and zero are
+// The scale-after form's A fragments: each nibble q as the bf16 value 128 + q, exact, a shift and a lop3 a register
+// (no subtraction, no scale): the multiply then sums (128 + q) * x over a group, and the group's scale and zero are
 // applied to that sum once (Int4Gemv::compute_super_tile_scale_after).
 __device__ __forceinline__ void raw_word(uint32_t (&d)[4], uint32_t word) {
 #pragma unroll
@@ -145,7 +145,7 @@ enum Ablate {
 };
 
 // kScaleAfter (only where a group covers whole super-tiles, group >= 16 * IKT): the multiply takes the raw nibbles as
-// 128 + q (raw_word: one lop3 a register instead of dequant_word's four instructions) and each super-tile's sums get
+// 128 + q (raw_word: a shift and a lop3 a register, dequant_word four instructions) and each super-tile's sums get
 // the scale and zero in float32 afterwards: sum (q - 8) s + z over the group = s (A - 136 X) + z X, with A the mma's
 // sum of (128 + q) x and X the sum of x over the group (a second mma against ones, in the layout of A's
 // accumulators). Nsight Compute (2026-12-06, H100) put the int4 kernels at 5.3 instructions a weight with 24-32 %
