@@ -79,10 +79,18 @@ __device__ __forceinline__ uint32_t lop3_and_or(uint32_t a, uint32_t mask, uint3
 
 // The 4 bf16x2 A-fragment registers of one packed word: nibble pairs at shifts 0, 4, 8, 12 =
 // {k-tile 0 at k 2c, k-tile 0 at 2c+8, k-tile 1 at 2c, k-tile 1 at 2c+8} (see dequant_pair in
-// weight_int4pack_mm.cu).
-// Each pair is brought to bits 0-3 / 16-19 and OR-ed into the mantissa of bf16 128.0 (ulp 1)
-// by one lop3: 128+q exactly (bf16 has only 7 mantissa bits, so a nibble cannot sit higher);
-// minus 136 is exact, so (q-8)*s+z is rounded once, by the FMA, as in dequant_pair().
+// weight_int4pack_mm.cu), each brought to bits 0-3 / 16-19 and OR-ed into the mantissa of bf16 128.0
+// (ulp 1) by one lop3: 128+q exactly (bf16 has only 7 mantissa bits, so a nibble cannot sit higher).
+// The scale-after form multiplies these raw values and applies a group's scale and zero to its sums
+// (Int4Gemv::multiply_super_tile).
+__device__ __forceinline__ void raw_word(uint32_t (&d)[4], uint32_t word) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) d[i] = lop3_and_or(word >> (4 * i), 0x000f000fu, 0x43004300u);
+}
+
+// The same registers dequantized: minus 136 is exact, so (q-8)*s+z is rounded once, by the FMA, as
+// in dequant_pair(). (raw_word's lop3 is repeated here: through raw_word, ptxas orders this form's
+// loop differently.)
 __device__ __forceinline__ void dequant_word(uint32_t (&d)[4], uint32_t word, uint32_t sz_bits) {
   const __nv_bfloat162 sz2 = bits_bf162(sz_bits);
   const __nv_bfloat162 scale = __low2bfloat162(sz2);
@@ -93,14 +101,6 @@ __device__ __forceinline__ void dequant_word(uint32_t (&d)[4], uint32_t word, ui
     const uint32_t biased = lop3_and_or(word >> (4 * i), 0x000f000fu, 0x43004300u);
     d[i] = bf162_bits(__hfma2(__hsub2(bits_bf162(biased), bias), scale, zero));
   }
-}
-
-// The scale-after form's A fragments: each nibble q as the bf16 value 128 + q, exact, a shift and a lop3 a register
-// (no subtraction, no scale): the multiply then sums (128 + q) * x over a group, and the group's scale and zero are
-// applied to that sum once (Int4Gemv::compute_super_tile_scale_after).
-__device__ __forceinline__ void raw_word(uint32_t (&d)[4], uint32_t word) {
-#pragma unroll
-  for (int i = 0; i < 4; ++i) d[i] = lop3_and_or(word >> (4 * i), 0x000f000fu, 0x43004300u);
 }
 
 struct GemvShape {
@@ -252,28 +252,7 @@ struct Int4Gemv {
       for (int u = 0; u < U; ++u) {
         const int st = st0 + u;
         if (st >= sh.k_super) break;
-        if constexpr (kScaleAfter) {
-          compute_super_tile_scale_after(acc, wv, sv, u, st, xrow);
-        } else {
-#pragma unroll
-          for (int q = 0; q < kWords; ++q) {
-            uint32_t b[T][4];
-            b_fragments(b, st, q, xrow);
-#pragma unroll
-            for (int j = 0; j < NP; ++j) {
-              uint32_t lo[4], hi[4];  // n-tile 2p (A rows 0-7) and 2p+1 (rows 8-15)
-              dequant_word(lo, wv[j][0][u][q], sv[j][0][u][q]);
-              dequant_word(hi, wv[j][1][u][q], sv[j][1][u][q]);
-              const uint32_t a0[4] = {lo[0], hi[0], lo[1], hi[1]};
-              const uint32_t a1[4] = {lo[2], hi[2], lo[3], hi[3]};
-#pragma unroll
-              for (int t = 0; t < T; ++t) {
-                mma_bf16(acc[j][t], a0, b[t][0], b[t][1]);
-                mma_bf16(acc[j][t], a1, b[t][2], b[t][3]);
-              }
-            }
-          }
-        }
+        multiply_super_tile(acc, wv, sv, u, st, xrow);
       }
     };
     float residual_first = 0.f;  // the fused epilogue's first output's residual, loaded before the weights
@@ -313,43 +292,18 @@ struct Int4Gemv {
           residual_first = __bfloat162float(f.residual[first.out_row * f.residual_row_stride + first.col]);
         }
       }
-      if (!(ablate & kAblateStaging)) {
-        if (f.norm_weight == nullptr) {
-          stage_own_chunks(f, sh, rows, staged, warp, kw, n_chunks);
-        } else if (ablate & kAblateNorm) {
-          FusedArgs raw = f;
-          raw.norm_weight = nullptr;
-          stage_rows(raw, sh.k, rows, staged, nw_first);
-        } else {
-          stage_rows(f, sh.k, rows, staged, nw_first);
-        }
-      }
+      if (!(ablate & kAblateStaging)) stage(f, sh, rows, staged, nw_first, warp, kw, n_chunks, ablate);
       for (int chunk = warp; chunk < n_chunks; chunk += kw) {
         if (chunk != warp) load_chunk(chunk);
         if (ablate & kAblateMath) {
-#pragma unroll
-          for (int j = 0; j < NP; ++j)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-              for (int u = 0; u < U; ++u)
-#pragma unroll
-                for (int q = 0; q < kWords; ++q) acc[j][0][h] += __uint_as_float(wv[j][h][u][q] ^ sv[j][h][u][0]);
+          fold_words(acc, wv, sv);
         } else {
           compute_chunk(chunk);
         }
       }
       if (ablate & kAblateReduction) {
         pdl::allow_dependents();
-        if (warp == 0) {
-#pragma unroll
-          for (int j = 0; j < NP; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int col = (2 * (pair0 + j) + (e >> 1)) * 8 + lane / 4;
-              if (col < f.n_out) out[col] = __float2bfloat16_rn(acc[j][0][e]);
-            }
-        }
+        if (warp == 0) store_own_sums(acc, out, pair0, f.n_out);
         return;
       }
     }
@@ -419,65 +373,78 @@ struct Int4Gemv {
     }
   }
 
-  // One super-tile in the scale-after form (kScaleAfter above): A and X of the super-tile's group from the mma,
-  // then acc += s (A - 136 X) + z X per accumulator, with the scale and zero of the accumulator's feature.
+  // One super-tile of the chunk in registers (its words wv[.][.][u], scales sv[.][.][u]) into acc. Dequantize-first:
+  // each word dequantized (dequant_word) and multiplied into acc. Scale-after (kScaleAfter above): the raw words
+  // (raw_word) multiplied into the super-tile's own sums A, X = the sums of x from an mma against ones, then
+  // acc += s (A - 136 X) + z X per accumulator, with the scale and zero of the accumulator's feature.
   template <typename Acc, typename Words>
-  static __device__ __forceinline__ void compute_super_tile_scale_after(Acc& acc, const Words& wv, const Words& sv,
-                                                                        int u, int st,
-                                                                        const uint32_t* const (&xrow)[T]) {
+  static __device__ __forceinline__ void multiply_super_tile(Acc& acc, const Words& wv, const Words& sv, int u, int st,
+                                                             const uint32_t* const (&xrow)[T]) {
     constexpr uint32_t kOnes[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 pairs
     float part[NP][T][4];
     float xsum[T][4];
+    if constexpr (kScaleAfter) {
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
+      for (int t = 0; t < T; ++t) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) xsum[t][e] = 0.f;
+        for (int e = 0; e < 4; ++e) xsum[t][e] = 0.f;
 #pragma unroll
-      for (int j = 0; j < NP; ++j)
+        for (int j = 0; j < NP; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) part[j][t][e] = 0.f;
+          for (int e = 0; e < 4; ++e) part[j][t][e] = 0.f;
+      }
     }
+    Acc& sums = kScaleAfter ? part : acc;
 #pragma unroll
     for (int q = 0; q < kWords; ++q) {
       uint32_t b[T][4];
       b_fragments(b, st, q, xrow);
+      if constexpr (kScaleAfter) {
 #pragma unroll
-      for (int t = 0; t < T; ++t) {
-        mma_bf16(xsum[t], kOnes, b[t][0], b[t][1]);
-        mma_bf16(xsum[t], kOnes, b[t][2], b[t][3]);
+        for (int t = 0; t < T; ++t) {
+          mma_bf16(xsum[t], kOnes, b[t][0], b[t][1]);
+          mma_bf16(xsum[t], kOnes, b[t][2], b[t][3]);
+        }
       }
 #pragma unroll
       for (int j = 0; j < NP; ++j) {
-        uint32_t lo[4], hi[4];
-        raw_word(lo, wv[j][0][u][q]);
-        raw_word(hi, wv[j][1][u][q]);
+        uint32_t lo[4], hi[4];  // n-tile 2p (A rows 0-7) and 2p+1 (rows 8-15)
+        if constexpr (kScaleAfter) {
+          raw_word(lo, wv[j][0][u][q]);
+          raw_word(hi, wv[j][1][u][q]);
+        } else {
+          dequant_word(lo, wv[j][0][u][q], sv[j][0][u][q]);
+          dequant_word(hi, wv[j][1][u][q], sv[j][1][u][q]);
+        }
         const uint32_t a0[4] = {lo[0], hi[0], lo[1], hi[1]};
         const uint32_t a1[4] = {lo[2], hi[2], lo[3], hi[3]};
 #pragma unroll
         for (int t = 0; t < T; ++t) {
-          mma_bf16(part[j][t], a0, b[t][0], b[t][1]);
-          mma_bf16(part[j][t], a1, b[t][2], b[t][3]);
+          mma_bf16(sums[j][t], a0, b[t][0], b[t][1]);
+          mma_bf16(sums[j][t], a1, b[t][2], b[t][3]);
         }
       }
     }
+    if constexpr (kScaleAfter) {
 #pragma unroll
-    for (int j = 0; j < NP; ++j) {
-      // Accumulators e = 0, 1 are feature g (n-tile 2p, scale word sv[j][0]), e = 2, 3 feature g + 8 (sv[j][1]).
-      float s[2], z[2];
+      for (int j = 0; j < NP; ++j) {
+        // Accumulators e = 0, 1 are feature g (n-tile 2p, scale word sv[j][0]), e = 2, 3 feature g + 8 (sv[j][1]).
+        float s[2], z[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float2 sz = __bfloat1622float2(bits_bf162(sv[j][h][u][0]));
-        s[h] = sz.x;
-        z[h] = sz.y;
-      }
-#pragma unroll
-      for (int t = 0; t < T; ++t)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int h = e >> 1;
-          const float x = xsum[t][e];
-          acc[j][t][e] = fmaf(s[h], fmaf(-136.f, x, part[j][t][e]), fmaf(z[h], x, acc[j][t][e]));
+        for (int h = 0; h < 2; ++h) {
+          const float2 sz = __bfloat1622float2(bits_bf162(sv[j][h][u][0]));
+          s[h] = sz.x;
+          z[h] = sz.y;
         }
+#pragma unroll
+        for (int t = 0; t < T; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int h = e >> 1;
+            const float x = xsum[t][e];
+            acc[j][t][e] = fmaf(s[h], fmaf(-136.f, x, part[j][t][e]), fmaf(z[h], x, acc[j][t][e]));
+          }
+      }
     }
   }
 
@@ -551,6 +518,46 @@ struct Int4Gemv {
       if (r + 1 < rows) __syncthreads();  // squares_s is reused by the next row
     }
     __syncthreads();
+  }
+
+  // The fused kernels' prologue: without a norm each warp stages its own chunks' K (stage_own_chunks), with one the
+  // block stages whole normalized rows (stage_rows). The ablation build's kAblateNorm stages them as they are.
+  static __device__ __forceinline__ void stage(const FusedArgs& f, const GemvShape& sh, int rows, uint32_t* staged,
+                                               uint4 nw_first, int warp, int kw, int n_chunks, int ablate) {
+    if (f.norm_weight == nullptr) {
+      stage_own_chunks(f, sh, rows, staged, warp, kw, n_chunks);
+    } else if (ablate & kAblateNorm) {
+      FusedArgs raw = f;
+      raw.norm_weight = nullptr;
+      stage_rows(raw, sh.k, rows, staged, nw_first);
+    } else {
+      stage_rows(f, sh.k, rows, staged, nw_first);
+    }
+  }
+
+  // The ablation build's stand-ins (Ablate). kAblateMath: each weight word folded into one accumulator, so that the
+  // loads stay and the dequantize and mma go. kAblateReduction: warp 0 stores its own sums of the first row.
+  template <typename Acc, typename Words>
+  static __device__ __forceinline__ void fold_words(Acc& acc, const Words& wv, const Words& sv) {
+#pragma unroll
+    for (int j = 0; j < NP; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int q = 0; q < kWords; ++q) acc[j][0][h] += __uint_as_float(wv[j][h][u][q] ^ sv[j][h][u][0]);
+  }
+  template <typename Acc>
+  static __device__ __forceinline__ void store_own_sums(const Acc& acc, __nv_bfloat16* out, int pair0, int n_out) {
+    const int lane = threadIdx.x % kLanes;
+#pragma unroll
+    for (int j = 0; j < NP; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = (2 * (pair0 + j) + (e >> 1)) * 8 + lane / 4;
+        if (col < n_out) out[col] = __float2bfloat16_rn(acc[j][0][e]);
+      }
   }
 
   // Without a norm, each warp stages only the K of its own chunks (the words its B fragments read), so no warp
