@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# An int4 kernel change checked and measured in one device call (about 450 s), from the repository root:
+# An int4 kernel change checked and measured in one device call (300-560 s), from the repository root:
 #
 #   bash tools/contrib/gpu-machine/int4-job.sh OUT          # carry [".carry/llmab"]
 #
-# .carry/llmab is model-ab.sh's pack plus extra.tar.xz, which holds old/libaoti_cuda.so.0 (the baseline's library),
-# tests/aoti_cuda_gpu_tests and bench/ (aoti_cuda_int4_bench and aoti_cuda_fused_linear_bench of this tree, each
-# also as *_old, the baseline's). In order:
+# .carry/llmab is model-ab.sh's pack plus extra.tar.xz, which holds old/libaoti_cuda.so.0 (the baseline's library;
+# optionally more baselines, each a folder NAME/libaoti_cuda.so.0), tests/aoti_cuda_gpu_tests and bench/
+# (aoti_cuda_int4_bench and aoti_cuda_fused_linear_bench of this tree, and any baseline's as *_NAME). In order:
 #   1. in the background: PyTorch's int4 vectors (tools/int4/gen_vectors.py), then the GPU suite's int4 and fused
 #      linear cases with them (tests.log);
-#   2. model-ab.sh: both fused-form exports, then generate alternating this library (default), the baseline's
-#      (LD_LIBRARY_PATH) and AOTI_CUDA_INT4_SCALE_AFTER=0 (ab.txt and the files model-ab.sh writes);
-#   3. with the GPU idle: aoti_cuda_int4_bench (new, old: its first line is the streaming-read bandwidth) and
-#      torch's kernel (tools/int4/bench_torch.py) at M = 1..16 on the model's shapes, then the fused linear bench's
-#      single projections and decode chain, new and old (benches.tgz).
+#   2. model-ab.sh: both fused-form exports, then generate alternating this library (default), the baselines'
+#      (LD_LIBRARY_PATH, in the order of BASELINES, default `old`) and AOTI_CUDA_INT4_SCALE_AFTER=0, twice; JOB_SETTINGS
+#      replaces the extra setting (`none`: no extra) (ab.txt and the files model-ab.sh writes);
+#      AB_BUDGET (default 470 s) and AB_MEASURE_S (140) are model-ab.sh's BUDGET and MEASURE_S: the exports get about
+#      330 s (233-239 s on an H100 on 2026-12-06 09:17; cut at 260 s at 09:02);
+#   3. with the GPU idle: every aoti_cuda_int4_bench* (its first line is the streaming-read bandwidth) and torch's
+#      kernel (tools/int4/bench_torch.py) at M = 1..16 on the model's shapes, then every fused linear bench's single
+#      projections and decode chain, and the ablation build's chain (aoti_cuda_fused_linear_ablation, if packed) with
+#      each part left out (benches.tgz).
 set -uo pipefail
 OUT=${1:?OUT}
 P=.carry/llmab
@@ -25,24 +29,35 @@ B=$(mktemp -d)
     -tce='*int4_dequant_min_m*' > "$OUT/tests.log" 2>&1
   echo "gpu tests: status $?" >> "$OUT/tests.log" ) &
 tests=$!
-BUDGET=${AB_BUDGET:-420} MEASURE_S=150 PROMPT_LENS=128 \
-  AB_SETTINGS="default LD_LIBRARY_PATH=$P/old:$CUDA_LIBS AOTI_CUDA_INT4_SCALE_AFTER=0 default LD_LIBRARY_PATH=$P/old:$CUDA_LIBS AOTI_CUDA_INT4_SCALE_AFTER=0" \
+settings=default
+for b in ${BASELINES:-old}; do settings+=" LD_LIBRARY_PATH=$P/$b:$CUDA_LIBS"; done
+extra=${JOB_SETTINGS:-AOTI_CUDA_INT4_SCALE_AFTER=0}
+[[ $extra == none ]] || settings+=" $extra"
+BUDGET=${AB_BUDGET:-470} MEASURE_S=${AB_MEASURE_S:-140} PROMPT_LENS=128 AB_SETTINGS="$settings $settings" \
   bash tools/contrib/gpu-machine/model-ab.sh "$OUT"
 wait "$tests"
 export LD_LIBRARY_PATH="$P/aoti:$CUDA_LIBS"
 shapes=3072x2048,2048x2048,11264x2048,2048x5632,32000x2048
-for v in "" _old; do
-  timeout 90 "$P/bench/aoti_cuda_int4_bench$v" --m 1,2,4,8,16 --shapes "$shapes" --weights-early \
+for bin in "$P"/bench/aoti_cuda_int4_bench*; do
+  v=${bin##*/aoti_cuda_int4_bench}
+  timeout 90 "$bin" --m 1,2,4,8,16 --shapes "$shapes" --weights-early \
     --json "$B/int4_bench$v.json" > "$B/int4_bench$v.log" 2>&1
   echo "int4_bench$v: status $?"
 done
 timeout 120 python3 tools/int4/bench_torch.py "$B/torch.json" --m 1,2,4,8,16 --shapes "$shapes" > "$B/torch.log" 2>&1
 echo "bench_torch: status $?"
-for v in "" _old; do
-  { timeout 90 "$P/bench/aoti_cuda_fused_linear_bench$v"; timeout 90 "$P/bench/aoti_cuda_fused_linear_bench$v" --chain; } \
-    > "$B/fused_linear$v.log" 2>&1
+for bin in "$P"/bench/aoti_cuda_fused_linear_bench*; do
+  v=${bin##*/aoti_cuda_fused_linear_bench}
+  { timeout 90 "$bin"; timeout 90 "$bin" --chain; } > "$B/fused_linear$v.log" 2>&1
   echo "fused_linear$v: status $?"
 done
+if [[ -x "$P/bench/aoti_cuda_fused_linear_ablation" ]]; then
+  for a in 0 1 2 4 8 15; do
+    echo "== AOTI_CUDA_INT4_ABLATE=$a"
+    AOTI_CUDA_INT4_ABLATE=$a timeout 60 "$P/bench/aoti_cuda_fused_linear_ablation" --chain
+  done > "$B/ablation.log" 2>&1
+  echo "ablation: status $?"
+fi
 tar -czf "$OUT/benches.tgz" -C "$B" .
 tail -3 "$OUT/tests.log"
 ls -la "$OUT"
