@@ -292,7 +292,7 @@ struct Int4Gemv {
           residual_first = __bfloat162float(f.residual[first.out_row * f.residual_row_stride + first.col]);
         }
       }
-      if (!(ablate & kAblateStaging)) stage(f, sh, rows, staged, nw_first, warp, kw, n_chunks, ablate);
+      if (!(ablate & kAblateStaging)) stage(f, sh, rows, staged, nw_first, ablate);
       for (int chunk = warp; chunk < n_chunks; chunk += kw) {
         if (chunk != warp) load_chunk(chunk);
         if (ablate & kAblateMath) {
@@ -520,13 +520,13 @@ struct Int4Gemv {
     __syncthreads();
   }
 
-  // The fused kernels' prologue: without a norm each warp stages its own chunks' K (stage_own_chunks), with one the
-  // block stages whole normalized rows (stage_rows). The ablation build's kAblateNorm stages them as they are.
+  // The fused kernels' prologue: the block stages whole rows (stage_rows), normalized where there is a norm weight;
+  // the ablation build's kAblateNorm stages them as they are. (Rows without a norm (o, down) staged warp by warp, each
+  // warp only its own chunks' K behind a warp barrier, were faster in the bench's decode chain but slower in the
+  // model: int4dopqf 1,611.3 against 1,632.8 tokens/s, 2026-12-06 09:25, H100; docs/benchmarks/int4.md.)
   static __device__ __forceinline__ void stage(const FusedArgs& f, const GemvShape& sh, int rows, uint32_t* staged,
-                                               uint4 nw_first, int warp, int kw, int n_chunks, int ablate) {
-    if (f.norm_weight == nullptr) {
-      stage_own_chunks(f, sh, rows, staged, warp, kw, n_chunks);
-    } else if (ablate & kAblateNorm) {
+                                               uint4 nw_first, int ablate) {
+    if (ablate & kAblateNorm) {
       FusedArgs raw = f;
       raw.norm_weight = nullptr;
       stage_rows(raw, sh.k, rows, staged, nw_first);
@@ -558,27 +558,6 @@ struct Int4Gemv {
         const int col = (2 * (pair0 + j) + (e >> 1)) * 8 + lane / 4;
         if (col < n_out) out[col] = __float2bfloat16_rn(acc[j][0][e]);
       }
-  }
-
-  // Without a norm, each warp stages only the K of its own chunks (the words its B fragments read), so no warp
-  // waits for the others: a warp barrier instead of the block's.
-  static __device__ __forceinline__ void stage_own_chunks(const FusedArgs& f, const GemvShape& sh, int rows,
-                                                          uint32_t* staged, int warp, int kw, int n_chunks) {
-    constexpr int kChunkVectors = U * IKT * 2;  // 8-value vectors of a chunk: U super-tiles of 16 * IKT rows
-    const int lane = threadIdx.x % kLanes;
-    const int vecs = sh.k / 8, x_vecs = f.k_x / 8;
-    const int row0 = blockIdx.y * f.rows_per_block;
-    for (int chunk = warp; chunk < n_chunks; chunk += kw) {
-      const int v_end = min((chunk + 1) * kChunkVectors, vecs);
-      for (int r = 0; r < rows; ++r) {
-        const uint4* x4 = reinterpret_cast<const uint4*>(f.x + (row0 + r) * f.x_row_stride);
-        uint32_t* row = staged + r * staged_row_words(sh.k);
-        for (int v = chunk * kChunkVectors + lane; v < v_end; v += kLanes) {
-          store_vector(row, v, v < x_vecs ? __ldg(x4 + v) : make_uint4(0, 0, 0, 0));
-        }
-      }
-    }
-    __syncwarp();
   }
 
   // Norm vector v (8 bf16 weights), or zeros past K_x or without a norm.
