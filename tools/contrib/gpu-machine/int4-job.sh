@@ -7,7 +7,7 @@
 # optionally more baselines, each a folder NAME/libaoti_cuda.so.0), tests/aoti_cuda_gpu_tests and bench/
 # (aoti_cuda_int4_bench and aoti_cuda_fused_linear_bench of this tree, and any baseline's as *_NAME). In order:
 #   1. in the background: PyTorch's int4 vectors (tools/int4/gen_vectors.py), then the GPU suite's int4 and fused
-#      linear cases with them (tests.log);
+#      linear cases with them (tests.log; TEST_CASES, doctest's -tc filter, names other cases);
 #   2. model-ab.sh: both fused-form exports, then generate alternating this library (default), the baselines'
 #      (LD_LIBRARY_PATH, in the order of BASELINES, default `old`) and AOTI_CUDA_INT4_SCALE_AFTER=0, twice; JOB_SETTINGS
 #      replaces the extra setting (`none`: no extra) (ab.txt and the files model-ab.sh writes);
@@ -15,17 +15,18 @@
 #      330 s (233-239 s on an H100 on 2026-12-06 09:17; cut at 260 s at 09:02);
 #   3. with the GPU idle: every aoti_cuda_int4_bench* (its first line is the streaming-read bandwidth) and torch's
 #      kernel (tools/int4/bench_torch.py) at M = 1..16 on the model's shapes, then every fused linear bench's single
-#      projections and decode chain, and the ablation build's chain (aoti_cuda_fused_linear_ablation, if packed) with
-#      each part left out (benches.tgz).
+#      projections and decode chain, every aoti_cuda_attention_bench*'s --decode (if packed), and the ablation
+#      build's chain (aoti_cuda_fused_linear_ablation, if packed) with each part left out (benches.tgz).
 set -uo pipefail
 OUT=${1:?OUT}
 P=.carry/llmab
 tar -xJf "$P/extra.tar.xz" -C "$P" || exit 1
+cmake -P cmake/unpack_fixtures.cmake > /dev/null 2>&1  # the fixture binaries travel compressed (graph tests read them)
 CUDA_LIBS=/usr/local/cuda/lib64:/usr/local/cuda/lib
 B=$(mktemp -d)
 ( timeout 150 python3 tools/int4/gen_vectors.py /tmp/int4_vectors > "$B/gen_vectors.log" 2>&1
   echo "gen_vectors: status $?" >> "$B/gen_vectors.log"
-  AOTI_CUDA_INT4_VECTORS=/tmp/int4_vectors timeout 300 "$P/tests/aoti_cuda_gpu_tests" -tc='*int4*,*fused*' \
+  AOTI_CUDA_INT4_VECTORS=/tmp/int4_vectors timeout 300 "$P/tests/aoti_cuda_gpu_tests" -tc="${TEST_CASES:-*int4*,*fused*}" \
     -tce='*int4_dequant_min_m*' > "$OUT/tests.log" 2>&1
   echo "gpu tests: status $?" >> "$OUT/tests.log" ) &
 tests=$!
@@ -50,6 +51,12 @@ for bin in "$P"/bench/aoti_cuda_fused_linear_bench*; do
   v=${bin##*/aoti_cuda_fused_linear_bench}
   { timeout 90 "$bin"; timeout 90 "$bin" --chain; } > "$B/fused_linear$v.log" 2>&1
   echo "fused_linear$v: status $?"
+done
+for bin in "$P"/bench/aoti_cuda_attention_bench*; do  # the decode attention, when packed
+  [[ -x "$bin" ]] || continue
+  v=${bin##*/aoti_cuda_attention_bench}
+  timeout 90 "$bin" --decode > "$B/attention$v.log" 2>&1
+  echo "attention$v: status $?"
 done
 if [[ -x "$P/bench/aoti_cuda_fused_linear_ablation" ]]; then
   for a in 0 1 2 4 8 15; do
