@@ -135,6 +135,7 @@ int launch_fused(const FusedCall& c, int sms, cudaStream_t s) {
     p.k = c.k;
     p.split = c.split;
     p.weights_early = c.weights_early;
+    p.norm_after = !p.fp16 && fl::norm_after_enabled();  // as the shim (AOTI_CUDA_NORM_AFTER)
     return fl::launch(p, s, sms);
   }
   fl::Int4Problem p;
@@ -157,6 +158,7 @@ int launch_fused(const FusedCall& c, int sms, cudaStream_t s) {
   p.n = c.n;
   p.weights_early = c.weights_early;
   p.norm_early = c.weights_early;  // the bench's norm weight is a constant too
+  p.norm_after = fl::norm_after_enabled();  // as the shim (AOTI_CUDA_NORM_AFTER)
   return fl::launch_int4(p, s);
 }
 

@@ -51,25 +51,33 @@ float round16(double v, bool fp16) { return from16(to16(static_cast<float>(v), f
 
 // The model's arithmetic on the host, float64 sums: rows of x [rows, k], the weight as weight(col, kk) for
 // n_weight rows, each step rounded where the model rounds. Returns the worst |got - want| over its tolerance.
+// norm_after: the kernels' other form of the norm (fused_linear.hpp, Problem::norm_after): each element times its
+// norm weight rounded once, the sum scaled by the row's 1/rms.
 template <typename Weight>
 double worst_error(const std::vector<uint16_t>& x, int64_t rows, int64_t k, const std::vector<uint16_t>* norm,
                    double eps, int64_t n_weight, bool swiglu, const std::vector<uint16_t>* residual,
-                   const std::vector<uint16_t>& got, bool fp16, Weight weight) {
+                   const std::vector<uint16_t>& got, bool fp16, bool norm_after, Weight weight) {
   const int64_t n_out = swiglu ? n_weight / 2 : n_weight;
   double worst = 0;
   std::vector<float> a(static_cast<std::size_t>(k));
   std::vector<double> y(static_cast<std::size_t>(n_weight)), y_sum(static_cast<std::size_t>(n_weight));
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t i = 0; i < k; ++i) a[i] = from16(x[r * k + i], fp16);
+    double scale = 1;  // norm_after: the row's 1/rms, applied to the sums
     if (norm != nullptr) {
       double squares = 0;
       for (float v : a) squares += static_cast<double>(v) * v;
       const double inv = 1.0 / std::sqrt(squares / static_cast<double>(k) + eps);
-      for (int64_t i = 0; i < k; ++i) a[i] = round16(round16(a[i] * inv, fp16) * from16((*norm)[i], fp16), fp16);
+      for (int64_t i = 0; i < k; ++i) {
+        const float g = from16((*norm)[i], fp16);
+        a[i] = norm_after ? round16(static_cast<double>(a[i]) * g, fp16) : round16(round16(a[i] * inv, fp16) * g, fp16);
+      }
+      if (norm_after) scale = inv;
     }
     for (int64_t col = 0; col < n_weight; ++col) {
       double sum = 0;
       for (int64_t i = 0; i < k; ++i) sum += static_cast<double>(a[i]) * weight(col, i);
+      sum *= scale;
       y_sum[col] = sum;
       y[col] = round16(sum, fp16);
     }
@@ -128,10 +136,40 @@ void check_case(const Case& c, uint32_t seed) {
       out.out());
   REQUIRE_MESSAGE(rc == AOTI_TORCH_SUCCESS, aoti_cuda_shim_last_error());
   CHECK(out.sizes() == std::vector<int64_t>{c.rows, 1, n_out});
+  namespace fl = aoti_cuda::shim::fused_linear;
   const std::vector<uint16_t> got = download(out, static_cast<std::size_t>(c.rows * n_out));
-  const double worst = worst_error(x.bits, c.rows, c.k, c.norm ? &norm.bits : nullptr, eps, c.n, c.swiglu,
-                                   c.residual ? &res.bits : nullptr, got, c.fp16,
-                                   [&](int64_t col, int64_t i) { return from16(w.bits[col * c.k + i], c.fp16); });
+  auto worst_of = [&](const std::vector<uint16_t>& result, bool norm_after) {
+    return worst_error(x.bits, c.rows, c.k, c.norm ? &norm.bits : nullptr, eps, c.n, c.swiglu,
+                       c.residual ? &res.bits : nullptr, result, c.fp16, norm_after,
+                       [&](int64_t col, int64_t i) { return from16(w.bits[col * c.k + i], c.fp16); });
+  };
+  // The shim takes the norm's form AOTI_CUDA_NORM_AFTER chooses (bf16 only); the other form is launched directly.
+  const bool shim_after = !c.fp16 && fl::norm_after_enabled();
+  const double worst = worst_of(got, shim_after);
+  double worst_other = 0;
+  if (c.norm && !c.fp16) {
+    fl::Problem p;
+    p.x = x.device.data();
+    p.x_row_stride = c.k;
+    p.norm_weight = norm.device.data();
+    p.eps = static_cast<float>(eps);
+    p.swiglu = c.swiglu;
+    p.weight = w.device.data();
+    p.weight_row_stride = c.k;
+    p.residual = c.residual ? res.device.data() : nullptr;
+    p.residual_row_stride = n_out;
+    OwnedTensor other = empty({c.rows, 1, n_out}, {}, kBF16, kCUDA, 0);
+    p.out = other.data();
+    p.rows = c.rows;
+    p.n = c.n;
+    p.k = c.k;
+    p.norm_after = !shim_after;
+    int sm_count = 0;
+    REQUIRE(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess);
+    REQUIRE(fl::launch(p, nullptr, sm_count) == 0);
+    worst_other = worst_of(download(other, static_cast<std::size_t>(c.rows * n_out)), !shim_after);
+  }
+  CAPTURE(shim_after);
   CAPTURE(c.fp16);
   CAPTURE(c.rows);
   CAPTURE(c.k);
@@ -140,6 +178,7 @@ void check_case(const Case& c, uint32_t seed) {
   CAPTURE(c.swiglu);
   CAPTURE(c.residual);
   CHECK(worst < 1.0);
+  CHECK(worst_other < 1.0);
 }
 
 struct Int4Case {
@@ -174,20 +213,24 @@ void check_int4_case(const Int4Case& c, uint32_t seed) {
   // Past x's K the activation is zero, so the padded weights do not count. The kernels multiply by the weights
   // rounded to bf16 (dequantize-first form) or unrounded (scale-after form, weight_int4pack_gemv.cu): the whole
   // output is held to the one of the two references it is closer to.
-  auto worst_of = [&](const std::vector<uint16_t>& result) {
+  // The norm's form: AOTI_CUDA_NORM_AFTER's for the shim, the other one for the direct launch below.
+  namespace fl = aoti_cuda::shim::fused_linear;
+  const bool shim_after = fl::norm_after_enabled();
+  auto worst_of = [&](const std::vector<uint16_t>& result, bool norm_after) {
     const std::vector<uint16_t>* norm_bits = c.norm ? &norm.bits : nullptr;
     const std::vector<uint16_t>* res_bits = c.residual ? &res.bits : nullptr;
     const double rounded = worst_error(x.bits, c.rows, c.k_x, norm_bits, eps, c.n, c.swiglu, res_bits, result, false,
-                                       [&](int64_t col, int64_t i) {
+                                       norm_after, [&](int64_t col, int64_t i) {
                                          return aoti_cuda_test::weight_at(rw, c.n_packed, c.k, c.group, col, i);
                                        });
     const double exact = worst_error(x.bits, c.rows, c.k_x, norm_bits, eps, c.n, c.swiglu, res_bits, result, false,
-                                     [&](int64_t col, int64_t i) {
+                                     norm_after, [&](int64_t col, int64_t i) {
                                        return aoti_cuda_test::weight_exact(rw, c.n_packed, c.k, c.group, col, i);
                                      });
     return std::min(rounded, exact);
   };
-  const double worst = worst_of(got);
+  const double worst = worst_of(got, shim_after);
+  CAPTURE(shim_after);
   CAPTURE(c.rows);
   CAPTURE(c.k_x);
   CAPTURE(c.n);
@@ -200,8 +243,8 @@ void check_int4_case(const Int4Case& c, uint32_t seed) {
   CHECK(worst < 1.0);
 
   // The same call through the launcher with Int4Problem::small_blocks (AOTI_CUDA_INT4_FUSED_WARPS=8): blocks of at
-  // most 8 warps without SwiGLU, which sum K in another order, so it is held to the reference, not to `got`.
-  namespace fl = aoti_cuda::shim::fused_linear;
+  // most 8 warps without SwiGLU, which sum K in another order, and the norm's other form, so it is held to the
+  // reference, not to `got`.
   OwnedTensor small_out = empty({c.rows, 1, n_out}, {}, kBF16, kCUDA, 0);
   fl::Int4Problem p;
   p.x = x.device.data();
@@ -226,10 +269,11 @@ void check_int4_case(const Int4Case& c, uint32_t seed) {
   // program's constants (the weights and the first norm vector requested before the dependent-launch wait).
   p.weights_early = true;
   p.norm_early = true;
+  p.norm_after = !shim_after;
   REQUIRE(fl::launch_int4(p, nullptr) == 0);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   const std::vector<uint16_t> got_small = download(small_out, static_cast<std::size_t>(c.rows * n_out));
-  const double worst_small = worst_of(got_small);
+  const double worst_small = worst_of(got_small, !shim_after);
   CHECK(worst_small < 1.0);
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "common/env.hpp"
 #include "shim/ops/dependent_launch.hpp"
 #include "shim/ops/fused_linear.hpp"
 #include "shim/ops/ptx.cuh"
@@ -81,11 +82,14 @@ constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and wei
 
 // The kernel's prologue with a norm, run while the block's first weight loads are in flight (issued before them,
 // its copies made q/k/v 6.18 -> 6.69 us, 2026-12-04 18:49): the row x4 and the norm weight copied together into
-// `staged` (vecs = K/8 16-byte vectors each), then, on this thread's own copies (visible to it after the wait),
-// a_k = T(T(a_k * inv) * g_k) in place of the row. Ends with a barrier.
+// `staged` (vecs = K/8 16-byte vectors each), then, on this thread's own copies (visible to it after the wait):
+// - as the model rounds: the sum of squares, a barrier, then a_k = T(T(a_k * inv) * g_k) in place of the row;
+// - p.norm_after (bf16): a_k = T(a_k * g_k) in the same pass as the sum of squares; each warp's partial sum goes to
+//   squares_s and the epilogue multiplies the column's sums by row_inv() (fused_linear.hpp, Problem::norm_after).
+// Ends with a barrier.
 template <bool kHalf>
-__device__ __forceinline__ void stage_normalized_row(const Problem& p, int vecs, const uint4* x4, uint4* staged) {
-  __shared__ float squares_s[kWarps];
+__device__ __forceinline__ void stage_normalized_row(const Problem& p, int vecs, const uint4* x4, uint4* staged,
+                                                     float* squares_s) {
   const int tid = threadIdx.x;
   const uint4* nw4 = static_cast<const uint4*>(p.norm_weight);
   for (int v = tid; v < vecs; v += kThreads) {
@@ -94,17 +98,26 @@ __device__ __forceinline__ void stage_normalized_row(const Problem& p, int vecs,
   }
   ptx::cp_async_commit();
   ptx::cp_async_wait<0>();
+  const bool one_pass = !kHalf && p.norm_after;
   float squares = 0.f;
   for (int v = tid; v < vecs; v += kThreads) {
     float f[8];
     unpack8<kHalf>(staged[v], f);
 #pragma unroll
     for (int e = 0; e < 8; ++e) squares = fmaf(f[e], f[e], squares);
+    if (one_pass) {
+      float g[8];
+      unpack8<kHalf>(staged[vecs + v], g);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) f[e] = rounded<kHalf>(f[e] * g[e]);
+      staged[v] = pack8<kHalf>(f);
+    }
   }
 #pragma unroll
   for (int off = 16; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
   if (tid % 32 == 0) squares_s[tid / 32] = squares;
   __syncthreads();
+  if (one_pass) return;
   float total = 0.f;
 #pragma unroll
   for (int i = 0; i < kWarps; ++i) total += squares_s[i];
@@ -120,6 +133,14 @@ __device__ __forceinline__ void stage_normalized_row(const Problem& p, int vecs,
   __syncthreads();
 }
 
+// norm_after: the row's 1/rms from the warps' partial sums of squares (stage_normalized_row), in warp order.
+__device__ __forceinline__ float row_inv(const Problem& p, int vecs, const float* squares_s) {
+  float total = 0.f;
+#pragma unroll
+  for (int i = 0; i < kWarps; ++i) total += squares_s[i];
+  return rsqrtf(total / static_cast<float>(8 * vecs) + p.eps);
+}
+
 // Block b computes output columns [b * C, b * C + C) (C = kWarps / split), then those gridDim.x groups further on, so
 // a grid capped at one wave stages each row once per block (launch()).
 // kSwiglu: each output column c streams weight rows c (gate) and c + n/2 (up) and stores their SwiGLU.
@@ -132,6 +153,7 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
   constexpr int kRows = kSwiglu ? 2 : 1;  // weight rows per output column
   extern __shared__ uint4 staged_s[];     // kNorm: the row (vecs vectors, normalized in place), then the norm weight
   __shared__ float partial_s[kWarps][kRows];
+  __shared__ float squares_s[kWarps];     // kNorm: the warps' partial sums of squares of the row
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t row = blockIdx.y;
   const int vecs = static_cast<int>(p.k / 8);
@@ -184,7 +206,8 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
   if (p.weights_early) pdl::wait_for_predecessor();
   load_residual();
 
-  if constexpr (kNorm) stage_normalized_row<kHalf>(p, vecs, x4, staged_s);
+  if constexpr (kNorm) stage_normalized_row<kHalf>(p, vecs, x4, staged_s, squares_s);
+  const bool scale_sums = kNorm && !kHalf && p.norm_after;
 
   for (int64_t group = blockIdx.x;;) {
     float acc[kRows];
@@ -218,11 +241,12 @@ __global__ void __launch_bounds__(kThreads) fused_linear_kernel(Problem p) {
     __syncthreads();
     if (active && slice == 0 && lane == 0) {
       float y[kRows];
+      const float inv = scale_sums ? row_inv(p, vecs, squares_s) : 1.f;
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
         float sum = 0.f;
         for (int i = 0; i < split; ++i) sum += partial_s[warp + i][r];  // warp order: deterministic
-        y[r] = rounded<kHalf>(sum);
+        y[r] = rounded<kHalf>(scale_sums ? sum * inv : sum);
       }
       float out = y[0];
       if constexpr (kSwiglu) out = rounded<kHalf>(silu_rounded<kHalf>(y[0]) * y[1]);
@@ -296,6 +320,11 @@ cudaError_t launch_typed(const Problem& p, int64_t n_out, int sm_count, cudaStre
 }
 
 }  // namespace
+
+bool norm_after_enabled() {
+  static const bool enabled = env_integer_or_warn("AOTI_CUDA_NORM_AFTER", 0, 1).value_or(1) == 1;
+  return enabled;
+}
 
 int launch(const Problem& p, void* stream, int sm_count) {
   if (p.rows == 0 || p.n == 0) return 0;

@@ -8,6 +8,8 @@
 //   a = x[r]
 //   norm_weight: a_k = T(T(a_k * rsqrt(mean(a^2) + eps)) * norm_weight_k)   (float32 sum of squares)
 //   y_n = T(sum_k a_k weight[n, k])             (float32 sums; int4: the weight dequantized as _weight_int4pack_mm)
+// By default (norm_after, bf16 and int4) the norm's scale moves past the sums, one rounding less per element:
+//   a_k = T(a_k * norm_weight_k), y_n = T(rsqrt(mean(x[r]^2) + eps) * sum_k a_k weight[n, k])
 //   swiglu:      y_n = T(T(silu(y_n)) * y_{n + N/2})  for n < N/2 (weight's rows: the gate's, then the up's)
 //   residual:    y_n = T(residual[r, n] + y_n)
 // So a decode step's RMSNorms, SwiGLU and residual adds need no kernels of their own.
@@ -52,7 +54,17 @@ struct Problem {
   /// issues its first weight loads before it waits for the previous kernel (dependent_launch.hpp); x, norm_weight
   /// and residual are read after the wait either way.
   bool weights_early = false;
+  /// bf16 only, with a norm weight: the row is staged as T(a_k * norm_weight_k) in one pass and each output's float32
+  /// sum is multiplied by the row's rsqrt(mean(a^2) + eps) before it is rounded, instead of the model's two roundings
+  /// per element after a pass that needs the whole row's sum of squares first. Results differ in the last bits; no
+  /// barrier and no second pass before the multiply. (fp16 keeps the model's form: a_k * norm_weight_k unscaled may
+  /// overflow it.) The shim sets it from norm_after_enabled().
+  bool norm_after = false;
 };
+
+/// AOTI_CUDA_NORM_AFTER (1, the default, or 0; kernel tuning only, docs/configuration.md; read once per process):
+/// whether the shims ask both forms for Problem::norm_after / Int4Problem::norm_after.
+bool norm_after_enabled();
 
 /// Enqueues the call on `stream` (a cudaStream_t of the current device, whose multiprocessor count is `sm_count`).
 /// Requires 1 <= k <= kMaxK, k % 8 == 0, rows <= 65535, n even with swiglu, split 0 or a power of two up to 8.
@@ -79,6 +91,7 @@ struct Int4Problem {
   bool weights_early = false;          ///< as Problem::weights_early, for qdata and scale_and_zero
   bool norm_early = false;             ///< the same for norm_weight: its first loads go out before the wait
   bool small_blocks = false;           ///< without SwiGLU: blocks of at most 8 warps, not 16 (AOTI_CUDA_INT4_FUSED_WARPS)
+  bool norm_after = false;             ///< as Problem::norm_after
 };
 
 /// Enqueues the int4 call on `stream` of the current device (weight_int4pack_gemv.cu). Returns the launch's

@@ -120,6 +120,7 @@ struct FusedArgs {
   int rows = 0, rows_per_block = 8, n_out = 0, up_pairs = 0;
   bool weights_early = false;  // no kernel writes the weights: their first loads may go out before the wait
   bool norm_early = false;     // no kernel writes norm_weight: this thread's first norm vector is loaded before it
+  bool norm_after = false;     // the norm's 1/rms applied to the sums in the epilogue (Int4Problem::norm_after)
 #ifdef AOTI_CUDA_INT4_ABLATION
   int ablate = 0;  // bench/fused_linear_bench.cu's ablation build only: the kAblate* parts left out
 #endif
@@ -256,6 +257,7 @@ struct Int4Gemv {
       }
     };
     float residual_first = 0.f;  // the fused epilogue's first output's residual, loaded before the weights
+    bool rows_scaled = false;    // norm_after: the epilogue multiplies each row's sums by its 1/rms (row_inv)
     if constexpr (kFuse == kNone) {
       if (early) {  // the first chunk's weights in flight across the wait; x is read after it (compute_chunk)
         if (warp < n_chunks) load_chunk(warp);
@@ -293,6 +295,7 @@ struct Int4Gemv {
         }
       }
       if (!(ablate & kAblateStaging)) stage(f, sh, rows, staged, nw_first, ablate);
+      rows_scaled = f.norm_after && f.norm_weight != nullptr && !(ablate & (kAblateStaging | kAblateNorm));
       for (int chunk = warp; chunk < n_chunks; chunk += kw) {
         if (chunk != warp) load_chunk(chunk);
         if (ablate & kAblateMath) {
@@ -334,11 +337,13 @@ struct Int4Gemv {
       } else {
         const Target o = target(i, pair0, rows, f);
         if (!o.valid) continue;
-        float y = round_bf16(v);
+        const float inv = rows_scaled ? row_inv(f, row, kw) : 1.f;
+        float y = round_bf16(rows_scaled ? v * inv : v);
         if constexpr (kFuse == kSwiglu) {
           const int r_up = r + (NP / 2) * T * 4;
           float up = 0.f;
           for (int ww = 0; ww < kw; ++ww) up += red[(ww * kAcc + r_up) * kLanes + l];
+          if (rows_scaled) up *= inv;
           y = round_bf16(round_bf16(y / (1.f + expf(-y))) * round_bf16(up));  // silu(gate) * up, as the model
         }
         if (f.residual != nullptr) {
@@ -467,17 +472,39 @@ struct Int4Gemv {
     return {valid, static_cast<int64_t>(blockIdx.y) * f.rows_per_block + row, col};
   }
 
+  // Each staged row's sum of squares, one partial per warp (8 rows of at most 16 warps): with norm_after the
+  // epilogue adds them up (row_inv); otherwise stage_rows uses row 0's as scratch.
+  static __device__ __forceinline__ float* row_squares() {
+    __shared__ float squares_s[8 * 16];
+    return squares_s;
+  }
+
+  // 1/rms of staged row `row` from its warps' partial sums of squares, added in warp order (the same in every block
+  // and for every output of the row).
+  static __device__ __forceinline__ float row_inv(const FusedArgs& f, int row, int warps) {
+    const float* squares = row_squares() + row * 16;
+    float total = 0.f;
+    for (int w = 0; w < warps; ++w) total += squares[w];
+    return rsqrtf(total / static_cast<float>(f.k_x) + f.eps);
+  }
+
   // The fused kernels' prologue: the block row's `rows` rows of x (K_x = f.k_x columns) as bf16 pairs in `staged`,
-  // in fragment order (stage_word), zero from K_x to the packed K; with a norm weight, each row RMS-normalized as
-  // the model rounds it (float32 sum of squares, the scaled value rounded, times the weight rounded). nw_first: this
-  // thread's first norm vector (norm_vector, loaded before the dependent-launch wait when it may be). Ends with a
-  // barrier.
+  // in fragment order (stage_word), zero from K_x to the packed K. With a norm weight, each row RMS-normalized:
+  // - as the model rounds it (float32 sum of squares, the scaled value rounded, times the weight rounded): the sum
+  //   of squares needs the whole row, so a barrier and a second pass over the row precede the multiply;
+  // - with f.norm_after, in one pass: each element times its weight, rounded, is staged, each warp's partial sum of
+  //   squares goes to row_squares(), and the epilogue multiplies the row's sums by its 1/rms (row_inv), which is
+  //   linear in the staged row. One rounding less per element than the model's (the results differ in the last
+  //   bits), and no barrier or second pass before the multiply.
+  // nw_first: this thread's first norm vector (norm_vector, loaded before the dependent-launch wait when it may
+  // be). Ends with a barrier.
   static __device__ __forceinline__ void stage_rows(const FusedArgs& f, int k, int rows, uint32_t* staged,
                                                     uint4 nw_first) {
-    __shared__ float squares_s[16];
+    float* squares_s = row_squares();
     const int vecs = k / 8, x_vecs = f.k_x / 8;
     const int row0 = blockIdx.y * f.rows_per_block;
     const int warps = blockDim.x / kLanes;
+    const bool one_pass = f.norm_after && f.norm_weight != nullptr;
     for (int r = 0; r < rows; ++r) {
       const uint4* x4 = reinterpret_cast<const uint4*>(f.x + (row0 + r) * f.x_row_stride);
       uint32_t* row = staged + r * staged_row_words(k);
@@ -490,11 +517,28 @@ struct Int4Gemv {
           const float2 p = __bfloat1622float2(bits_bf162(words[i]));
           squares = fmaf(p.x, p.x, fmaf(p.y, p.y, squares));
         }
-        store_vector(row, v, raw);
+        if (one_pass) {
+          const uint4 nw = v == static_cast<int>(threadIdx.x) ? nw_first : norm_vector(f, v);
+          const uint32_t weights[4] = {nw.x, nw.y, nw.z, nw.w};
+          uint32_t scaled[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const float2 p = __bfloat1622float2(bits_bf162(words[i]));
+            const float2 q = __bfloat1622float2(bits_bf162(weights[i]));
+            scaled[i] = bf162_bits(__floats2bfloat162_rn(p.x * q.x, p.y * q.y));
+          }
+          store_vector(row, v, make_uint4(scaled[0], scaled[1], scaled[2], scaled[3]));
+        } else {
+          store_vector(row, v, raw);
+        }
       }
       if (f.norm_weight == nullptr) continue;
 #pragma unroll
       for (int off = kLanes / 2; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
+      if (one_pass) {
+        if (threadIdx.x % kLanes == 0) squares_s[r * 16 + threadIdx.x / kLanes] = squares;
+        continue;
+      }
       if (threadIdx.x % kLanes == 0) squares_s[threadIdx.x / kLanes] = squares;
       __syncthreads();
       // Every warp sums the warps' partial sums as a tree, in the same order.
@@ -786,6 +830,7 @@ int launch_int4(const Int4Problem& p, void* stream) {
   f.up_pairs = static_cast<int>(p.n / 2 / 16);
   f.weights_early = p.weights_early;
   f.norm_early = p.norm_early;
+  f.norm_after = p.norm_after;
 #ifdef AOTI_CUDA_INT4_ABLATION
   static const int ablate = static_cast<int>(env_integer_or_warn("AOTI_CUDA_INT4_ABLATE", 0, 15).value_or(0));
   f.ablate = ablate;
