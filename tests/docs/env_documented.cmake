@@ -1,0 +1,40 @@
+# Every AOTI_CUDA_* environment variable named in the SDK's sources (src/, include/) is listed in
+# docs/configuration.md, the page users look them up on: a knob added without its line there fails this test.
+# A name counts when it appears as a whole string literal ("AOTI_CUDA_..."), which is how the sources pass names to
+# the environment readers (common/env.hpp) and std::getenv.
+#
+#   cmake -DSOURCE_DIR=<repository root> -P tests/docs/env_documented.cmake
+if(NOT SOURCE_DIR)
+  message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=<repository root> -P env_documented.cmake")
+endif()
+file(READ "${SOURCE_DIR}/docs/configuration.md" page)
+file(GLOB_RECURSE sources "${SOURCE_DIR}/src/*" "${SOURCE_DIR}/include/*")
+set(names "")
+foreach(source IN LISTS sources)
+  file(STRINGS "${source}" lines REGEX "\"AOTI_CUDA_[A-Z0-9_]+\"")
+  foreach(line IN LISTS lines)
+    string(REGEX MATCHALL "\"AOTI_CUDA_[A-Z0-9_]+\"" quoted "${line}")
+    foreach(q IN LISTS quoted)
+      string(REPLACE "\"" "" name "${q}")
+      list(APPEND names "${name}")
+    endforeach()
+  endforeach()
+endforeach()
+list(REMOVE_DUPLICATES names)
+list(LENGTH names count)
+if(count LESS 10)
+  # The sources name far more than ten: fewer means the scan itself broke (paths, regex), not that all is listed.
+  message(FATAL_ERROR "found only ${count} AOTI_CUDA_* names under ${SOURCE_DIR}/src and include: the scan is broken")
+endif()
+set(missing "")
+foreach(name IN LISTS names)
+  string(FIND "${page}" "`${name}`" at)
+  if(at EQUAL -1)
+    list(APPEND missing "${name}")
+  endif()
+endforeach()
+if(missing)
+  list(JOIN missing ", " text)
+  message(FATAL_ERROR "not listed in docs/configuration.md (as `NAME`): ${text}")
+endif()
+message(STATUS "${count} AOTI_CUDA_* environment variables, each listed in docs/configuration.md")
