@@ -135,7 +135,7 @@ int launch_fused(const FusedCall& c, int sms, cudaStream_t s) {
     p.k = c.k;
     p.split = c.split;
     p.weights_early = c.weights_early;
-    p.norm_after = !p.fp16 && fl::norm_after_enabled();  // as the shim (AOTI_CUDA_NORM_AFTER)
+    p.norm_after = fl::norm_after_enabled();  // as the shim (AOTI_CUDA_NORM_AFTER)
     return fl::launch(p, s, sms);
   }
   fl::Int4Problem p;

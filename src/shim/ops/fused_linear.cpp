@@ -153,7 +153,7 @@ void fused_linear_call(AtenTensorHandle x, AtenTensorHandle* norm_weight, double
   p.residual_row_stride = o.residual_row_stride;
   p.fp16 = o.x.dtype == kFloat16;
   p.weights_early = is_program_constant(wt);  // with dependent launch: loaded while the previous kernel ends
-  p.norm_after = !p.fp16 && fused_linear::norm_after_enabled();
+  p.norm_after = fused_linear::norm_after_enabled();
   o.run(n_out, ret0, "aoti_cuda fused linear", "fused linear kernel launch", [&](void* out, void* stream) {
     p.out = out;
     return fused_linear::launch(p, stream, multiprocessor_count(o.device));

@@ -80,6 +80,14 @@ __device__ __forceinline__ float silu_rounded(float v) {
 
 constexpr int kUnroll = 4;  // 16-byte weight loads in flight per thread and weight row, as the few-row GEMV
 
+// The row's 1/rms from the warps' partial sums of squares (stage_normalized_row), added in warp order.
+__device__ __forceinline__ float row_inv(const Problem& p, int vecs, const float* squares_s) {
+  float total = 0.f;
+#pragma unroll
+  for (int i = 0; i < kWarps; ++i) total += squares_s[i];
+  return rsqrtf(total / static_cast<float>(8 * vecs) + p.eps);
+}
+
 // The kernel's prologue with a norm, run while the block's first weight loads are in flight (issued before them,
 // its copies made q/k/v 6.18 -> 6.69 us, 2026-12-04 18:49): the row x4 and the norm weight copied together into
 // `staged` (vecs = K/8 16-byte vectors each), then, on this thread's own copies (visible to it after the wait):
@@ -118,10 +126,7 @@ __device__ __forceinline__ void stage_normalized_row(const Problem& p, int vecs,
   if (tid % 32 == 0) squares_s[tid / 32] = squares;
   __syncthreads();
   if (one_pass) return;
-  float total = 0.f;
-#pragma unroll
-  for (int i = 0; i < kWarps; ++i) total += squares_s[i];
-  const float inv = rsqrtf(total / static_cast<float>(8 * vecs) + p.eps);
+  const float inv = row_inv(p, vecs, squares_s);
   for (int v = tid; v < vecs; v += kThreads) {
     float f[8], g[8];
     unpack8<kHalf>(staged[v], f);
@@ -131,14 +136,6 @@ __device__ __forceinline__ void stage_normalized_row(const Problem& p, int vecs,
     staged[v] = pack8<kHalf>(f);
   }
   __syncthreads();
-}
-
-// norm_after: the row's 1/rms from the warps' partial sums of squares (stage_normalized_row), in warp order.
-__device__ __forceinline__ float row_inv(const Problem& p, int vecs, const float* squares_s) {
-  float total = 0.f;
-#pragma unroll
-  for (int i = 0; i < kWarps; ++i) total += squares_s[i];
-  return rsqrtf(total / static_cast<float>(8 * vecs) + p.eps);
 }
 
 // Block b computes output columns [b * C, b * C + C) (C = kWarps / split), then those gridDim.x groups further on, so

@@ -103,6 +103,8 @@ __device__ __forceinline__ void dequant_word(uint32_t (&d)[4], uint32_t word, ui
   }
 }
 
+constexpr int kMaxWarps = 512 / kLanes;  // warps a block at most (the kernels' launch bounds)
+
 struct GemvShape {
   int m, n, k, n_tiles, k_super, group_shift;
 };
@@ -475,14 +477,14 @@ struct Int4Gemv {
   // Each staged row's sum of squares, one partial per warp (8 rows of at most 16 warps): with norm_after the
   // epilogue adds them up (row_inv); otherwise stage_rows uses row 0's as scratch.
   static __device__ __forceinline__ float* row_squares() {
-    __shared__ float squares_s[8 * 16];
+    __shared__ float squares_s[8 * kMaxWarps];
     return squares_s;
   }
 
   // 1/rms of staged row `row` from its warps' partial sums of squares, added in warp order (the same in every block
   // and for every output of the row).
   static __device__ __forceinline__ float row_inv(const FusedArgs& f, int row, int warps) {
-    const float* squares = row_squares() + row * 16;
+    const float* squares = row_squares() + row * kMaxWarps;
     float total = 0.f;
     for (int w = 0; w < warps; ++w) total += squares[w];
     return rsqrtf(total / static_cast<float>(f.k_x) + f.eps);
@@ -536,7 +538,7 @@ struct Int4Gemv {
 #pragma unroll
       for (int off = kLanes / 2; off > 0; off /= 2) squares += __shfl_xor_sync(0xffffffffu, squares, off);
       if (one_pass) {
-        if (threadIdx.x % kLanes == 0) squares_s[r * 16 + threadIdx.x / kLanes] = squares;
+        if (threadIdx.x % kLanes == 0) squares_s[r * kMaxWarps + threadIdx.x / kLanes] = squares;
         continue;
       }
       if (threadIdx.x % kLanes == 0) squares_s[threadIdx.x / kLanes] = squares;
