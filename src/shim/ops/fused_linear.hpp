@@ -54,11 +54,11 @@ struct Problem {
   /// issues its first weight loads before it waits for the previous kernel (dependent_launch.hpp); x, norm_weight
   /// and residual are read after the wait either way.
   bool weights_early = false;
-  /// With a norm weight and bf16 operands (ignored for fp16): the row is staged as T(a_k * norm_weight_k) in one pass and each output's float32
-  /// sum is multiplied by the row's rsqrt(mean(a^2) + eps) before it is rounded, instead of the model's two roundings
-  /// per element after a pass that needs the whole row's sum of squares first. Results differ in the last bits; no
-  /// barrier and no second pass before the multiply. (fp16 keeps the model's form: a_k * norm_weight_k unscaled may
-  /// overflow it.) The shims set it from norm_after_enabled().
+  /// With a norm weight and bf16 operands (ignored for fp16): the row is staged as T(a_k * norm_weight_k) in one
+  /// pass and each output's float32 sum is multiplied by the row's rsqrt(mean(a^2) + eps) before it is rounded,
+  /// instead of the model's two roundings per element after a pass that needs the whole row's sum of squares first.
+  /// Results differ in the last bits; no barrier and no second pass before the multiply. (fp16 keeps the model's
+  /// form: a_k * norm_weight_k unscaled may overflow it.) The shims set it from norm_after_enabled().
   bool norm_after = false;
 };
 

@@ -14,9 +14,10 @@
 #      AB_BUDGET (default 470 s) and AB_MEASURE_S (140) are model-ab.sh's BUDGET and MEASURE_S: the exports get about
 #      330 s (233-239 s on an H100 on 2026-12-06 09:17; cut at 260 s at 09:02);
 #   3. with the GPU idle: every aoti_cuda_int4_bench* (its first line is the streaming-read bandwidth) and, when one
-#      is packed, torch's kernel (tools/int4/bench_torch.py) at M = 1..16 on the model's shapes, then every fused linear bench's single
-#      projections and decode chain, every aoti_cuda_attention_bench*'s --decode (if packed), and the ablation
-#      build's chain (aoti_cuda_fused_linear_ablation, if packed) with each part left out (benches.tgz).
+#      is packed, torch's kernel (tools/int4/bench_torch.py) at M = 1..16 on the model's shapes, then every fused
+#      linear bench's single projections and decode chain, every aoti_cuda_attention_bench*'s --decode (if packed),
+#      and the ablation build's chain (aoti_cuda_fused_linear_ablation, if packed) with each part left out
+#      (benches.tgz).
 set -uo pipefail
 shopt -s nullglob  # a bench not packed is skipped, not run under its pattern's name
 OUT=${1:?OUT}
@@ -40,13 +41,13 @@ BUDGET=${AB_BUDGET:-470} MEASURE_S=${AB_MEASURE_S:-140} PROMPT_LENS=128 AB_SETTI
 wait "$tests"
 export LD_LIBRARY_PATH="$P/aoti:$CUDA_LIBS"
 shapes=3072x2048,2048x2048,11264x2048,2048x5632,32000x2048
-for bin in "$P"/bench/aoti_cuda_int4_bench*; do
+int4_benches=("$P"/bench/aoti_cuda_int4_bench*)
+for bin in "${int4_benches[@]}"; do
   v=${bin##*/aoti_cuda_int4_bench}
   timeout 90 "$bin" --m 1,2,4,8,16 --shapes "$shapes" --weights-early \
     --json "$B/int4_bench$v.json" > "$B/int4_bench$v.log" 2>&1
   echo "int4_bench$v: status $?"
 done
-int4_benches=("$P"/bench/aoti_cuda_int4_bench*)
 if (( ${#int4_benches[@]} )); then  # torch's kernel only beside ours (20-40 s of device time)
   timeout 120 python3 tools/int4/bench_torch.py "$B/torch.json" --m 1,2,4,8,16 --shapes "$shapes" > "$B/torch.log" 2>&1
   echo "bench_torch: status $?"
