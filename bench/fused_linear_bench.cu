@@ -24,8 +24,9 @@
 // one kernel over thread-block clusters of 16 or 8 (OpSettings::attention_cluster), plainly and with both of the
 // above. Then rows that say what bounds a layer: the projections alone (no attention); the read floor (each
 // projection replaced by a kernel that only reads its bytes, floor_read_kernel) with and without the attention, and
-// with a row read and a store after each wait; and the persistent floor (persistent_floor_kernel: the same bytes and
-// row reads as stages of one kernel a layer or a step, chained by counters instead of kernel boundaries).
+// with a row read and a store after each wait; and the persistent floor (persistent_floor_kernel, ring_floor_kernel:
+// the same bytes and row reads as stages of one kernel a layer or a step, chained by counters instead of kernel
+// boundaries). The floor kernels are in chain_floors.cuh.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -38,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "chain_floors.cuh"
 #include "l2_flush.cuh"
 #include "stream_read.cuh"
 #include "shim/op_settings.hpp"
@@ -45,7 +47,6 @@
 #include "shim/ops/dependent_launch.hpp"
 #include "shim/ops/fused_linear.hpp"
 #include "shim/ops/gemv.hpp"
-#include "shim/ops/ptx.cuh"
 #include "shim/ops/weight_int4pack_mm.hpp"
 
 namespace {
@@ -53,6 +54,9 @@ namespace {
 namespace fl = aoti_cuda::shim::fused_linear;
 namespace gemm = aoti_cuda::shim::gemm;
 namespace int4mm = aoti_cuda::shim::int4mm;
+using aoti_cuda_bench::FloorStage;
+using aoti_cuda_bench::kFloorThreads;
+using aoti_cuda_bench::kFloorTile;
 
 void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) {
@@ -260,186 +264,6 @@ struct Operands {
   }
 };
 
-// --chain's read floor: a projection replaced by a kernel that only reads its weight bytes (and int4 scales), once,
-// with the contract of dependent_launch.hpp at its most favourable: every load issued before the wait (the weights
-// are constants), dependents allowed right after it. A projection kernel cannot beat this while it is one kernel
-// per projection; the chain's floor rows put the measured layers beside it.
-constexpr int kFloorThreads = 256, kFloorLoads = 8;
-
-// `row` non-null: after the wait every thread also reads one vector of the row (as a projection reads its input
-// row, and as each stage of the persistent floor below does) and the kernel stores one vector a thread.
-__global__ void __launch_bounds__(kFloorThreads) floor_read_kernel(const uint4* a, std::size_t na, const uint4* b,
-                                                                   std::size_t nb, const uint4* row, uint4* out,
-                                                                   uint4* sink) {
-  // Thread t of the grid reads vectors t, t + T, ... (T threads): coalesced, kFloorLoads in flight per thread.
-  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  const std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  uint4 v[kFloorLoads];
-#pragma unroll
-  for (int i = 0; i < kFloorLoads; ++i) {
-    const std::size_t j = t + i * threads;
-    v[i] = j < na ? aoti_cuda_bench::load_stream(a + j)
-                  : (j - na < nb ? aoti_cuda_bench::load_stream(b + (j - na)) : make_uint4(0, 0, 0, 0));
-  }
-  aoti_cuda::shim::pdl::wait_for_predecessor();
-  aoti_cuda::shim::pdl::allow_dependents();
-  uint32_t acc = 0;
-#pragma unroll
-  for (int i = 0; i < kFloorLoads; ++i) acc ^= v[i].x ^ v[i].y ^ v[i].z ^ v[i].w;
-  if (row != nullptr) {
-    const uint4 x = row[threadIdx.x];
-    out[threadIdx.x] = make_uint4(acc ^ x.x ^ x.y, x.z, x.w, 0);
-  }
-  if (acc == 0x9E3779B9u) sink[0] = make_uint4(acc, 1, 2, 3);  // practically never: keeps the loads
-}
-
-// --chain's persistent floor: what a layer's projections would cost if they were stages of one kernel instead of
-// one kernel each (the GPU machine README's plan, "a persistent layer kernel"). Each projection's bytes are cut
-// into tiles of kFloorThreads x kFloorLoads vectors (32 KB); the tiles of every stage, in order, are dealt round
-// robin to a grid of resident blocks. A block issues its tile's loads, waits until the previous stage has counted
-// all of its tiles finished (an acquire load polled by one thread), reads the row the previous stage "wrote" (one
-// vector a thread, as a real stage reads its input row), stores one vector and counts its tile finished (a release
-// add). Dependent launch orders the kernels; the counters are zeroed by a memset at the start of the step. Only the
-// bytes and the synchronization, as floor_read_kernel is for one kernel a projection.
-struct FloorStage {
-  const uint4 *a, *b;  // weight and (int4) scale vectors
-  std::size_t na, nb;
-  int tiles, first_tile;  // tiles of this stage; tile index of its first among all of the kernel's stages
-};
-
-__device__ __forceinline__ unsigned load_acquire(const unsigned* p) {
-  unsigned v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-__device__ __forceinline__ void add_release(unsigned* p, unsigned v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-constexpr std::size_t kFloorTile = static_cast<std::size_t>(kFloorThreads) * kFloorLoads;  // vectors a tile
-
-// The stage of tile g (of the kernel's tiles), searching forward from stage s: a block meets its tiles in order.
-__device__ __forceinline__ int stage_of(const FloorStage* stages, int count, int s, int g) {
-  while (s + 1 < count && g >= stages[s + 1].first_tile) ++s;
-  return s;
-}
-
-// A stage's count is kept in `Spread` counters 32 words apart (tile t adds to counter t % Spread), so that the
-// finished tiles' adds do not all queue on one address; thread i < Spread of a waiting block polls counter i.
-template <int Spread>
-__global__ void __launch_bounds__(kFloorThreads) persistent_floor_kernel(const FloorStage* stages, int count,
-                                                                         int total_tiles, unsigned* counters,
-                                                                         const uint4* row, uint4* out, uint4* sink) {
-  constexpr int kWords = 32;  // between two counters of a stage (128 bytes)
-  int s = 0;
-  bool waited = false;
-  uint32_t acc = 0;
-  for (int g = blockIdx.x; g < total_tiles; g += gridDim.x) {
-    s = stage_of(stages, count, s, g);  // the table is a program constant, read before the wait too
-    const FloorStage st = stages[s];
-    const int t = g - st.first_tile;
-    const std::size_t base = static_cast<std::size_t>(t) * kFloorTile + threadIdx.x;
-    uint4 v[kFloorLoads];
-#pragma unroll
-    for (int i = 0; i < kFloorLoads; ++i) {
-      const std::size_t j = base + static_cast<std::size_t>(i) * kFloorThreads;
-      v[i] = j < st.na ? aoti_cuda_bench::load_stream(st.a + j)
-                       : (j - st.na < st.nb ? aoti_cuda_bench::load_stream(st.b + (j - st.na))
-                                            : make_uint4(0, 0, 0, 0));
-    }
-    if (!waited) {
-      aoti_cuda::shim::pdl::wait_for_predecessor();
-      aoti_cuda::shim::pdl::allow_dependents();
-      waited = true;
-    }
-    if (s > 0) {
-      if (threadIdx.x < Spread) {
-        const int tiles = stages[s - 1].tiles;
-        const unsigned need = static_cast<unsigned>(tiles / Spread + (static_cast<int>(threadIdx.x) < tiles % Spread));
-        const unsigned* c = counters + ((s - 1) * Spread + threadIdx.x) * kWords;
-        while (load_acquire(c) < need) {
-        }
-      }
-      __syncthreads();
-    }
-    const uint4 x = row[threadIdx.x];
-    acc ^= x.x ^ x.y;
-#pragma unroll
-    for (int i = 0; i < kFloorLoads; ++i) acc ^= v[i].x ^ v[i].y ^ v[i].z ^ v[i].w;
-    out[threadIdx.x] = make_uint4(acc, x.z, x.w, 0);
-    __syncthreads();  // every thread's store before the count
-    if (threadIdx.x == 0) add_release(counters + (s * Spread + t % Spread) * kWords, 1);
-  }
-  if (!waited) aoti_cuda::shim::pdl::wait_for_predecessor();
-  if (acc == 0x9E3779B9u) sink[0] = make_uint4(acc, 1, 2, 3);  // practically never: keeps the loads
-}
-
-// The ring form of the persistent floor: Blocks blocks an SM, each with Slots tiles of shared memory (Blocks x
-// Slots x 32 KB <= 192 KB an SM). A block copies its next tiles (cp.async, one group a tile) while it waits on and
-// reads the current one, so every tile of a layer is in flight from the start when the slots cover them (an int4
-// layer: 748 tiles; 132 SMs x 6 slots = 792), which persistent_floor_kernel's registers could not do (50 registers:
-// four blocks an SM, 528 tiles at once). A block reads the row once a stage, as a real stage would.
-template <int Slots, int Blocks>
-__global__ void __launch_bounds__(kFloorThreads, Blocks) ring_floor_kernel(const FloorStage* stages, int count,
-                                                                           int total_tiles, unsigned* counters,
-                                                                           const uint4* row, uint4* out,
-                                                                           uint4* sink) {
-  extern __shared__ uint4 ring[];
-  namespace ptx = aoti_cuda::shim::ptx;
-  int issue_stage = 0;
-  auto issue = [&](int i) {  // tile i of this block into slot i % Slots; an empty group past the last tile
-    const int g = blockIdx.x + i * gridDim.x;
-    if (g < total_tiles) {
-      issue_stage = stage_of(stages, count, issue_stage, g);
-      const FloorStage st = stages[issue_stage];
-      const std::size_t base = static_cast<std::size_t>(g - st.first_tile) * kFloorTile + threadIdx.x;
-      uint4* slot = ring + (i % Slots) * kFloorTile + threadIdx.x;
-#pragma unroll
-      for (int k = 0; k < kFloorLoads; ++k) {
-        const std::size_t j = base + static_cast<std::size_t>(k) * kFloorThreads;
-        const uint4* src = j < st.na ? st.a + j : (j - st.na < st.nb ? st.b + (j - st.na) : st.a);
-        ptx::cp_async16(ptx::shared_address(slot + k * kFloorThreads), src, j < st.na + st.nb ? 16 : 0);
-      }
-    }
-    ptx::cp_async_commit();
-  };
-  for (int i = 0; i < Slots; ++i) issue(i);  // weights only: allowed before the wait
-  aoti_cuda::shim::pdl::wait_for_predecessor();
-  aoti_cuda::shim::pdl::allow_dependents();
-  int s = 0, row_stage = -1;
-  uint32_t acc = 0;
-  uint4 x = make_uint4(0, 0, 0, 0);
-  for (int i = 0;; ++i) {
-    const int g = blockIdx.x + i * gridDim.x;
-    if (g >= total_tiles) break;
-    s = stage_of(stages, count, s, g);
-    ptx::cp_async_wait<Slots - 1>();  // one group a tile, committed in order: tile i has landed
-    if (s > 0 && threadIdx.x == 0) {
-      const unsigned need = static_cast<unsigned>(stages[s - 1].tiles);
-      while (load_acquire(counters + (s - 1) * 32) < need) {
-      }
-    }
-    __syncthreads();  // every thread's copies of tile i, and the previous stage complete
-    const uint4* slot = ring + (i % Slots) * kFloorTile + threadIdx.x;
-#pragma unroll
-    for (int k = 0; k < kFloorLoads; ++k) {
-      const uint4 v = slot[k * kFloorThreads];
-      acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    if (s != row_stage) {  // the stage's input row, once a stage
-      x = row[threadIdx.x];
-      row_stage = s;
-    }
-    out[threadIdx.x] = make_uint4(acc ^ x.x ^ x.y, x.z, x.w, 0);
-    __syncthreads();  // the stores before the count, the slot's reads before its next copy
-    if (threadIdx.x == 0) add_release(counters + s * 32, 1);
-    issue(i + Slots);
-  }
-  ptx::cp_async_wait<0>();
-  if (acc == 0x9E3779B9u) sink[0] = make_uint4(acc, 1, 2, 3);  // practically never: keeps the loads
-}
-
 // --chain: the decode layers of the fused exports back to back (see the top of the file).
 struct Layers {
   static constexpr int kCount = 22;
@@ -455,13 +279,15 @@ struct Layers {
   void *norm = nullptr, *rope_cos = nullptr, *rope_sin = nullptr, *pos = nullptr, *scratch = nullptr;
   void *h[2] = {}, *qkv_out = nullptr, *attn = nullptr, *h2 = nullptr, *act = nullptr;
   // The persistent floor's stage tables (4 stages a layer: per layer, tiles counted from the layer's first; and the
-  // whole step's 88 stages, counted from the step's first), its counters (one a stage) and its stores.
+  // whole step's 88 stages, counted from the step's first), its counters (1 or kFloorSpread a stage, 128 bytes
+  // apart) and its stores.
   FloorStage *floor_layer_table = nullptr, *floor_step_table = nullptr;
   unsigned* floor_counters = nullptr;
   void* floor_out = nullptr;
   int floor_layer_tiles[kCount] = {}, floor_step_tiles = 0;
   static constexpr int kFloorSpread = 16;  // the spread form's counters a stage
-  static constexpr std::size_t kFloorCounterBytes = 4 * kCount * kFloorSpread * 32 * sizeof(unsigned);
+  static constexpr std::size_t kFloorCounterBytes =
+      4 * kCount * kFloorSpread * aoti_cuda_bench::kCounterWords * sizeof(unsigned);
 
   void* keep(void* p) {
     owned.push_back(p);
@@ -581,48 +407,46 @@ struct Layers {
   // and a store after the wait.
   int read_floor(const Weights& w, bool with_row, cudaStream_t s) const {
     const std::size_t na = w.w_bytes / 16, nb = w.sz_bytes / 16;
-    const std::size_t per_block = static_cast<std::size_t>(kFloorThreads) * kFloorLoads;
-    const dim3 grid(static_cast<unsigned>((na + nb + per_block - 1) / per_block));
+    const dim3 grid(static_cast<unsigned>((na + nb + kFloorTile - 1) / kFloorTile));
     return static_cast<int>(aoti_cuda::shim::pdl::launch(
-        floor_read_kernel, grid, dim3(kFloorThreads), 0, s, reinterpret_cast<const uint4*>(w.w), na,
+        aoti_cuda_bench::floor_read_kernel, grid, dim3(kFloorThreads), 0, s, reinterpret_cast<const uint4*>(w.w), na,
         reinterpret_cast<const uint4*>(w.sz), nb, with_row ? static_cast<const uint4*>(h[0]) : nullptr,
         static_cast<uint4*>(floor_out), static_cast<uint4*>(act)));
   }
 
   // The persistent floor for layer l: one kernel a layer (`whole_step` false) or one for the step, launched with
   // layer 0 (later layers launch nothing); as many blocks as fit on the GPU at once; `spread`: each stage's count
-  // over kFloorSpread counters; `ring` 1, 2, 3: ring_floor_kernel with 1 block an SM and 6 slots, 2 and 3, 3 and 2.
+  // over kFloorSpread counters; `ring` 1, 2, 3: ring_floor_kernel with 1 block an SM and 6 slots, 2 and 3, 3 and 2
+  // instead (`spread` ignored).
   int persistent_floor(int l, bool whole_step, bool spread, int ring, int sms, cudaStream_t s) const {
     if (whole_step && l > 0) return 0;
     if (l == 0) {
       const cudaError_t err = cudaMemsetAsync(floor_counters, 0, kFloorCounterBytes, s);
       if (err != cudaSuccess) return static_cast<int>(err);
     }
-    if (ring > 0) {  // a stage's count in counter word 32 s (the 32-word stride of the spread form)
-      const auto kernel = ring == 1 ? ring_floor_kernel<6, 1> : ring == 2 ? ring_floor_kernel<3, 2>
-                                                                         : ring_floor_kernel<2, 3>;
-      const int blocks = ring == 1 ? 1 : ring == 2 ? 2 : 3;
-      const std::size_t bytes = (ring == 1 ? 6 : ring == 2 ? 3 : 2) * kFloorTile * sizeof(uint4);
+    namespace cf = aoti_cuda_bench;
+    constexpr int kSlots[] = {0, 6, 3, 2};  // ring form r: r blocks an SM with kSlots[r] tiles of shared memory each
+    const auto kernel = ring == 1   ? cf::ring_floor_kernel<6, 1>
+                        : ring == 2 ? cf::ring_floor_kernel<3, 2>
+                        : ring == 3 ? cf::ring_floor_kernel<2, 3>
+                        : spread    ? cf::persistent_floor_kernel<kFloorSpread>
+                                    : cf::persistent_floor_kernel<1>;
+    const std::size_t smem = kSlots[ring] * kFloorTile * sizeof(uint4);
+    int per_sm = ring;
+    if (ring > 0) {
       const cudaError_t attr =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (attr != cudaSuccess) return static_cast<int>(attr);
-      return static_cast<int>(aoti_cuda::shim::pdl::launch(
-          kernel, dim3(static_cast<unsigned>(blocks * sms)), dim3(kFloorThreads), bytes, s,
-          whole_step ? floor_step_table : floor_layer_table + 4 * l, whole_step ? 4 * kCount : 4,
-          whole_step ? floor_step_tiles : floor_layer_tiles[l],
-          whole_step ? floor_counters : floor_counters + 4 * l * 32, static_cast<const uint4*>(h[0]),
-          static_cast<uint4*>(floor_out), static_cast<uint4*>(act)));
+    } else {
+      const cudaError_t occ = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFloorThreads, 0);
+      if (occ != cudaSuccess) return static_cast<int>(occ);
     }
-    const auto kernel = spread ? persistent_floor_kernel<kFloorSpread> : persistent_floor_kernel<1>;
-    const int per_stage = (spread ? kFloorSpread : 1) * 32;  // counter words a stage
-    int fit = 0;
-    const cudaError_t occ = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, kernel, kFloorThreads, 0);
-    if (occ != cudaSuccess) return static_cast<int>(occ);
-    const FloorStage* table = whole_step ? floor_step_table : floor_layer_table + 4 * l;
-    unsigned* counters = whole_step ? floor_counters : floor_counters + 4 * l * per_stage;
+    const int stage_words = (spread && ring == 0 ? kFloorSpread : 1) * cf::kCounterWords;
     return static_cast<int>(aoti_cuda::shim::pdl::launch(
-        kernel, dim3(static_cast<unsigned>(fit * sms)), dim3(kFloorThreads), 0, s, table, whole_step ? 4 * kCount : 4,
-        whole_step ? floor_step_tiles : floor_layer_tiles[l], counters, static_cast<const uint4*>(h[0]),
+        kernel, dim3(static_cast<unsigned>(per_sm * sms)), dim3(kFloorThreads), smem, s,
+        whole_step ? floor_step_table : floor_layer_table + 4 * l, whole_step ? 4 * kCount : 4,
+        whole_step ? floor_step_tiles : floor_layer_tiles[l],
+        whole_step ? floor_counters : floor_counters + 4 * l * stage_words, static_cast<const uint4*>(h[0]),
         static_cast<uint4*>(floor_out), static_cast<uint4*>(act)));
   }
 
