@@ -15,6 +15,36 @@
 
 namespace aoti_cuda_bench {
 
+// Byte ranges to prefetch into L2 (a later projection's weight and scales), for the prefetch rows below.
+struct PrefetchSet {
+  const char* base[4];
+  std::size_t bytes[4];  // multiples of 16
+  int count;
+};
+constexpr std::size_t kPrefetchChunk = 64 * 1024;
+
+
+// This block's share of `set` (each range cut into gridDim.x slices of whole 16-byte vectors) asked of the L2 by
+// the block's first threads: sm_90 bulk prefetches of up to kPrefetchChunk bytes each, a 128-byte line a thread
+// below it. The in-kernel form of the prefetch rows: every SM's copy engine takes a share.
+__device__ __forceinline__ void prefetch_block_share(const PrefetchSet& set) {
+  for (int r = 0; r < set.count; ++r) {
+    const std::size_t slice = (set.bytes[r] / 16 + gridDim.x - 1) / gridDim.x * 16;
+    const std::size_t begin = blockIdx.x * slice;
+    const std::size_t end = begin + slice < set.bytes[r] ? begin + slice : set.bytes[r];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    for (std::size_t off = begin + threadIdx.x * kPrefetchChunk; off < end; off += blockDim.x * kPrefetchChunk) {
+      const unsigned size = static_cast<unsigned>(end - off < kPrefetchChunk ? end - off : kPrefetchChunk);
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(set.base[r] + off), "r"(size) : "memory");
+    }
+#else
+    for (std::size_t off = begin + threadIdx.x * 128; off < end; off += blockDim.x * 128) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(set.base[r] + off));
+    }
+#endif
+  }
+}
+
 // --chain's read floor: a projection replaced by a kernel that only reads its weight bytes (and int4 scales), once,
 // with the contract of dependent_launch.hpp at its most favourable: every load issued before the wait (the weights
 // are constants), dependents allowed right after it. A projection kernel cannot beat this while it is one kernel
@@ -23,10 +53,11 @@ constexpr int kFloorThreads = 256, kFloorLoads = 8;
 constexpr std::size_t kFloorTile = static_cast<std::size_t>(kFloorThreads) * kFloorLoads;  // vectors a block or tile
 
 // `row` non-null: after the wait every thread also reads one vector of the row (as a projection reads its input
-// row, and as each stage of the persistent floor below does) and the kernel stores one vector a thread.
+// row, and as each stage of the persistent floor below does) and the kernel stores one vector a thread. Before the
+// wait the block also asks the L2 for its share of `next` (prefetch_block_share).
 __global__ void __launch_bounds__(kFloorThreads) floor_read_kernel(const uint4* a, std::size_t na, const uint4* b,
                                                                    std::size_t nb, const uint4* row, uint4* out,
-                                                                   uint4* sink) {
+                                                                   uint4* sink, PrefetchSet next) {
   // Thread t of the grid reads vectors t, t + T, ... (T threads): coalesced, kFloorLoads in flight per thread.
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t t = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -37,6 +68,7 @@ __global__ void __launch_bounds__(kFloorThreads) floor_read_kernel(const uint4* 
     v[i] = j < na ? load_stream(a + j)
                   : (j - na < nb ? load_stream(b + (j - na)) : make_uint4(0, 0, 0, 0));
   }
+  prefetch_block_share(next);  // `next`: the following projection's bytes (none: count 0)
   aoti_cuda::shim::pdl::wait_for_predecessor();
   aoti_cuda::shim::pdl::allow_dependents();
   uint32_t acc = 0;
@@ -196,6 +228,29 @@ __global__ void __launch_bounds__(kFloorThreads, Blocks) ring_floor_kernel(const
   }
   ptx::cp_async_wait<0>();
   if (acc == 0x9E3779B9u) sink[0] = make_uint4(acc, 1, 2, 3);  // practically never: keeps the loads
+}
+
+// --chain's L2 prefetch rows: one warp that asks the L2 to fetch up to four byte ranges (a later projection's weight
+// and scales) and exits. On sm_90 each lane issues bulk prefetches (cp.async.bulk.prefetch.L2: one instruction
+// for up to kPrefetchChunk bytes, no registers or shared memory held while the bytes come); older GPUs get one
+// prefetch.global.L2 a 128-byte line, which one warp issues far more slowly. The question the rows answer: does
+// HBM kept busy during another kernel's ramp, tail and the attention feed the next projection from L2 faster than
+// its own loads from HBM (docs/benchmarks/llm.md, "The next projection's weights prefetched into L2").
+__global__ void __launch_bounds__(32) l2_prefetch_kernel(PrefetchSet set) {
+  for (int r = 0; r < set.count; ++r) {
+    const char* base = set.base[r];
+    const std::size_t bytes = set.bytes[r];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    for (std::size_t off = threadIdx.x * kPrefetchChunk; off < bytes; off += 32 * kPrefetchChunk) {
+      const unsigned size = static_cast<unsigned>(bytes - off < kPrefetchChunk ? bytes - off : kPrefetchChunk);
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(size) : "memory");
+    }
+#else
+    for (std::size_t off = threadIdx.x * 128; off < bytes; off += 32 * 128) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(base + off));
+    }
+#endif
+  }
 }
 
 }  // namespace aoti_cuda_bench

@@ -26,7 +26,9 @@
 // projection replaced by a kernel that only reads its bytes, floor_read_kernel) with and without the attention, and
 // with a row read and a store after each wait; and the persistent floor (persistent_floor_kernel, ring_floor_kernel:
 // the same bytes and row reads as stages of one kernel a layer or a step, chained by counters instead of kernel
-// boundaries). The floor kernels are in chain_floors.cuh.
+// boundaries); and two ways of fetching the next projection's weights into L2 ahead of it: a graph branch forked
+// where each projection is enqueued (l2_prefetch_kernel, one warp) and each block of the read floor taking a share
+// (prefetch_block_share). The floor and prefetch kernels are in chain_floors.cuh.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -37,6 +39,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chain_floors.cuh"
@@ -289,6 +292,11 @@ struct Layers {
   static constexpr std::size_t kFloorCounterBytes =
       4 * kCount * kFloorSpread * aoti_cuda_bench::kCounterWords * sizeof(unsigned);
 
+  // The prefetch rows' second stream and events: a prefetch forks from the main stream where it is issued and the
+  // last layer joins it back (so the captured graph holds it as a branch).
+  cudaStream_t side = nullptr;
+  cudaEvent_t fork = nullptr, join = nullptr;
+
   void* keep(void* p) {
     owned.push_back(p);
     return p;
@@ -327,6 +335,9 @@ struct Layers {
     check(cudaMemcpy(pos, &position, 8, cudaMemcpyHostToDevice), "cudaMemcpy");
     scratch = keep(filled(aoti_cuda::shim::decode_attention::scratch_bytes(attention(0))));
     make_floor_tables();
+    check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "cudaEventCreate");
+    check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate");
   }
 
   void make_floor_tables() {
@@ -354,6 +365,9 @@ struct Layers {
     floor_out = keep(filled(static_cast<std::size_t>(kFloorThreads) * 16));
   }
   ~Layers() {
+    cudaEventDestroy(fork);
+    cudaEventDestroy(join);
+    cudaStreamDestroy(side);
     for (void* p : owned) cudaFree(p);
   }
   Layers(const Layers&) = delete;
@@ -405,13 +419,14 @@ struct Layers {
 
   // The read floor of projection w (floor_read_kernel over its weight and scale bytes); `with_row`: with a row read
   // and a store after the wait.
-  int read_floor(const Weights& w, bool with_row, cudaStream_t s) const {
+  int read_floor(const Weights& w, bool with_row, cudaStream_t s, const Weights* next = nullptr) const {
     const std::size_t na = w.w_bytes / 16, nb = w.sz_bytes / 16;
+    const aoti_cuda_bench::PrefetchSet ahead = prefetch_set(next, 0);
     const dim3 grid(static_cast<unsigned>((na + nb + kFloorTile - 1) / kFloorTile));
     return static_cast<int>(aoti_cuda::shim::pdl::launch(
         aoti_cuda_bench::floor_read_kernel, grid, dim3(kFloorThreads), 0, s, reinterpret_cast<const uint4*>(w.w), na,
         reinterpret_cast<const uint4*>(w.sz), nb, with_row ? static_cast<const uint4*>(h[0]) : nullptr,
-        static_cast<uint4*>(floor_out), static_cast<uint4*>(act)));
+        static_cast<uint4*>(floor_out), static_cast<uint4*>(act), ahead));
   }
 
   // The persistent floor for layer l: one kernel a layer (`whole_step` false) or one for the step, launched with
@@ -450,14 +465,52 @@ struct Layers {
         static_cast<uint4*>(floor_out), static_cast<uint4*>(act)));
   }
 
+  // The weights of projection g of the step (layer g / 4; 0 q/k/v, 1 o, 2 gate/up, 3 down), or null past the end.
+  const Weights* projection(int g) const {
+    if (g >= 4 * kCount) return nullptr;
+    const std::vector<Weights>* all[] = {&qkv, &o, &gate_up, &down};
+    return &(*all[g % 4])[g / 4];
+  }
+
+  // Forks a branch off `s` that prefetches w's weight and scales (each range's first `cap` bytes; 0: all) into L2:
+  // it starts when the kernels enqueued on `s` so far have finished.
+  static aoti_cuda_bench::PrefetchSet prefetch_set(const Weights* w, std::size_t cap) {
+    aoti_cuda_bench::PrefetchSet set{};
+    if (w == nullptr) return set;
+    for (const auto& [base, bytes] : {std::pair{w->w, w->w_bytes}, std::pair{w->sz, w->sz_bytes}}) {
+      if (bytes == 0) continue;
+      set.base[set.count] = base;
+      set.bytes[set.count++] = cap > 0 ? std::min(cap, bytes) : bytes;
+    }
+    return set;
+  }
+  int prefetch(const Weights* w, std::size_t cap, cudaStream_t s) const {
+    if (w == nullptr) return 0;
+    const aoti_cuda_bench::PrefetchSet set = prefetch_set(w, cap);
+    cudaError_t err = cudaEventRecord(fork, s);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent(side, fork, 0);
+    if (err == cudaSuccess) {
+      aoti_cuda_bench::l2_prefetch_kernel<<<1, 32, 0, side>>>(set);
+      err = cudaGetLastError();
+    }
+    return static_cast<int>(err);
+  }
+
   // Layer l's six kernels (five with the attention as one kernel: `cluster` 8 or 16). `floor`: each projection
   // replaced by its read floor; `with_attention` false: the attention left out (the projections alone).
-  int layer(int l, bool early, int cluster, int sms, cudaStream_t s, int floor = 0,
-            bool with_attention = true) const {
+  // `prefetch_ahead` d > 0: where each projection is enqueued, a branch prefetches the weights of the projection d
+  // later into L2 (only the first `prefetch_cap` bytes of each range, when not 0); the last layer joins the branch.
+  int layer(int l, bool early, int cluster, int sms, cudaStream_t s, int floor = 0, bool with_attention = true,
+            int prefetch_ahead = 0, std::size_t prefetch_cap = 0) const {
     void* in = h[l % 2];
     void* next = h[(l + 1) % 2];
+    int g = 4 * l;  // the step's projection about to be enqueued
     auto proj = [&](const Weights& w, const void* x, bool norm, bool swiglu, const void* residual, void* out) {
-      return floor > 0 ? read_floor(w, floor == 2, s) : project(w, x, norm, swiglu, residual, out, early, sms, s);
+      const int err = prefetch_ahead > 0 ? prefetch(projection(g + prefetch_ahead), prefetch_cap, s) : 0;
+      ++g;
+      if (err != 0) return err;
+      if (floor > 0) return read_floor(w, floor >= 2, s, floor == 3 ? projection(g) : nullptr);
+      return project(w, x, norm, swiglu, residual, out, early, sms, s);
     };
     int err = proj(qkv[l], in, true, false, nullptr, qkv_out);
     if (err == 0 && with_attention) {
@@ -466,6 +519,10 @@ struct Layers {
     if (err == 0) err = proj(o[l], attn, false, false, in, h2);
     if (err == 0) err = proj(gate_up[l], h2, true, true, nullptr, act);
     if (err == 0) err = proj(down[l], act, false, false, h2, next);
+    if (err == 0 && prefetch_ahead > 0 && l == kCount - 1) {
+      err = static_cast<int>(cudaEventRecord(join, side));
+      if (err == 0) err = static_cast<int>(cudaStreamWaitEvent(s, join, 0));
+    }
     return err;
   }
 };
@@ -476,11 +533,14 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
     bool dependent, early;
     int cluster;  // the decode attention as one kernel over clusters of this many blocks (0: two kernels)
     int floor = 0;                // the projections replaced by their read floor (floor_read_kernel); 2: with a row
-                                  // read and a store after the wait
+                                  // read and a store after the wait; 3: and each block prefetching its share of
+                                  // the next projection's bytes into L2 before its wait
     bool with_attention = true;   // false: the projections alone
     int persistent = 0;           // the persistent floor: 1 a kernel a layer, 2 one kernel a step (no attention)
     bool spread = false;          // its counts spread over Layers::kFloorSpread counters a stage
     int ring = 0;                 // ring_floor_kernel (tiles copied ahead into shared memory): 1, 2 or 3 blocks an SM
+    int prefetch_ahead = 0;       // Layers::layer's prefetch branch: the projection this many later
+    std::size_t prefetch_cap = 0;  // and only its ranges' first bytes (0: all)
   };
   const Mode modes[] = {{"plain launches", false, false, 0},
                         {"dependent launch", true, false, 0},
@@ -490,9 +550,17 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
                         {"attention clusters of 8", false, false, 8},
                         {"clusters of 8, dep. launch, early", true, true, 8},
                         {"dep. launch, early, no attention", true, true, 0, false, false},
+                        {"early, L2 prefetch 1 ahead", true, true, 0, 0, true, 0, false, 0, 1},
+                        {"early, L2 prefetch 2 ahead", true, true, 0, 0, true, 0, false, 0, 2},
+                        {"early, L2 prefetch 1 ahead, 4 MB", true, true, 0, 0, true, 0, false, 0, 1, 4 << 20},
+                        {"early, L2 prefetch 1 ahead, 1 MB", true, true, 0, 0, true, 0, false, 0, 1, 1 << 20},
+                        {"clusters of 8, early, prefetch 1", true, true, 8, 0, true, 0, false, 0, 1},
                         {"read floor, dep. launch", true, true, 0, 1, true},
                         {"read floor, no attention", true, true, 0, 1, false},
                         {"read floor + row, no attention", true, true, 0, 2, false},
+                        {"floor + row + next into L2, no att.", true, true, 0, 3, false},
+                        {"floor + row + next into L2", true, true, 0, 3, true},
+                        {"read floor + row", true, true, 0, 2, true},
                         {"persistent floor, a kernel a layer", true, true, 0, 1, false, 1},
                         {"persistent floor, layer, spread", true, true, 0, 1, false, 1, true},
                         {"persistent floor, a kernel a step", true, true, 0, 1, false, 2},
@@ -519,7 +587,8 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
         const aoti_cuda::shim::OpSettingsScope scope(&settings);
         const double us = per_call_us(Layers::kCount, reps, [&](int l, cudaStream_t s) {
           if (m.persistent > 0) return layers.persistent_floor(l, m.persistent == 2, m.spread, m.ring, sms, s);
-          return layers.layer(l, m.early, m.cluster, sms, s, m.floor, m.with_attention);
+          return layers.layer(l, m.early, m.cluster, sms, s, m.floor, m.with_attention, m.prefetch_ahead,
+                              m.prefetch_cap);
         }, flush, flush_bytes);
         std::printf("chain %-4s %-34s %7.2f us a layer  (%7.1f us for %d layers)\n", int4 ? "int4" : "bf16", m.name,
                     us, us * Layers::kCount, Layers::kCount);
