@@ -1,7 +1,8 @@
 // The read floors of fused_linear_bench --chain: kernels that do only what bounds a decode layer's projections (read
 // their weight bytes, wait, read the row, store, and for the persistent forms count finished tiles), so that the
 // chain's measured layers can be put beside the fastest a layer's projections could run in each structure
-// (docs/benchmarks/llm.md, "The targets with dependent launch on" and "A persistent layer kernel's floor").
+// (docs/benchmarks/llm.md, "The targets with dependent launch on" and "A persistent layer kernel's floor"); and the
+// kernels of the L2 prefetch rows ("The next projection's weights prefetched into L2").
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,25 +24,39 @@ struct PrefetchSet {
 };
 constexpr std::size_t kPrefetchChunk = 64 * 1024;
 
+// Asks the L2 for bytes [begin, end) of `base`, the calling thread's part: chunks first, first + step, ... of
+// kPrefetchChunk bytes, each one bulk prefetch (cp.async.bulk.prefetch.L2: one instruction, no registers or
+// shared memory held while the bytes come) on sm_90; below it, a 128-byte line a chunk (prefetch.global.L2).
+__device__ __forceinline__ void prefetch_range(const char* base, std::size_t begin, std::size_t end, unsigned first,
+                                               unsigned step) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  for (std::size_t off = begin + first * kPrefetchChunk; off < end; off += step * kPrefetchChunk) {
+    const unsigned size = static_cast<unsigned>(end - off < kPrefetchChunk ? end - off : kPrefetchChunk);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(size) : "memory");
+  }
+#else
+  for (std::size_t off = begin + first * 128; off < end; off += step * 128) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(base + off));
+  }
+#endif
+}
 
-// This block's share of `set` (each range cut into gridDim.x slices of whole 16-byte vectors) asked of the L2 by
-// the block's first threads: sm_90 bulk prefetches of up to kPrefetchChunk bytes each, a 128-byte line a thread
-// below it. The in-kernel form of the prefetch rows: every SM's copy engine takes a share.
+// --chain's L2 prefetch branch: one warp that asks the L2 for every range of `set` and exits (older GPUs' line
+// prefetches make it far slower there). The question its rows answer: does HBM kept busy during another kernel's
+// ramp, tail and the attention feed the next projection from L2 faster than its own loads from HBM
+// (docs/benchmarks/llm.md, "The next projection's weights prefetched into L2").
+__global__ void __launch_bounds__(32) l2_prefetch_kernel(PrefetchSet set) {
+  for (int r = 0; r < set.count; ++r) prefetch_range(set.base[r], 0, set.bytes[r], threadIdx.x, 32);
+}
+
+// The in-kernel form: this block's share of `set` (each range cut into gridDim.x slices of whole 16-byte vectors),
+// asked of the L2 by the block's threads, so that every SM's copy engine takes a part.
 __device__ __forceinline__ void prefetch_block_share(const PrefetchSet& set) {
   for (int r = 0; r < set.count; ++r) {
     const std::size_t slice = (set.bytes[r] / 16 + gridDim.x - 1) / gridDim.x * 16;
     const std::size_t begin = blockIdx.x * slice;
     const std::size_t end = begin + slice < set.bytes[r] ? begin + slice : set.bytes[r];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    for (std::size_t off = begin + threadIdx.x * kPrefetchChunk; off < end; off += blockDim.x * kPrefetchChunk) {
-      const unsigned size = static_cast<unsigned>(end - off < kPrefetchChunk ? end - off : kPrefetchChunk);
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(set.base[r] + off), "r"(size) : "memory");
-    }
-#else
-    for (std::size_t off = begin + threadIdx.x * 128; off < end; off += blockDim.x * 128) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(set.base[r] + off));
-    }
-#endif
+    prefetch_range(set.base[r], begin, end, threadIdx.x, blockDim.x);
   }
 }
 
@@ -228,29 +243,6 @@ __global__ void __launch_bounds__(kFloorThreads, Blocks) ring_floor_kernel(const
   }
   ptx::cp_async_wait<0>();
   if (acc == 0x9E3779B9u) sink[0] = make_uint4(acc, 1, 2, 3);  // practically never: keeps the loads
-}
-
-// --chain's L2 prefetch rows: one warp that asks the L2 to fetch up to four byte ranges (a later projection's weight
-// and scales) and exits. On sm_90 each lane issues bulk prefetches (cp.async.bulk.prefetch.L2: one instruction
-// for up to kPrefetchChunk bytes, no registers or shared memory held while the bytes come); older GPUs get one
-// prefetch.global.L2 a 128-byte line, which one warp issues far more slowly. The question the rows answer: does
-// HBM kept busy during another kernel's ramp, tail and the attention feed the next projection from L2 faster than
-// its own loads from HBM (docs/benchmarks/llm.md, "The next projection's weights prefetched into L2").
-__global__ void __launch_bounds__(32) l2_prefetch_kernel(PrefetchSet set) {
-  for (int r = 0; r < set.count; ++r) {
-    const char* base = set.base[r];
-    const std::size_t bytes = set.bytes[r];
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    for (std::size_t off = threadIdx.x * kPrefetchChunk; off < bytes; off += 32 * kPrefetchChunk) {
-      const unsigned size = static_cast<unsigned>(bytes - off < kPrefetchChunk ? bytes - off : kPrefetchChunk);
-      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(base + off), "r"(size) : "memory");
-    }
-#else
-    for (std::size_t off = threadIdx.x * 128; off < bytes; off += 32 * 128) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(base + off));
-    }
-#endif
-  }
 }
 
 }  // namespace aoti_cuda_bench

@@ -472,8 +472,7 @@ struct Layers {
     return &(*all[g % 4])[g / 4];
   }
 
-  // Forks a branch off `s` that prefetches w's weight and scales (each range's first `cap` bytes; 0: all) into L2:
-  // it starts when the kernels enqueued on `s` so far have finished.
+  // w's weight and scale ranges, each cut to its first `cap` bytes (0: whole); none for a null w.
   static aoti_cuda_bench::PrefetchSet prefetch_set(const Weights* w, std::size_t cap) {
     aoti_cuda_bench::PrefetchSet set{};
     if (w == nullptr) return set;
@@ -484,6 +483,8 @@ struct Layers {
     }
     return set;
   }
+  // Forks a branch off `s` that prefetches prefetch_set(w, cap) into L2 (l2_prefetch_kernel on `side`): it starts
+  // when the kernels enqueued on `s` so far have finished.
   int prefetch(const Weights* w, std::size_t cap, cudaStream_t s) const {
     if (w == nullptr) return 0;
     const aoti_cuda_bench::PrefetchSet set = prefetch_set(w, cap);
