@@ -9,7 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
+#include "l2_flush.cuh"
 #include "stream_read.cuh"
 #include "shim/ops/dependent_launch.hpp"
 #include "shim/ops/ptx.cuh"
@@ -48,6 +50,42 @@ __device__ __forceinline__ void prefetch_range(const char* base, std::size_t beg
 __global__ void __launch_bounds__(32) l2_prefetch_kernel(PrefetchSet set) {
   for (int r = 0; r < set.count; ++r) prefetch_range(set.base[r], 0, set.bytes[r], threadIdx.x, 32);
 }
+
+// The branch the prefetch rows fork off the captured stream: fork() makes `side` wait for what `s` has enqueued so
+// far and launches l2_prefetch_kernel there; join() makes `s` wait for the branch (a capture must join it before it
+// ends). One event does for every fork: each is waited on right after it is recorded.
+class PrefetchBranch {
+ public:
+  PrefetchBranch() {
+    check_or_exit(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking), "cudaStreamCreate");
+    check_or_exit(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "cudaEventCreate");
+    check_or_exit(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming), "cudaEventCreate");
+  }
+  ~PrefetchBranch() {
+    cudaEventDestroy(fork_);
+    cudaEventDestroy(join_);
+    cudaStreamDestroy(side_);
+  }
+  PrefetchBranch(const PrefetchBranch&) = delete;
+  PrefetchBranch& operator=(const PrefetchBranch&) = delete;
+
+  cudaError_t fork(const PrefetchSet& set, cudaStream_t s) const {
+    if (set.count == 0) return cudaSuccess;
+    cudaError_t err = cudaEventRecord(fork_, s);
+    if (err == cudaSuccess) err = cudaStreamWaitEvent(side_, fork_, 0);
+    if (err != cudaSuccess) return err;
+    l2_prefetch_kernel<<<1, 32, 0, side_>>>(set);
+    return cudaGetLastError();
+  }
+  cudaError_t join(cudaStream_t s) const {
+    const cudaError_t err = cudaEventRecord(join_, side_);
+    return err == cudaSuccess ? cudaStreamWaitEvent(s, join_, 0) : err;
+  }
+
+ private:
+  cudaStream_t side_ = nullptr;
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
+};
 
 // The in-kernel form: this block's share of `set` (each range cut into gridDim.x slices of whole 16-byte vectors),
 // asked of the L2 by the block's threads, so that every SM's copy engine takes a part.
@@ -244,5 +282,82 @@ __global__ void __launch_bounds__(kFloorThreads, Blocks) ring_floor_kernel(const
   ptx::cp_async_wait<0>();
   if (acc == 0x9E3779B9u) sink[0] = make_uint4(acc, 1, 2, 3);  // practically never: keeps the loads
 }
+
+// The persistent floor rows' state: for a step of stages (four a layer, in order: each with its a, b, na and nb),
+// the stage tables (a layer's, tiles counted from the layer's first; and the whole step's, counted from the step's
+// first) and the counters (one or kSpread a stage, kCounterWords apart), and launch() for one row.
+class PersistentFloor {
+ public:
+  static constexpr int kStagesPerLayer = 4;
+  static constexpr int kSpread = 16;  // the spread form's counters a stage
+
+  explicit PersistentFloor(std::vector<FloorStage> stages) : count_(static_cast<int>(stages.size())) {
+    std::vector<FloorStage> step = stages;
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      FloorStage& st = stages[i];
+      st.tiles = static_cast<int>((st.na + st.nb + kFloorTile - 1) / kFloorTile);
+      if (i % kStagesPerLayer == 0) layer_tiles_.push_back(0);
+      st.first_tile = layer_tiles_.back();
+      layer_tiles_.back() += st.tiles;
+      step[i] = st;
+      step[i].first_tile = step_tiles_;
+      step_tiles_ += st.tiles;
+    }
+    const std::size_t table_bytes = stages.size() * sizeof(FloorStage);
+    counter_bytes_ = stages.size() * kSpread * kCounterWords * sizeof(unsigned);
+    check_or_exit(cudaMalloc(&layer_table_, table_bytes), "cudaMalloc");
+    check_or_exit(cudaMalloc(&step_table_, table_bytes), "cudaMalloc");
+    check_or_exit(cudaMalloc(&counters_, counter_bytes_), "cudaMalloc");
+    check_or_exit(cudaMemcpy(layer_table_, stages.data(), table_bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check_or_exit(cudaMemcpy(step_table_, step.data(), table_bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  ~PersistentFloor() {
+    cudaFree(layer_table_);
+    cudaFree(step_table_);
+    cudaFree(counters_);
+  }
+  PersistentFloor(const PersistentFloor&) = delete;
+  PersistentFloor& operator=(const PersistentFloor&) = delete;
+
+  // Layer l's row: one kernel a layer (`whole_step` false) or one for the step, launched with layer 0 (later layers
+  // launch nothing; layer 0 also zeroes the counters); as many blocks as fit on the GPU at once; `spread`: each
+  // stage's count over kSpread counters; `ring` 1, 2, 3: ring_floor_kernel with 1 block an SM and 6 slots, 2 and 3,
+  // 3 and 2 instead (`spread` ignored). `row`, `out`, `sink`: the kernels' row, stores and sink.
+  cudaError_t launch(int l, bool whole_step, bool spread, int ring, const uint4* row, uint4* out, uint4* sink,
+                     int sms, cudaStream_t s) const {
+    if (whole_step && l > 0) return cudaSuccess;
+    if (l == 0) {
+      const cudaError_t err = cudaMemsetAsync(counters_, 0, counter_bytes_, s);
+      if (err != cudaSuccess) return err;
+    }
+    constexpr int kSlots[] = {0, 6, 3, 2};  // ring form r: r blocks an SM with kSlots[r] tiles of shared memory each
+    const auto kernel = ring == 1   ? ring_floor_kernel<6, 1>
+                        : ring == 2 ? ring_floor_kernel<3, 2>
+                        : ring == 3 ? ring_floor_kernel<2, 3>
+                        : spread    ? persistent_floor_kernel<kSpread>
+                                    : persistent_floor_kernel<1>;
+    const std::size_t smem = kSlots[ring] * kFloorTile * sizeof(uint4);
+    int per_sm = ring;
+    const cudaError_t err =
+        ring > 0 ? cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem))
+                 : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFloorThreads, 0);
+    if (err != cudaSuccess) return err;
+    const int stage_words = (spread && ring == 0 ? kSpread : 1) * kCounterWords;
+    const int first = kStagesPerLayer * l;
+    return aoti_cuda::shim::pdl::launch(kernel, dim3(static_cast<unsigned>(per_sm * sms)), dim3(kFloorThreads), smem,
+                                        s, whole_step ? step_table_ : layer_table_ + first,
+                                        whole_step ? count_ : kStagesPerLayer,
+                                        whole_step ? step_tiles_ : layer_tiles_[l],
+                                        whole_step ? counters_ : counters_ + first * stage_words, row, out, sink);
+  }
+
+ private:
+  int count_;
+  std::vector<int> layer_tiles_;
+  int step_tiles_ = 0;
+  FloorStage *layer_table_ = nullptr, *step_table_ = nullptr;
+  unsigned* counters_ = nullptr;
+  std::size_t counter_bytes_ = 0;
+};
 
 }  // namespace aoti_cuda_bench

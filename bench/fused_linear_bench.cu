@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -267,7 +268,22 @@ struct Operands {
   }
 };
 
-// --chain: the decode layers of the fused exports back to back (see the top of the file).
+// --chain: the decode layers of the fused exports back to back (see the top of the file), one row a ChainMode.
+struct ChainMode {
+  const char* name;
+  bool dependent, early;
+  int cluster;  // the decode attention as one kernel over clusters of this many blocks (0: two kernels)
+  int floor = 0;                // the projections replaced by their read floor (floor_read_kernel); 2: with a row
+                                // read and a store after the wait; 3: and each block prefetching its share of the
+                                // next projection's bytes into L2 before its wait
+  bool with_attention = true;   // false: the projections alone
+  int persistent = 0;           // the persistent floor: 1 a kernel a layer, 2 one kernel a step (no attention)
+  bool spread = false;          // its counts spread over PersistentFloor::kSpread counters a stage
+  int ring = 0;                 // ring_floor_kernel (tiles copied ahead into shared memory): 1, 2 or 3 blocks an SM
+  int prefetch_ahead = 0;       // Layers::layer's prefetch branch: the projection this many later
+  std::size_t prefetch_cap = 0;  // and only its ranges' first bytes (0: all)
+};
+
 struct Layers {
   static constexpr int kCount = 22;
   static constexpr int64_t kD = 2048, kQkv = 3072, kFfn = 5632, kHeads = 16, kKvHeads = 4, kDim = 128, kCache = 4096;
@@ -281,21 +297,9 @@ struct Layers {
   std::vector<void*> k_cache, v_cache, owned;
   void *norm = nullptr, *rope_cos = nullptr, *rope_sin = nullptr, *pos = nullptr, *scratch = nullptr;
   void *h[2] = {}, *qkv_out = nullptr, *attn = nullptr, *h2 = nullptr, *act = nullptr;
-  // The persistent floor's stage tables (4 stages a layer: per layer, tiles counted from the layer's first; and the
-  // whole step's 88 stages, counted from the step's first), its counters (1 or kFloorSpread a stage, 128 bytes
-  // apart) and its stores.
-  FloorStage *floor_layer_table = nullptr, *floor_step_table = nullptr;
-  unsigned* floor_counters = nullptr;
-  void* floor_out = nullptr;
-  int floor_layer_tiles[kCount] = {}, floor_step_tiles = 0;
-  static constexpr int kFloorSpread = 16;  // the spread form's counters a stage
-  static constexpr std::size_t kFloorCounterBytes =
-      4 * kCount * kFloorSpread * aoti_cuda_bench::kCounterWords * sizeof(unsigned);
-
-  // The prefetch rows' second stream and events: a prefetch forks from the main stream where it is issued and the
-  // last layer joins it back (so the captured graph holds it as a branch).
-  cudaStream_t side = nullptr;
-  cudaEvent_t fork = nullptr, join = nullptr;
+  std::optional<aoti_cuda_bench::PersistentFloor> persistent;  // the persistent floor rows' tables and counters
+  void* floor_out = nullptr;                                    // the floor kernels' stores
+  aoti_cuda_bench::PrefetchBranch branch;  // the prefetch rows' graph branch
 
   void* keep(void* p) {
     owned.push_back(p);
@@ -334,40 +338,21 @@ struct Layers {
     const int64_t position = 128;
     check(cudaMemcpy(pos, &position, 8, cudaMemcpyHostToDevice), "cudaMemcpy");
     scratch = keep(filled(aoti_cuda::shim::decode_attention::scratch_bytes(attention(0))));
-    make_floor_tables();
-    check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreate");
-    check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "cudaEventCreate");
-    check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate");
+    make_floors();
   }
 
-  void make_floor_tables() {
-    std::vector<FloorStage> per_layer, step;
+  void make_floors() {
+    std::vector<FloorStage> stages;
     for (int l = 0; l < kCount; ++l) {
-      int first = 0;
       for (const Weights* w : {&qkv[l], &o[l], &gate_up[l], &down[l]}) {
-        FloorStage st{reinterpret_cast<const uint4*>(w->w), reinterpret_cast<const uint4*>(w->sz), w->w_bytes / 16,
-                      w->sz_bytes / 16, 0, first};
-        st.tiles = static_cast<int>((st.na + st.nb + kFloorTile - 1) / kFloorTile);
-        per_layer.push_back(st);
-        st.first_tile = floor_step_tiles;
-        step.push_back(st);
-        first += st.tiles;
-        floor_step_tiles += st.tiles;
+        stages.push_back({reinterpret_cast<const uint4*>(w->w), reinterpret_cast<const uint4*>(w->sz),
+                          w->w_bytes / 16, w->sz_bytes / 16, 0, 0});
       }
-      floor_layer_tiles[l] = first;
     }
-    const std::size_t table_bytes = per_layer.size() * sizeof(FloorStage);
-    floor_layer_table = static_cast<FloorStage*>(keep(filled(table_bytes)));
-    floor_step_table = static_cast<FloorStage*>(keep(filled(table_bytes)));
-    check(cudaMemcpy(floor_layer_table, per_layer.data(), table_bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-    check(cudaMemcpy(floor_step_table, step.data(), table_bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-    floor_counters = static_cast<unsigned*>(keep(filled(kFloorCounterBytes)));
+    persistent.emplace(std::move(stages));
     floor_out = keep(filled(static_cast<std::size_t>(kFloorThreads) * 16));
   }
   ~Layers() {
-    cudaEventDestroy(fork);
-    cudaEventDestroy(join);
-    cudaStreamDestroy(side);
     for (void* p : owned) cudaFree(p);
   }
   Layers(const Layers&) = delete;
@@ -429,40 +414,10 @@ struct Layers {
         static_cast<uint4*>(floor_out), static_cast<uint4*>(act), ahead));
   }
 
-  // The persistent floor for layer l: one kernel a layer (`whole_step` false) or one for the step, launched with
-  // layer 0 (later layers launch nothing); as many blocks as fit on the GPU at once; `spread`: each stage's count
-  // over kFloorSpread counters; `ring` 1, 2, 3: ring_floor_kernel with 1 block an SM and 6 slots, 2 and 3, 3 and 2
-  // instead (`spread` ignored).
+  // Layer l's persistent floor row (aoti_cuda_bench::PersistentFloor::launch), reading the row h[0].
   int persistent_floor(int l, bool whole_step, bool spread, int ring, int sms, cudaStream_t s) const {
-    if (whole_step && l > 0) return 0;
-    if (l == 0) {
-      const cudaError_t err = cudaMemsetAsync(floor_counters, 0, kFloorCounterBytes, s);
-      if (err != cudaSuccess) return static_cast<int>(err);
-    }
-    namespace cf = aoti_cuda_bench;
-    constexpr int kSlots[] = {0, 6, 3, 2};  // ring form r: r blocks an SM with kSlots[r] tiles of shared memory each
-    const auto kernel = ring == 1   ? cf::ring_floor_kernel<6, 1>
-                        : ring == 2 ? cf::ring_floor_kernel<3, 2>
-                        : ring == 3 ? cf::ring_floor_kernel<2, 3>
-                        : spread    ? cf::persistent_floor_kernel<kFloorSpread>
-                                    : cf::persistent_floor_kernel<1>;
-    const std::size_t smem = kSlots[ring] * kFloorTile * sizeof(uint4);
-    int per_sm = ring;
-    if (ring > 0) {
-      const cudaError_t attr =
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-      if (attr != cudaSuccess) return static_cast<int>(attr);
-    } else {
-      const cudaError_t occ = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFloorThreads, 0);
-      if (occ != cudaSuccess) return static_cast<int>(occ);
-    }
-    const int stage_words = (spread && ring == 0 ? kFloorSpread : 1) * cf::kCounterWords;
-    return static_cast<int>(aoti_cuda::shim::pdl::launch(
-        kernel, dim3(static_cast<unsigned>(per_sm * sms)), dim3(kFloorThreads), smem, s,
-        whole_step ? floor_step_table : floor_layer_table + 4 * l, whole_step ? 4 * kCount : 4,
-        whole_step ? floor_step_tiles : floor_layer_tiles[l],
-        whole_step ? floor_counters : floor_counters + 4 * l * stage_words, static_cast<const uint4*>(h[0]),
-        static_cast<uint4*>(floor_out), static_cast<uint4*>(act)));
+    return static_cast<int>(persistent->launch(l, whole_step, spread, ring, static_cast<const uint4*>(h[0]),
+                                               static_cast<uint4*>(floor_out), static_cast<uint4*>(act), sms, s));
   }
 
   // The weights of projection g of the step (layer g / 4; 0 q/k/v, 1 o, 2 gate/up, 3 down), or null past the end.
@@ -483,101 +438,70 @@ struct Layers {
     }
     return set;
   }
-  // Forks a branch off `s` that prefetches prefetch_set(w, cap) into L2 (l2_prefetch_kernel on `side`): it starts
-  // when the kernels enqueued on `s` so far have finished.
-  int prefetch(const Weights* w, std::size_t cap, cudaStream_t s) const {
-    if (w == nullptr) return 0;
-    const aoti_cuda_bench::PrefetchSet set = prefetch_set(w, cap);
-    cudaError_t err = cudaEventRecord(fork, s);
-    if (err == cudaSuccess) err = cudaStreamWaitEvent(side, fork, 0);
-    if (err == cudaSuccess) {
-      aoti_cuda_bench::l2_prefetch_kernel<<<1, 32, 0, side>>>(set);
-      err = cudaGetLastError();
-    }
-    return static_cast<int>(err);
-  }
 
-  // Layer l's six kernels (five with the attention as one kernel: `cluster` 8 or 16). `floor`: each projection
-  // replaced by its read floor; `with_attention` false: the attention left out (the projections alone).
-  // `prefetch_ahead` d > 0: where each projection is enqueued, a branch prefetches the weights of the projection d
-  // later into L2 (only the first `prefetch_cap` bytes of each range, when not 0); the last layer joins the branch.
-  int layer(int l, bool early, int cluster, int sms, cudaStream_t s, int floor = 0, bool with_attention = true,
-            int prefetch_ahead = 0, std::size_t prefetch_cap = 0) const {
+  // Layer l's six kernels as row `m` runs them (five with the attention as one kernel: m.cluster 8 or 16); with
+  // m.prefetch_ahead d > 0, where each projection is enqueued a branch prefetches the weights of the projection d
+  // later into L2, and the last layer joins the branch.
+  int layer(int l, const ChainMode& m, int sms, cudaStream_t s) const {
     void* in = h[l % 2];
     void* next = h[(l + 1) % 2];
     int g = 4 * l;  // the step's projection about to be enqueued
     auto proj = [&](const Weights& w, const void* x, bool norm, bool swiglu, const void* residual, void* out) {
-      const int err = prefetch_ahead > 0 ? prefetch(projection(g + prefetch_ahead), prefetch_cap, s) : 0;
-      ++g;
-      if (err != 0) return err;
-      if (floor > 0) return read_floor(w, floor >= 2, s, floor == 3 ? projection(g) : nullptr);
-      return project(w, x, norm, swiglu, residual, out, early, sms, s);
+      cudaError_t err = cudaSuccess;
+      if (m.prefetch_ahead > 0) err = branch.fork(prefetch_set(projection(g + m.prefetch_ahead), m.prefetch_cap), s);
+      ++g;  // now the next projection's
+      if (err != cudaSuccess) return static_cast<int>(err);
+      if (m.floor > 0) return read_floor(w, m.floor >= 2, s, m.floor == 3 ? projection(g) : nullptr);
+      return project(w, x, norm, swiglu, residual, out, m.early, sms, s);
     };
     int err = proj(qkv[l], in, true, false, nullptr, qkv_out);
-    if (err == 0 && with_attention) {
-      err = aoti_cuda::shim::decode_attention::launch(attention(l), scratch, s, sms, cluster);
+    if (err == 0 && m.with_attention) {
+      err = aoti_cuda::shim::decode_attention::launch(attention(l), scratch, s, sms, m.cluster);
     }
     if (err == 0) err = proj(o[l], attn, false, false, in, h2);
     if (err == 0) err = proj(gate_up[l], h2, true, true, nullptr, act);
     if (err == 0) err = proj(down[l], act, false, false, h2, next);
-    if (err == 0 && prefetch_ahead > 0 && l == kCount - 1) {
-      err = static_cast<int>(cudaEventRecord(join, side));
-      if (err == 0) err = static_cast<int>(cudaStreamWaitEvent(s, join, 0));
-    }
+    if (err == 0 && m.prefetch_ahead > 0 && l == kCount - 1) err = static_cast<int>(branch.join(s));
     return err;
   }
 };
 
 void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
-  struct Mode {
-    const char* name;
-    bool dependent, early;
-    int cluster;  // the decode attention as one kernel over clusters of this many blocks (0: two kernels)
-    int floor = 0;                // the projections replaced by their read floor (floor_read_kernel); 2: with a row
-                                  // read and a store after the wait; 3: and each block prefetching its share of
-                                  // the next projection's bytes into L2 before its wait
-    bool with_attention = true;   // false: the projections alone
-    int persistent = 0;           // the persistent floor: 1 a kernel a layer, 2 one kernel a step (no attention)
-    bool spread = false;          // its counts spread over Layers::kFloorSpread counters a stage
-    int ring = 0;                 // ring_floor_kernel (tiles copied ahead into shared memory): 1, 2 or 3 blocks an SM
-    int prefetch_ahead = 0;       // Layers::layer's prefetch branch: the projection this many later
-    std::size_t prefetch_cap = 0;  // and only its ranges' first bytes (0: all)
-  };
-  const Mode modes[] = {{"plain launches", false, false, 0},
-                        {"dependent launch", true, false, 0},
-                        {"dependent launch, weights early", true, true, 0},
-                        {"attention clusters of 16", false, false, 16},
-                        {"clusters of 16, dep. launch, early", true, true, 16},
-                        {"attention clusters of 8", false, false, 8},
-                        {"clusters of 8, dep. launch, early", true, true, 8},
-                        {"dep. launch, early, no attention", true, true, 0, false, false},
-                        {"early, L2 prefetch 1 ahead", true, true, 0, 0, true, 0, false, 0, 1},
-                        {"early, L2 prefetch 2 ahead", true, true, 0, 0, true, 0, false, 0, 2},
-                        {"early, L2 prefetch 1 ahead, 4 MB", true, true, 0, 0, true, 0, false, 0, 1, 4 << 20},
-                        {"early, L2 prefetch 1 ahead, 1 MB", true, true, 0, 0, true, 0, false, 0, 1, 1 << 20},
-                        {"clusters of 8, early, prefetch 1", true, true, 8, 0, true, 0, false, 0, 1},
-                        {"read floor, dep. launch", true, true, 0, 1, true},
-                        {"read floor, no attention", true, true, 0, 1, false},
-                        {"read floor + row, no attention", true, true, 0, 2, false},
-                        {"floor + row + next into L2, no att.", true, true, 0, 3, false},
-                        {"floor + row + next into L2", true, true, 0, 3, true},
-                        {"read floor + row", true, true, 0, 2, true},
-                        {"persistent floor, a kernel a layer", true, true, 0, 1, false, 1},
-                        {"persistent floor, layer, spread", true, true, 0, 1, false, 1, true},
-                        {"persistent floor, a kernel a step", true, true, 0, 1, false, 2},
-                        {"persistent floor, step, spread", true, true, 0, 1, false, 2, true},
-                        {"ring floor, a kernel a layer", true, true, 0, 1, false, 1, false, 1},
-                        {"ring floor, a kernel a step", true, true, 0, 1, false, 2, false, 1},
-                        {"ring floor, layer, 2 an SM x 3 slots", true, true, 0, 1, false, 1, false, 2},
-                        {"ring floor, step, 2 an SM x 3 slots", true, true, 0, 1, false, 2, false, 2},
-                        {"ring floor, layer, 3 an SM x 2 slots", true, true, 0, 1, false, 1, false, 3},
-                        {"ring floor, step, 3 an SM x 2 slots", true, true, 0, 1, false, 2, false, 3}};
+  const ChainMode modes[] = {{"plain launches", false, false, 0},
+                             {"dependent launch", true, false, 0},
+                             {"dependent launch, weights early", true, true, 0},
+                             {"attention clusters of 16", false, false, 16},
+                             {"clusters of 16, dep. launch, early", true, true, 16},
+                             {"attention clusters of 8", false, false, 8},
+                             {"clusters of 8, dep. launch, early", true, true, 8},
+                             {"dep. launch, early, no attention", true, true, 0, false, false},
+                             {"early, L2 prefetch 1 ahead", true, true, 0, 0, true, 0, false, 0, 1},
+                             {"early, L2 prefetch 2 ahead", true, true, 0, 0, true, 0, false, 0, 2},
+                             {"early, L2 prefetch 1 ahead, 4 MB", true, true, 0, 0, true, 0, false, 0, 1, 4 << 20},
+                             {"early, L2 prefetch 1 ahead, 1 MB", true, true, 0, 0, true, 0, false, 0, 1, 1 << 20},
+                             {"clusters of 8, early, prefetch 1", true, true, 8, 0, true, 0, false, 0, 1},
+                             {"read floor, dep. launch", true, true, 0, 1, true},
+                             {"read floor, no attention", true, true, 0, 1, false},
+                             {"read floor + row, no attention", true, true, 0, 2, false},
+                             {"floor + row + next into L2, no att.", true, true, 0, 3, false},
+                             {"floor + row + next into L2", true, true, 0, 3, true},
+                             {"read floor + row", true, true, 0, 2, true},
+                             {"persistent floor, a kernel a layer", true, true, 0, 1, false, 1},
+                             {"persistent floor, layer, spread", true, true, 0, 1, false, 1, true},
+                             {"persistent floor, a kernel a step", true, true, 0, 1, false, 2},
+                             {"persistent floor, step, spread", true, true, 0, 1, false, 2, true},
+                             {"ring floor, a kernel a layer", true, true, 0, 1, false, 1, false, 1},
+                             {"ring floor, a kernel a step", true, true, 0, 1, false, 2, false, 1},
+                             {"ring floor, layer, 2 an SM x 3 slots", true, true, 0, 1, false, 1, false, 2},
+                             {"ring floor, step, 2 an SM x 3 slots", true, true, 0, 1, false, 2, false, 2},
+                             {"ring floor, layer, 3 an SM x 2 slots", true, true, 0, 1, false, 1, false, 3},
+                             {"ring floor, step, 3 an SM x 2 slots", true, true, 0, 1, false, 2, false, 3}};
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   for (const bool int4 : {false, true}) {
     const Layers layers(int4);
     for (int round = 0; round < 2; ++round) {  // twice each, interleaved: drift shows as a difference
-      for (const Mode& m : modes) {
+      for (const ChainMode& m : modes) {
         namespace da = aoti_cuda::shim::decode_attention;
         if (m.cluster > 0 && da::cluster_blocks(layers.attention(0), m.cluster, device) != m.cluster) {
           std::printf("chain %-4s %-34s not on this GPU\n", int4 ? "int4" : "bf16", m.name);
@@ -588,8 +512,7 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
         const aoti_cuda::shim::OpSettingsScope scope(&settings);
         const double us = per_call_us(Layers::kCount, reps, [&](int l, cudaStream_t s) {
           if (m.persistent > 0) return layers.persistent_floor(l, m.persistent == 2, m.spread, m.ring, sms, s);
-          return layers.layer(l, m.early, m.cluster, sms, s, m.floor, m.with_attention, m.prefetch_ahead,
-                              m.prefetch_cap);
+          return layers.layer(l, m, sms, s);
         }, flush, flush_bytes);
         std::printf("chain %-4s %-34s %7.2f us a layer  (%7.1f us for %d layers)\n", int4 ? "int4" : "bf16", m.name,
                     us, us * Layers::kCount, Layers::kCount);
