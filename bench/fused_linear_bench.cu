@@ -1,7 +1,7 @@
 // fused_linear_bench: the fused linear kernels (src/shim/ops/fused_linear.hpp) against the plain projections they
 // replace, bf16 and int4, at the 1.1 B model's decode shapes. Not a test: prints numbers.
 //
-//   aoti_cuda_fused_linear_bench [--reps N] [--json out.json] [--chain]
+//   aoti_cuda_fused_linear_bench [--reps N] [--json out.json] [--chain [--position P]]
 //
 // Why: a decode export takes 5-8 minutes to make on the GPU machine; this times each projection of a layer in a few
 // seconds, so a change to the kernels (the norm prologue above all: docs/benchmarks/llm.md, "The fused linear
@@ -16,7 +16,7 @@
 // with a norm are also timed with each number of warps per column forced (rows "split N").
 //
 // --chain instead times whole decode layers: the 22 layers of the 1.1 B model (distinct weights and a 4,096-position
-// KV cache each, decode position 128), each layer the six kernels of the fused exports (norm + q/k/v, the decode
+// KV cache each, decode position 128 or P), each layer the six kernels of the fused exports (norm + q/k/v, the decode
 // attention's two passes in the qkv form, o + residual, norm + gate/up + SwiGLU, down + residual), captured in one
 // graph as a decode step replays them, bf16 and int4. Seven ways first: plain launches; dependent launch
 // (OpSettings::dependent_launch); dependent launch with the projections' first weight loads issued before their
@@ -282,6 +282,8 @@ struct ChainMode {
   int ring = 0;                 // ring_floor_kernel (tiles copied ahead into shared memory): 1, 2 or 3 blocks an SM
   int prefetch_ahead = 0;       // Layers::layer's prefetch branch: the projection this many later
   std::size_t prefetch_cap = 0;  // and only its ranges' first bytes (0: all)
+  bool merge = true;            // false: the attention's pass 1 without its merge kernel (launch_chunks; o reads the
+                                // row the merge would have written)
 };
 
 struct Layers {
@@ -316,7 +318,7 @@ struct Layers {
     if (int4) w.sz = static_cast<char*>(keep(filled(w.sz_bytes)));
     return w;
   }
-  explicit Layers(bool int4_weights) : int4(int4_weights) {
+  Layers(bool int4_weights, int64_t position) : int4(int4_weights) {
     for (int l = 0; l < kCount; ++l) {
       qkv.push_back(make(kQkv, kD));
       o.push_back(make(kD, kD));
@@ -335,7 +337,6 @@ struct Layers {
     h2 = keep(filled(kD * 2));
     act = keep(filled(static_cast<std::size_t>(padded_k(kFfn) * 2)));
     pos = keep(filled(8));
-    const int64_t position = 128;
     check(cudaMemcpy(pos, &position, 8, cudaMemcpyHostToDevice), "cudaMemcpy");
     scratch = keep(filled(aoti_cuda::shim::decode_attention::scratch_bytes(attention(0))));
     make_floors();
@@ -456,7 +457,9 @@ struct Layers {
     };
     int err = proj(qkv[l], in, true, false, nullptr, qkv_out);
     if (err == 0 && m.with_attention) {
-      err = aoti_cuda::shim::decode_attention::launch(attention(l), scratch, s, sms, m.cluster);
+      namespace da = aoti_cuda::shim::decode_attention;
+      err = m.merge ? da::launch(attention(l), scratch, s, sms, m.cluster)
+                    : da::launch_chunks(attention(l), scratch, s, sms);
     }
     if (err == 0) err = proj(o[l], attn, false, false, in, h2);
     if (err == 0) err = proj(gate_up[l], h2, true, true, nullptr, act);
@@ -466,7 +469,7 @@ struct Layers {
   }
 };
 
-void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
+void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes, int64_t position) {
   const ChainMode modes[] = {{"plain launches", false, false, 0},
                              {"dependent launch", true, false, 0},
                              {"dependent launch, weights early", true, true, 0},
@@ -475,6 +478,7 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
                              {"attention clusters of 8", false, false, 8},
                              {"clusters of 8, dep. launch, early", true, true, 8},
                              {"dep. launch, early, no attention", true, true, 0, false, false},
+                             {"early, attention without its merge", true, true, 0, 0, true, 0, false, 0, 0, 0, false},
                              {"early, L2 prefetch 1 ahead", true, true, 0, 0, true, 0, false, 0, 1},
                              {"early, L2 prefetch 2 ahead", true, true, 0, 0, true, 0, false, 0, 2},
                              {"early, L2 prefetch 1 ahead, 4 MB", true, true, 0, 0, true, 0, false, 0, 1, 4 << 20},
@@ -499,7 +503,8 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   for (const bool int4 : {false, true}) {
-    const Layers layers(int4);
+    const Layers layers(int4, position);
+    std::printf("chain %-4s decode position %lld\n", int4 ? "int4" : "bf16", static_cast<long long>(position));
     for (int round = 0; round < 2; ++round) {  // twice each, interleaved: drift shows as a difference
       for (const ChainMode& m : modes) {
         namespace da = aoti_cuda::shim::decode_attention;
@@ -526,6 +531,7 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes) {
 int main(int argc, char** argv) {
   int reps = 9;
   bool chain = false;
+  int64_t position = 128;  // --chain's decode position
   std::string json;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
@@ -534,8 +540,15 @@ int main(int argc, char** argv) {
       json = argv[++i];
     } else if (!std::strcmp(argv[i], "--chain")) {
       chain = true;
+    } else if (!std::strcmp(argv[i], "--position") && i + 1 < argc) {
+      position = std::atoll(argv[++i]);
+      if (position < 0 || position >= Layers::kCache) {
+        std::fprintf(stderr, "--position: 0 to %lld\n", static_cast<long long>(Layers::kCache - 1));
+        return 2;
+      }
     } else {
-      std::fprintf(stderr, "usage: aoti_cuda_fused_linear_bench [--reps N] [--json out.json] [--chain]\n");
+      std::fprintf(stderr,
+                   "usage: aoti_cuda_fused_linear_bench [--reps N] [--json out.json] [--chain [--position P]]\n");
       return 2;
     }
   }
@@ -548,7 +561,7 @@ int main(int argc, char** argv) {
   const std::size_t flush_bytes = std::size_t{512} << 20;
   void* flush = filled(flush_bytes);
   if (chain) {
-    chain_bench(reps, sms, flush, flush_bytes);
+    chain_bench(reps, sms, flush, flush_bytes, position);
     cudaFree(flush);
     return 0;
   }

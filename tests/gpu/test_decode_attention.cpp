@@ -127,6 +127,12 @@ OwnedTensor positions_tensor(const std::vector<int64_t>& positions) {
   return t;
 }
 
+std::vector<uint16_t> read_raw(const void* device, std::size_t n) {
+  std::vector<uint16_t> got(n);
+  REQUIRE(cudaMemcpy(got.data(), device, n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
+  return got;
+}
+
 std::vector<uint16_t> read(const OwnedTensor& out, std::size_t n) {
   std::vector<uint16_t> got(n);
   REQUIRE(cudaMemcpy(got.data(), out.data(), n * 2, cudaMemcpyDeviceToHost) == cudaSuccess);
@@ -555,5 +561,78 @@ TEST_CASE("gpu: decode attention as one kernel over thread-block clusters (OpSet
     check_qkv({false, 1, 16, 4, 4096, 128}, {{128}, {1500}, {4000}}, 4096, "cluster 1b");
     check_qkv({true, 2, 8, 2, 512, 64}, {{3, 400}, {511, 0}}, 512, "cluster batch");
     check_graph_replays();
+  }
+}
+
+TEST_CASE("gpu: decode attention's pass 1 alone (launch_chunks) leaves the chunks that both passes merge" *
+          AOTI_CUDA_GPU_CASE) {
+  // launch_chunks() runs pass 1 without the merge kernel: the output stays untouched, and the chunk outputs and
+  // log2-sum-exps it leaves in the scratch, merged on the host in float64, give launch()'s output. Positions with
+  // one chunk, a chunk edge and many chunks (grouped heads at the last), a negative one (no chunk).
+  namespace da = aoti_cuda::shim::decode_attention;
+  const Setup s{false, 2, 16, 4, 4096, 128};
+  const Operands o = operands(s, 77);
+  const std::size_t out_elems = static_cast<std::size_t>(s.batch * s.heads * s.dim);
+  for (const int64_t position : {int64_t{5}, int64_t{63}, int64_t{128}, int64_t{4000}, int64_t{-1}}) {
+    CAPTURE(position);
+    OwnedTensor pos = positions_tensor({position});
+    da::Problem p;
+    p.q = o.q.device.data();
+    p.k = o.k.device.data();
+    p.v = o.v.device.data();
+    p.pos = static_cast<const int64_t*>(pos.data());
+    p.batch = s.batch;
+    p.heads = s.heads;
+    p.kv_heads = s.kv_heads;
+    p.cache_len = s.cache_len;
+    p.head_dim = static_cast<int>(s.dim);
+    p.q_stride[0] = o.q.strides[0];
+    p.q_stride[1] = o.q.strides[1];
+    for (int d = 0; d < 3; ++d) p.k_stride[d] = p.v_stride[d] = o.k.strides[d];
+    p.scale = 1.0f / std::sqrt(static_cast<float>(s.dim));
+    const std::size_t scratch_bytes = da::scratch_bytes(p);
+    void *out = nullptr, *scratch = nullptr;
+    REQUIRE(cudaMalloc(&out, out_elems * 2) == cudaSuccess);
+    REQUIRE(cudaMalloc(&scratch, scratch_bytes) == cudaSuccess);
+    const int sms = aoti_cuda::shim::multiprocessor_count(0);
+    cudaStream_t stream = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+    // Pass 1 alone, with the output filled with a sentinel it must keep.
+    REQUIRE(cudaMemset(out, 0x7f, out_elems * 2) == cudaSuccess);
+    p.out = out;
+    REQUIRE(da::launch_chunks(p, scratch, stream, sms) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    const std::vector<uint16_t> kept = read_raw(out, out_elems);
+    CHECK(std::all_of(kept.begin(), kept.end(), [](uint16_t x) { return x == 0x7f7f; }));
+    std::vector<float> part(scratch_bytes / sizeof(float));
+    REQUIRE(cudaMemcpy(part.data(), scratch, scratch_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    // Both passes.
+    REQUIRE(da::launch(p, scratch, stream, sms) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+    const std::vector<uint16_t> merged = read_raw(out, out_elems);
+    cudaStreamDestroy(stream);
+    cudaFree(out);
+    cudaFree(scratch);
+    // The host merge of pass 1's chunks, against both passes' output.
+    const int64_t chunks = da::chunks(s.cache_len);
+    const int64_t used = position < 0 ? 0 : std::min(position + 1, s.cache_len);
+    const float* lse = part.data() + static_cast<std::size_t>(s.batch * s.heads * chunks * s.dim);
+    double worst = 0;
+    for (int64_t bh = 0; bh < s.batch * s.heads; ++bh) {
+      double m = -INFINITY;
+      for (int64_t c = 0; c * da::kChunk < used; ++c) m = std::max(m, static_cast<double>(lse[bh * chunks + c]));
+      for (int64_t d = 0; d < s.dim; ++d) {
+        double sum = 0, acc = 0;
+        for (int64_t c = 0; c * da::kChunk < used; ++c) {
+          const double w = std::exp2(lse[bh * chunks + c] - m);
+          sum += w;
+          acc += w * part[static_cast<std::size_t>((bh * chunks + c) * s.dim + d)];
+        }
+        const double ref = used == 0 ? 0 : acc / sum;
+        const double got = from16(merged[static_cast<std::size_t>(bh * s.dim + d)], false);
+        worst = std::max(worst, std::fabs(got - ref) / allowed(ref, false));
+      }
+    }
+    CHECK(worst < 1.0);
   }
 }

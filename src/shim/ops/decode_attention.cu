@@ -100,7 +100,8 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
   store<kHalf>(p.out, (b * p.heads + h) * kDim + d, used == 0 ? 0.f : o / sum);
 }
 template <bool kHalf, int kDim, int kGroupHeads>
-int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, cudaStream_t stream) {
+int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, bool merge,
+                 cudaStream_t stream) {
   if (p.cache_len > 0) {
     const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.heads),
                     static_cast<unsigned>(p.batch));
@@ -108,6 +109,7 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
                                         part_out, part_lse, q_vectors(p), grouped_from);
     if (err != cudaSuccess) return static_cast<int>(err);
   }
+  if (!merge) return 0;
   const dim3 grid(static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
   // With dependent launch, the merge overlaps pass 1's tail (its launch, its blocks' scheduling, its read of the
   // position). It reads the position before its wait, which is right only after pass 1 (dependent_launch.hpp, an
@@ -117,13 +119,35 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
 }
 
 template <bool kHalf, int kDim>
-int launch_dim(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, cudaStream_t stream) {
+int launch_dim(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, bool merge,
+               cudaStream_t stream) {
   switch (heads_per_block(p.heads / p.kv_heads)) {
-    case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, grouped_from, stream);
-    case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, grouped_from, stream);
-    case 2: return launch_heads<kHalf, kDim, 2>(p, part_out, part_lse, grouped_from, stream);
-    default: return launch_heads<kHalf, kDim, 1>(p, part_out, part_lse, grouped_from, stream);
+    case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, grouped_from, merge, stream);
+    case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, grouped_from, merge, stream);
+    case 2: return launch_heads<kHalf, kDim, 2>(p, part_out, part_lse, grouped_from, merge, stream);
+    default: return launch_heads<kHalf, kDim, 1>(p, part_out, part_lse, grouped_from, merge, stream);
   }
+}
+
+// Both passes (`merge`) or pass 1 alone, after launch()'s and launch_chunks()'s checks.
+int launch_two_kernel(const Problem& p, void* scratch, cudaStream_t s, int sm_count, bool merge) {
+  // Outputs first, then the log-sum-exps: the float4-friendly part at the (pool-aligned) start.
+  const std::size_t slots = static_cast<std::size_t>(p.batch) * static_cast<std::size_t>(p.heads) *
+                            static_cast<std::size_t>(chunks(p.cache_len));
+  float* part_out = static_cast<float*>(scratch);
+  float* part_lse = part_out + slots * static_cast<std::size_t>(p.head_dim);
+  const int64_t grouped_from = grouped_from_chunks(p.heads, p.batch, sm_count);
+  if (p.fp16) {
+    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, grouped_from, merge, s)
+                            : launch_dim<true, 128>(p, part_out, part_lse, grouped_from, merge, s);
+  }
+  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, grouped_from, merge, s)
+                          : launch_dim<false, 128>(p, part_out, part_lse, grouped_from, merge, s);
+}
+
+bool valid(const Problem& p, int cluster) {
+  return supports_head_dim(p.head_dim) && p.kv_heads > 0 && p.heads % p.kv_heads == 0 && aligned(p) &&
+         (cluster == 0 || cluster == 8 || cluster == 16);
 }
 
 }  // namespace
@@ -164,24 +188,16 @@ std::size_t scratch_bytes(const Problem& p) {
 
 int launch(const Problem& p, void* scratch, void* stream, int sm_count, int cluster) {
   if (p.batch == 0 || p.heads == 0) return 0;
-  if (!supports_head_dim(p.head_dim) || p.kv_heads <= 0 || p.heads % p.kv_heads != 0 || !aligned(p) ||
-      (cluster != 0 && cluster != 8 && cluster != 16)) {
-    return cudaErrorInvalidValue;
-  }
+  if (!valid(p, cluster)) return cudaErrorInvalidValue;
   auto s = static_cast<cudaStream_t>(stream);
   if (cluster > 0) return launch_one_kernel(p, cluster, s);
-  // Outputs first, then the log-sum-exps: the float4-friendly part at the (pool-aligned) start.
-  const std::size_t slots = static_cast<std::size_t>(p.batch) * static_cast<std::size_t>(p.heads) *
-                            static_cast<std::size_t>(chunks(p.cache_len));
-  float* part_out = static_cast<float*>(scratch);
-  float* part_lse = part_out + slots * static_cast<std::size_t>(p.head_dim);
-  const int64_t grouped_from = grouped_from_chunks(p.heads, p.batch, sm_count);
-  if (p.fp16) {
-    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, grouped_from, s)
-                            : launch_dim<true, 128>(p, part_out, part_lse, grouped_from, s);
-  }
-  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, grouped_from, s)
-                          : launch_dim<false, 128>(p, part_out, part_lse, grouped_from, s);
+  return launch_two_kernel(p, scratch, s, sm_count, true);
+}
+
+int launch_chunks(const Problem& p, void* scratch, void* stream, int sm_count) {
+  if (p.batch == 0 || p.heads == 0) return 0;
+  if (!valid(p, 0)) return cudaErrorInvalidValue;
+  return launch_two_kernel(p, scratch, static_cast<cudaStream_t>(stream), sm_count, false);
 }
 
 }  // namespace decode_attention

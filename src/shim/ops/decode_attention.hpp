@@ -110,6 +110,12 @@ int cluster_blocks(const Problem& p, int wanted, int device);
 /// enqueues nothing. Returns the launch's cudaError_t (0 = success).
 int launch(const Problem& p, void* scratch, void* stream, int sm_count, int cluster = 0);
 
+/// Pass 1 of the two-kernel form alone: each visible chunk's normalized output and log2-sum-exp left in `scratch`
+/// (outputs [batch, heads, chunks(cache_len), head_dim], then the log-sum-exps [batch, heads, chunks]), p.out not
+/// written; the update form still stores the step's K and V row. For a consumer that merges the chunks itself
+/// (fused_linear_bench --chain times the step without the merge kernel: the most such a consumer could save).
+int launch_chunks(const Problem& p, void* scratch, void* stream, int sm_count);
+
 }  // namespace decode_attention
 }  // namespace shim
 }  // namespace aoti_cuda
