@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "aoti_cuda/shim.h"
+#include "call_floors.cuh"
 #include "l2_flush.cuh"
 #include "stream_read.cuh"
 #include "shim/op_settings.hpp"
@@ -96,7 +97,7 @@ struct Result {
   int64_t m, n, k;
   double us, gbps;
   double stream_us = -1, stream_gbps = -1;
-  double floor_empty_us = -1, floor_read_us = -1;  // measure_floors() at the same copies and bytes
+  double floor_empty_us = -1, floor_read_us = -1;  // measure_call_floors() at the same copies and bytes
 };
 
 // Bytes a call must read: packed weights + (scale, zero) pairs (activations and output are tiny).
@@ -105,10 +106,7 @@ double weight_bytes(int64_t n, int64_t k, int group) {
 }
 
 // Weight copies of a back-to-back measurement: enough for >= 256 MiB, so every call reads HBM.
-int stream_copies(int64_t n, int64_t k, int group) {
-  const double bytes = weight_bytes(n, k, group);
-  return static_cast<int>(std::min(4096.0, std::max(8.0, std::floor((256.0 * (1 << 20)) / bytes) + 1)));
-}
+int stream_copies(int64_t n, int64_t k, int group) { return aoti_cuda_bench::copies_for(weight_bytes(n, k, group)); }
 
 Result measure(int64_t m, int64_t n, int64_t k, int group, int ikt, int iters, void* flush, std::size_t flush_bytes) {
   AtenTensorHandle x = device_tensor({m, k}, 15, static_cast<std::size_t>(m * k * 2), true, 1);
@@ -242,42 +240,6 @@ double measure_stream(int64_t m, int64_t n, int64_t k, int group, int ikt, int r
   return us;
 }
 
-__global__ void empty_kernel() {}
-
-// What a call costs at the least, measured like measure_stream (a graph of `copies` launches,
-// per-call time after a flush): an empty kernel (launch and drain alone), and the streaming-read
-// kernel over `bytes` of a distinct buffer per launch (a perfect weight stream of the same size).
-void measure_floors(std::size_t bytes, int copies, int reps, void* flush, std::size_t flush_bytes, double* empty_us,
-                    double* read_us) {
-  const std::size_t stride = (bytes + 255) / 256 * 256;
-  void* buf = nullptr;
-  check(cudaMalloc(&buf, stride * copies), "cudaMalloc(floor)");
-  check(cudaMemset(buf, 0x5A, stride * copies), "cudaMemset(floor)");
-  int device = 0, sms = 0, per_sm = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "attribute");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, aoti_cuda_bench::stream_read_kernel, 512, 0), "occupancy");
-  const std::size_t vecs = bytes / 16;
-  const unsigned blocks = static_cast<unsigned>(
-      std::max<std::size_t>(1, std::min<std::size_t>(static_cast<std::size_t>(sms) * per_sm, (vecs + 511) / 512)));
-  cudaStream_t stream;
-  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  for (int which = 0; which < 2; ++which) {
-    (which == 0 ? *empty_us : *read_us) =
-        aoti_cuda_bench::captured_per_call_us(stream, copies, reps, flush, flush_bytes, [&](int r) {
-          if (which == 0) {
-            empty_kernel<<<static_cast<unsigned>(sms), 256, 0, stream>>>();
-          } else {
-            const uint4* p = reinterpret_cast<const uint4*>(static_cast<char*>(buf) + r * stride);
-            aoti_cuda_bench::stream_read_kernel<<<blocks, 512, 0, stream>>>(p, vecs, static_cast<uint4*>(buf));
-          }
-          return cudaGetLastError();
-        });
-  }
-  cudaStreamDestroy(stream);
-  cudaFree(buf);
-}
-
 using Shapes = std::vector<std::array<int64_t, 2>>;
 
 void run_variants(int iters, int group, void* flush, std::size_t flush_bytes, const Shapes& shapes,
@@ -388,8 +350,11 @@ int main(int argc, char** argv) {
         r.stream_us = measure_stream(m, nk[0], nk[1], group, ikt, 7, flush, flush_bytes);
         r.stream_gbps = weight_bytes(nk[0], nk[1], group) / (r.stream_us * 1e-6) / 1e9;
         if (m == 1) {  // the floors depend on the bytes only
-          measure_floors(static_cast<std::size_t>(weight_bytes(nk[0], nk[1], group)), stream_copies(nk[0], nk[1], group),
-                         7, flush, flush_bytes, &r.floor_empty_us, &r.floor_read_us);
+          const auto bytes = static_cast<std::size_t>(weight_bytes(nk[0], nk[1], group));
+          const auto f = aoti_cuda_bench::measure_call_floors(bytes, stream_copies(nk[0], nk[1], group), 7, flush,
+                                                              flush_bytes);
+          r.floor_empty_us = f.empty_us;
+          r.floor_read_us = f.read_us;
           std::printf("  floors (graph, per call): empty kernel %.2f us, streaming read of the same %.1f MB %.2f us "
                       "(%.0f GB/s)\n", r.floor_empty_us, weight_bytes(nk[0], nk[1], group) / 1e6, r.floor_read_us,
                       weight_bytes(nk[0], nk[1], group) / (r.floor_read_us * 1e-6) / 1e9);
