@@ -11,3 +11,17 @@ if(TARGET generate AND TARGET aoti_cuda_read_bw AND TARGET aoti_cuda_bench AND T
              COMMAND ${AOTI_CUDA_BASH} ${CMAKE_SOURCE_DIR}/tools/contrib/gpu-machine/test_device_llm.sh ${CMAKE_BINARY_DIR})
   endif()
 endif()
+
+# aoti_cuda_read_bw checks its --per-call sizes before touching a GPU: a size of 0 or a word is a usage error
+# (exit 2, the usage line), here without a GPU as on the device machine.
+if(TARGET aoti_cuda_read_bw)
+  find_program(AOTI_CUDA_BASH bash)
+  if(AOTI_CUDA_BASH)
+    foreach(sizes "12.5,0" "12.5,x" ",")
+      string(MAKE_C_IDENTIFIER "${sizes}" tag)
+      add_test(NAME read_bw_rejects_sizes_${tag}
+               COMMAND ${AOTI_CUDA_BASH} -c "\"$0\" --per-call '${sizes}' 2>&1 | grep -q 'usage:.*--per-call' && \
+\"$0\" --per-call '${sizes}' > /dev/null 2>&1; test $? -eq 2" $<TARGET_FILE:aoti_cuda_read_bw>)
+    endforeach()
+  endif()
+endif()
