@@ -20,8 +20,8 @@ if(TARGET aoti_cuda_read_bw)
     foreach(sizes "12.5,0" "12.5,x" ",")
       string(MAKE_C_IDENTIFIER "${sizes}" tag)
       add_test(NAME read_bw_rejects_sizes_${tag}
-               COMMAND ${AOTI_CUDA_BASH} -c "\"$0\" --per-call '${sizes}' 2>&1 | grep -q 'usage:.*--per-call' && \
-\"$0\" --per-call '${sizes}' > /dev/null 2>&1; test $? -eq 2" $<TARGET_FILE:aoti_cuda_read_bw>)
+               COMMAND ${AOTI_CUDA_BASH} -c "out=$(\"$0\" --per-call '${sizes}' 2>&1); test $? -eq 2 && \
+printf '%s' \"$out\" | grep -q 'usage:.*--per-call'" $<TARGET_FILE:aoti_cuda_read_bw>)
     endforeach()
   endif()
 endif()
