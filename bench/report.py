@@ -59,7 +59,8 @@ LLM_ROWS = [  # (key in runs, label)
     ("torch_compile", "torch.compile max-autotune"),
     ("eager_int4", "eager PyTorch (int4, torchao)"),
 ]
-# Every bf16 peer with each of its settings: "best peer" is the best of them, CUDA graphs included where a peer has them.
+# Every bf16 peer with each of its settings: "best peer" is the best of them, CUDA graphs included where a peer
+# has them.
 BF16_PEERS = ["libtorch_aoti", "libtorch_aoti_graph", "eager", "eager_graph", "torch_compile"]
 # aoti_cuda's bf16 programs (the backend's Triton GEMMs; cuBLAS GEMMs): the decode and TTFT targets take the best.
 AOTI_BF16 = ["aoti_cuda_bf16", "aoti_cuda_bf16cublas", "aoti_cuda_bf16fast", "aoti_cuda_bf16fast_gemv8", "aoti_cuda_bf16mix",
