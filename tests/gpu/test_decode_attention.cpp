@@ -632,3 +632,49 @@ TEST_CASE("gpu: decode attention's pass 1 alone (launch_chunks) leaves the chunk
     CHECK(worst < 1.0);
   }
 }
+
+TEST_CASE("gpu: decode attention's short-position merge: up to 8 chunks merged in pass 1's first cluster, more by "
+          "the merge kernel (OpSettings::attention_short_merge on and off)" * AOTI_CUDA_GPU_CASE) {
+  // Both sides of the switch (511 positions: 8 chunks, merged in the cluster; 512: 9, merged by the merge kernel),
+  // one chunk, a cluster whose blocks past the visible chunks contribute nothing, a cache of 5 chunks (the grid
+  // padded to a whole cluster), clamped and negative positions, batches whose sequences fall on different sides,
+  // grouped heads a block starting below 8 chunks (the merge then stops earlier), the update form's stored rows,
+  // the qkv form bit for bit against the update form, and graph replays across the switch. Each against float64,
+  // with the setting on and off; on an sm_90 GPU the setting must take effect (short_merge_below).
+  namespace da = aoti_cuda::shim::decode_attention;
+  int major = 0;
+  REQUIRE(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  const int sms = aoti_cuda::shim::multiprocessor_count(0);
+  for (const bool on : {true, false}) {
+    CAPTURE(on);
+    aoti_cuda::shim::OpSettings settings;
+    settings.attention_short_merge = on;
+    const aoti_cuda::shim::OpSettingsScope scope(&settings);
+    da::Problem one;  // the 1.1 B model's layer: 16 query heads, 4 KV heads, batch 1
+    one.batch = 1;
+    one.heads = 16;
+    one.kv_heads = 4;
+    one.head_dim = 128;
+    CHECK(da::short_merge_below(one, sms) == (on && major >= 9 ? 8 : 0));
+    da::Problem grouped = one;  // 32 heads x 8 sequences: grouped heads a block from grouped_from chunks
+    grouped.batch = 8;
+    grouped.heads = 32;
+    const int64_t from = da::grouped_from_chunks(grouped.heads, grouped.batch, sms);
+    CHECK(da::short_merge_below(grouped, sms) == (on && major >= 9 ? std::min<int64_t>(8, from - 1) : 0));
+    if (major < 9) MESSAGE("below sm_90: no clusters, the merge kernel merges at every position");
+
+    check_positions({false, 1, 16, 4, 4096, 128}, {{0}, {63}, {64}, {447}, {448}, {510}, {511}, {512}, {4000}},
+                    "short 1b");
+    check_positions({true, 1, 8, 2, 1000, 64}, {{0}, {200}, {511}, {512}, {999}}, "short fp16");
+    check_positions({false, 1, 6, 2, 300, 128}, {{0}, {64}, {299}, {5000}, {-1}}, "short 5 chunks");
+    check_positions({false, 2, 8, 2, 1024, 128}, {{3, 600}, {511, 512}, {-1, 100}, {1023, 0}}, "short batch");
+    const int64_t edge = (from - 1) * da::kChunk;  // from - 1 chunks visible up to edge - 1, from chunks at edge
+    check_positions({false, 8, 32, 4, 1024, 128}, {{0}, {edge - 1}, {edge}, {511}, {512}}, "short grouped");
+    check_update({false, 1, 8, 2, 1000, 128}, {{0}, {63}, {64}, {511}, {512}}, "short");
+    check_update({false, 2, 8, 2, 1024, 128}, {{5, 700}, {512, -1}}, "short batch");
+    check_qkv({false, 1, 16, 4, 4096, 128}, {{128}, {511}, {512}}, 4096, "short 1b");
+    check_qkv({true, 2, 8, 2, 512, 64}, {{3, 400}, {511, 0}}, 512, "short batch");
+    check_graph_replays();
+  }
+}
