@@ -29,7 +29,8 @@ namespace {
 
 using namespace detail;
 
-constexpr int kShortCluster = 8;  // blocks of pass 1's clusters in the short-position merge (the portable size)
+// Blocks of pass 1's clusters in the short-position merge (the portable size), and of its grid's groups of chunks.
+constexpr int kShortCluster = 8;
 
 // Pass 1's sink in the two-kernel form: per (batch, query head, chunk), the chunk's normalized output and its
 // log2-sum-exp, to the scratch the merge kernel reads.
@@ -63,11 +64,15 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   // The position first: everything the block reads depends on it.
   const int64_t b = blockIdx.z;
   const int64_t pos_b = p.pos[b * p.pos_stride];
-  const int64_t chunk = blockIdx.x;
-  // 32-bit division (64-bit division is a long software sequence): the grid's y is at most 65,535.
+  // The grid (launch_heads): x = query head x kShortCluster + r, y = group of kShortCluster chunks; chunk y x 8 + r.
+  // So the blocks of the first chunks of every head come first in the launch order: at short positions, the blocks
+  // with work are in the first wave and the empty ones after them.
+  const int query = static_cast<int>(blockIdx.x / kShortCluster);
+  const int64_t chunk = static_cast<int64_t>(blockIdx.y) * kShortCluster + blockIdx.x % kShortCluster;
+  // 32-bit division (64-bit division is a long software sequence): heads are at most 2^28.
   const int group_size = static_cast<int>(p.heads) / static_cast<int>(p.kv_heads);
-  const int64_t kv_head = static_cast<int>(blockIdx.y) / group_size;
-  const int hq = static_cast<int>(blockIdx.y) % group_size;  // the query head within the group
+  const int64_t kv_head = query / group_size;
+  const int hq = query % group_size;  // the query head within the group
   const int64_t n = visible_at(pos_b, p.cache_len);
   const int64_t head = kv_head * group_size + hq;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -103,12 +108,17 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
   // Launched right after pass 1 (launch_heads): the position is an input of the operator, final before pass 1
   // started, so it is read while pass 1 finishes (with dependent launch); pass 1's results only after the wait.
   const int64_t n = visible(p, b);
+  const int64_t used = chunk_count(n);  // chunks pass 1 wrote
+  if (merged_below > 0 && used <= merged_below) {
+    // Pass 1 merged them and wrote the output (its short-position merge): this block reads and writes nothing, so
+    // the next kernel may launch at once (its weight loads then overlap pass 1, as they would after pass 1 alone).
+    // The wait still matters: the next kernel waits only for this one, which completes only once pass 1 has.
+    pdl::allow_dependents();
+    pdl::wait_for_predecessor();
+    return;
+  }
   pdl::wait_for_predecessor();
   pdl::allow_dependents();
-  const int64_t used = chunk_count(n);  // chunks pass 1 wrote
-  // Pass 1 merged them and wrote the output (its short-position merge). The wait above still matters: the kernel
-  // after this one waits only for this one, so this one completes only once pass 1 has.
-  if (merged_below > 0 && used <= merged_below) return;
   const int64_t chunks_total = chunk_count(p.cache_len);
   const int64_t first = (b * p.heads + h) * chunks_total;
   // One pass with a running maximum, so that each chunk's log-sum-exp and output are requested together (unrolled,
@@ -151,10 +161,11 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
                                                                                           grouped_from)
                                            : 0;
   if (p.cache_len > 0) {
-    // In clusters, the grid's x is padded to whole clusters; the blocks past the cache have no visible chunk.
-    const int64_t x = merged_below > 0 ? (chunks(p.cache_len) + kShortCluster - 1) / kShortCluster * kShortCluster
-                                       : chunks(p.cache_len);
-    const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
+    // chunk_kernel's grid: kShortCluster blocks a query head along x (a cluster with the short-position merge), the
+    // chunks in groups of kShortCluster along y; blocks past the cache have no visible chunk.
+    const int64_t groups = (chunks(p.cache_len) + kShortCluster - 1) / kShortCluster;
+    const dim3 grid(static_cast<unsigned>(p.heads * kShortCluster), static_cast<unsigned>(groups),
+                    static_cast<unsigned>(p.batch));
     const cudaError_t err = pdl::launch_in_clusters(pdl::allowed(), merged_below > 0 ? kShortCluster : 0,
                                                     chunk_kernel<kHalf, kDim, kGroupHeads>, grid, dim3(kWarps * 32),
                                                     0, stream, p, part_out, part_lse, q_vectors(p), grouped_from,

@@ -47,7 +47,9 @@
 //     write and was final before it started (the operator's inputs): its predecessor is that kernel;
 //   * every thread that reads or writes global memory calls wait_for_predecessor() first;
 //   * allow_dependents() only after that wait, so a chain of such kernels never runs more than
-//     one grid ahead of the data.
+//     one grid ahead of the data. One exception: a block that reads and writes no global memory after
+//     its wait may allow dependents before it (its grid still completes only after the wait, which
+//     is all the next kernel's wait waits for).
 // Below sm_90 the device functions are no-ops and launch() launches plainly.
 //
 // Switched by OpSettings::dependent_launch (TuningOptions::dependent_launch,
@@ -83,7 +85,7 @@ cudaError_t launch_in_clusters(bool overlap, unsigned cluster_x, void (*kernel)(
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attributes[2];
+  cudaLaunchAttribute attributes[2] = {};  // zeroed: every byte of each value the driver may read
   unsigned count = 0;
   if (cluster_x > 0) {
     attributes[count].id = cudaLaunchAttributeClusterDimension;
