@@ -31,7 +31,7 @@ namespace {
 constexpr int32_t kBFloat16 = static_cast<int32_t>(DType::kBFloat16);
 constexpr int32_t kFloat16 = static_cast<int32_t>(DType::kFloat16);
 constexpr int32_t kInt64 = static_cast<int32_t>(DType::kInt64);
-constexpr int64_t kMaxGrid = 65535;  // grid y (query heads; pass 1: groups of 8 chunks) and z (batch)
+constexpr int64_t kMaxGrid = 65535;  // grid y (kv heads x sub-groups, and query heads) and z (batch)
 
 const AtenTensorOpaque& operand(AtenTensorHandle h, const char* name, const char* layout) {
   const AtenTensorOpaque& t = *checked_defined(h, name);
@@ -88,9 +88,6 @@ decode_attention::Problem validate(const Query& q, const AtenTensorOpaque& k, co
   expect(std::isfinite(scale), [&] { return "scale must be finite, got " + std::to_string(scale); });
   expect(batch <= kMaxGrid && heads <= kMaxGrid, [&] {
     return "too large for the kernel's grid: batch " + std::to_string(batch) + ", heads " + std::to_string(heads);
-  });
-  expect(decode_attention::chunks(cache_len) <= kMaxGrid * 8, [&] {  // pass 1's grid y: groups of 8 chunks
-    return "too large for the kernel's grid: cache_len " + std::to_string(cache_len);
   });
 
   decode_attention::Problem p;

@@ -29,8 +29,7 @@ namespace {
 
 using namespace detail;
 
-// Blocks of pass 1's clusters in the short-position merge (the portable size), and of its grid's groups of chunks.
-constexpr int kShortCluster = 8;
+constexpr int kShortCluster = 8;  // blocks of pass 1's clusters in the short-position merge (the portable size)
 
 // Pass 1's sink in the two-kernel form: per (batch, query head, chunk), the chunk's normalized output and its
 // log2-sum-exp, to the scratch the merge kernel reads.
@@ -64,15 +63,11 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   // The position first: everything the block reads depends on it.
   const int64_t b = blockIdx.z;
   const int64_t pos_b = p.pos[b * p.pos_stride];
-  // The grid (launch_heads): x = query head x kShortCluster + r, y = group of kShortCluster chunks; chunk y x 8 + r.
-  // So the blocks of the first chunks of every head come first in the launch order: at short positions, the blocks
-  // with work are in the first wave and the empty ones after them.
-  const int query = static_cast<int>(blockIdx.x / kShortCluster);
-  const int64_t chunk = static_cast<int64_t>(blockIdx.y) * kShortCluster + blockIdx.x % kShortCluster;
-  // 32-bit division (64-bit division is a long software sequence): heads are at most 2^28.
+  const int64_t chunk = blockIdx.x;
+  // 32-bit division (64-bit division is a long software sequence): the grid's y is at most 65,535.
   const int group_size = static_cast<int>(p.heads) / static_cast<int>(p.kv_heads);
-  const int64_t kv_head = query / group_size;
-  const int hq = query % group_size;  // the query head within the group
+  const int64_t kv_head = static_cast<int>(blockIdx.y) / group_size;
+  const int hq = static_cast<int>(blockIdx.y) % group_size;  // the query head within the group
   const int64_t n = visible_at(pos_b, p.cache_len);
   const int64_t head = kv_head * group_size + hq;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -161,11 +156,12 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
                                                                                           grouped_from)
                                            : 0;
   if (p.cache_len > 0) {
-    // chunk_kernel's grid: kShortCluster blocks a query head along x (a cluster with the short-position merge), the
-    // chunks in groups of kShortCluster along y; blocks past the cache have no visible chunk.
-    const int64_t groups = (chunks(p.cache_len) + kShortCluster - 1) / kShortCluster;
-    const dim3 grid(static_cast<unsigned>(p.heads * kShortCluster), static_cast<unsigned>(groups),
-                    static_cast<unsigned>(p.batch));
+    // In clusters, the grid's x is padded to whole clusters; the blocks past the cache have no visible chunk. (Chunk
+    // groups along y instead, so that the first chunks of every head launch first, made the model 4-6 % slower at
+    // position 1,024 with the short merge on or off: H100, 2026-12-07 08:12 and 08:21.)
+    const int64_t x = merged_below > 0 ? (chunks(p.cache_len) + kShortCluster - 1) / kShortCluster * kShortCluster
+                                       : chunks(p.cache_len);
+    const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
     const cudaError_t err = pdl::launch_in_clusters(pdl::allowed(), merged_below > 0 ? kShortCluster : 0,
                                                     chunk_kernel<kHalf, kDim, kGroupHeads>, grid, dim3(kWarps * 32),
                                                     0, stream, p, part_out, part_lse, q_vectors(p), grouped_from,
