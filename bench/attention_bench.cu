@@ -33,7 +33,6 @@
 #include <string>
 #include <vector>
 
-#include "shim/op_settings.hpp"
 #include "shim/ops/decode_attention.hpp"
 #include "shim/ops/flash_attention.hpp"
 
@@ -194,17 +193,6 @@ int decode_bench(int64_t cache, const std::vector<int64_t>& positions, int64_t h
     std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  qkv form, in a graph    %8.2f us\n",
                 static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
                 static_cast<long long>(dim), static_cast<long long>(position), qkv_us);
-    // The same with the short-position merge off (OpSettings::attention_short_merge): above, up to 512 positions,
-    // pass 1's first cluster merged the chunks where the GPU has clusters; here the merge kernel always does.
-    {
-      aoti_cuda::shim::OpSettings off;
-      off.attention_short_merge = false;
-      const aoti_cuda::shim::OpSettingsScope scope(&off);
-      const double two_us = time_graph([&] { return da::launch(f, scratch, stream, sm_count); }, stream);
-      std::printf("decode L=%-5lld H=%lld Hkv=%lld D=%lld bf16  pos %-5lld  qkv form, short merge off %6.2f us\n",
-                  static_cast<long long>(cache), static_cast<long long>(heads), static_cast<long long>(kvh),
-                  static_cast<long long>(dim), static_cast<long long>(position), two_us);
-    }
     // The same form as one kernel over thread-block clusters (OpSettings::attention_cluster), where the GPU has them.
     for (int cluster : {8, 16}) {
       if (da::cluster_blocks(f, cluster, device) != cluster) {

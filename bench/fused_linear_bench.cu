@@ -18,7 +18,7 @@
 // --chain instead times whole decode layers: the 22 layers of the 1.1 B model (distinct weights and a 4,096-position
 // KV cache each, decode position 128 or P), each layer the six kernels of the fused exports (norm + q/k/v, the decode
 // attention's two passes in the qkv form, o + residual, norm + gate/up + SwiGLU, down + residual), captured in one
-// graph as a decode step replays them, bf16 and int4. Eight ways first: plain launches; dependent launch
+// graph as a decode step replays them, bf16 and int4. Seven ways first: plain launches; dependent launch
 // (OpSettings::dependent_launch); dependent launch with the projections' first weight loads issued before their
 // wait (Problem::weights_early, what the shim does for weights that are program constants); the decode attention as
 // one kernel over thread-block clusters of 16 or 8 (OpSettings::attention_cluster), plainly and with both of the
@@ -284,14 +284,7 @@ struct ChainMode {
   std::size_t prefetch_cap = 0;  // and only its ranges' first bytes (0: all)
   bool merge = true;            // false: the attention's pass 1 without its merge kernel (launch_chunks; o reads the
                                 // row the merge would have written)
-  bool short_merge = true;      // OpSettings::attention_short_merge (up to 8 chunks merged in pass 1's clusters)
 };
-
-// `m` with the merge kernel merging at every position (the short-position merge off).
-ChainMode short_merge_off(ChainMode m) {
-  m.short_merge = false;
-  return m;
-}
 
 // `m` with the attention's pass 1 alone, no merge kernel.
 ChainMode without_merge(ChainMode m) {
@@ -486,7 +479,6 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes, int64_
   const ChainMode modes[] = {{"plain launches", false, false, 0},
                              {"dependent launch", true, false, 0},
                              {"dependent launch, weights early", true, true, 0},
-                             short_merge_off({"early, short merge off", true, true, 0}),
                              {"attention clusters of 16", false, false, 16},
                              {"clusters of 16, dep. launch, early", true, true, 16},
                              {"attention clusters of 8", false, false, 8},
@@ -528,7 +520,6 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes, int64_
         }
         aoti_cuda::shim::OpSettings settings;
         settings.dependent_launch = m.dependent;
-        settings.attention_short_merge = m.short_merge;
         const aoti_cuda::shim::OpSettingsScope scope(&settings);
         const double us = per_call_us(Layers::kCount, reps, [&](int l, cudaStream_t s) {
           if (m.persistent > 0) return layers.persistent_floor(l, m.persistent == 2, m.spread, m.ring, sms, s);

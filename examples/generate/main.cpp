@@ -375,15 +375,12 @@ void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Rep
   const aoti_cuda::TuningOptions tuning = m.tuning();
   const bool dependent = tuning.dependent_launch.value_or(true);
   const int cluster = tuning.attention_cluster.value_or(0);
-  const bool short_merge = tuning.attention_short_merge.value_or(true);
   const std::string attention =
       cluster > 0 ? "one kernel over clusters of " + std::to_string(cluster) + " blocks where the GPU has them"
-                  : std::string("two kernels") +
-                        (short_merge ? ", the first merging up to 512 positions where the GPU has clusters" : "");
+                  : "two kernels";
   std::printf("decode kernels: dependent launch %s, attention %s\n", dependent ? "on" : "off", attention.c_str());
   r.num("dependent_launch", dependent ? 1 : 0);
   r.num("attention_cluster", cluster);
-  r.num("attention_short_merge", short_merge ? 1 : 0);
 }
 
 // Exit status 3: this machine cannot run the program (no usable GPU), as the other examples.

@@ -185,13 +185,6 @@ struct TuningOptions {
   /// 1.1 B model, 8 was about 2 % faster at positions below 400 and 4-16 %
   /// slower from 1,024 on (docs/configuration.md). AOTI_CUDA_ATTENTION_CLUSTER.
   std::optional<int> attention_cluster;
-  /// The SDK's decode attention in two kernels (attention_cluster 0), sm_90
-  /// and newer: while a query head sees at most 512 cache positions, the
-  /// chunks' kernel merges them itself in thread-block clusters and the
-  /// merge kernel only waits; past that, both kernels work. Same results up
-  /// to float32 rounding. Default true (docs/configuration.md has the
-  /// figures). AOTI_CUDA_ATTENTION_SHORT_MERGE=1|0.
-  std::optional<bool> attention_short_merge;
 };
 
 /// `tuning` with every unset field filled as a load would fill it (the

@@ -100,7 +100,6 @@ TuningOptions parse_tuning(nb::handle h) {
     else if (key == "cublas_workspace_mib") t.cublas_workspace_mib = tuning_value<std::size_t>(v, key, "an int >= 0");
     else if (key == "dependent_launch") t.dependent_launch = tuning_value<bool>(v, key, "a bool");
     else if (key == "attention_cluster") t.attention_cluster = tuning_value<int>(v, key, "0, 8 or 16");
-    else if (key == "attention_short_merge") t.attention_short_merge = tuning_value<bool>(v, key, "a bool");
     else if (key == "staging") {
       const std::string name = tuning_value<std::string>(v, key, "'huge', 'wc' or 'hostalloc'");
       for (StagingMemory m : {StagingMemory::kHugePages, StagingMemory::kWriteCombined, StagingMemory::kHostAlloc}) {
@@ -109,7 +108,7 @@ TuningOptions parse_tuning(nb::handle h) {
       if (!t.staging) throw Error(ErrorCode::kInvalidArgument, "tuning['staging'] must be 'huge', 'wc' or 'hostalloc', got '" + name + "'");
     } else {
       throw Error(ErrorCode::kInvalidArgument, "unknown tuning key '" + key + "' (known: upload_threads, staging, "
-                  "page_lock_weights, block_cache_mib, small_copy_kernels, gemv_max_rows, int4_dequant_min_m, cublas_workspace_mib, dependent_launch, attention_cluster, attention_short_merge)");
+                  "page_lock_weights, block_cache_mib, small_copy_kernels, gemv_max_rows, int4_dequant_min_m, cublas_workspace_mib, dependent_launch, attention_cluster)");
     }
   }
   return t;
@@ -127,7 +126,6 @@ nb::dict tuning_dict(const TuningOptions& t) {
   if (t.cublas_workspace_mib) d["cublas_workspace_mib"] = *t.cublas_workspace_mib;
   if (t.dependent_launch) d["dependent_launch"] = *t.dependent_launch;
   if (t.attention_cluster) d["attention_cluster"] = *t.attention_cluster;
-  if (t.attention_short_merge) d["attention_short_merge"] = *t.attention_short_merge;
   return d;
 }
 

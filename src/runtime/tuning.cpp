@@ -129,10 +129,6 @@ TuningOptions resolve_tuning(const TuningOptions& t) {
   r.dependent_launch = resolve_switch(t.dependent_launch, "dependent_launch", "AOTI_CUDA_DEPENDENT_LAUNCH", dependent,
                                       dependent.value_or(ops.dependent_launch) ? "on" : "off", ops.dependent_launch);
   r.attention_cluster = resolve_attention_cluster(t.attention_cluster, ops.attention_cluster);
-  const std::optional<bool> short_merge = env_bool("AOTI_CUDA_ATTENTION_SHORT_MERGE");
-  r.attention_short_merge =
-      resolve_switch(t.attention_short_merge, "attention_short_merge", "AOTI_CUDA_ATTENTION_SHORT_MERGE", short_merge,
-                     short_merge.value_or(ops.attention_short_merge) ? "on" : "off", ops.attention_short_merge);
   return r;
 }
 
@@ -152,7 +148,6 @@ shim::OpSettings op_settings_of(const TuningOptions& resolved) {
   if (resolved.cublas_workspace_mib) s.cublas_workspace_bytes = *resolved.cublas_workspace_mib << 20;
   s.dependent_launch = resolved.dependent_launch.value_or(s.dependent_launch);
   s.attention_cluster = resolved.attention_cluster.value_or(s.attention_cluster);
-  s.attention_short_merge = resolved.attention_short_merge.value_or(s.attention_short_merge);
   return s;
 }
 

@@ -1,12 +1,12 @@
 // aoti_cuda shim — the tuning the operator shims read while a model runs
 // (private to the shim; the Module installs it).
 //
-// Six settings of LoadOptions::tuning are read deep inside operator shims
+// Five settings of LoadOptions::tuning are read deep inside operator shims
 // that a model library calls with no Module at hand: the few-row GEMM limit
 // (gemm.hpp), the M from which int4 matmuls dequantize for cuBLAS
 // (weight_int4pack_mm.cpp), the cuBLAS workspace size, whether the
 // decode kernels launch with programmatic dependent launch
-// (ops/dependent_launch.hpp) and decode attention's two forms
+// (ops/dependent_launch.hpp) and decode attention's form
 // (ops/decode_attention.hpp). They travel the way
 // the call's stream and block cache already do: the Module's executor
 // installs its method's OpSettings on the calling thread for the duration of
@@ -56,13 +56,6 @@ struct OpSettings {
   /// neither does). Off by default: in a model, 8 won only at short
   /// positions (TuningOptions::attention_cluster).
   int attention_cluster = 0;
-  /// Decode attention's two-kernel form on sm_90 and newer: while a query
-  /// head sees at most 8 chunks of the cache (512 positions), the chunks'
-  /// kernel merges them itself in thread-block clusters and the merge kernel
-  /// only waits (ops/decode_attention.cu); past that, two kernels as before.
-  /// Same results up to float32 rounding. false: always two kernels
-  /// (TuningOptions::attention_short_merge).
-  bool attention_short_merge = true;
 };
 
 /// The calling thread's settings: those of the innermost OpSettingsScope,

@@ -244,7 +244,7 @@ def test_tuning(fake_programs):
         assert t["block_cache_mib"] == 0 and t["staging"] == "wc"
         assert set(t) == {"upload_threads", "staging", "page_lock_weights", "block_cache_mib", "small_copy_kernels",
                           "gemv_max_rows", "int4_dequant_min_m", "cublas_workspace_mib",
-                          "dependent_launch", "attention_cluster", "attention_short_merge"}
+                          "dependent_launch", "attention_cluster"}
         np.testing.assert_array_equal(m.forward(*affine_inputs())[0], affine_inputs()[0] * W + 1)
 
 

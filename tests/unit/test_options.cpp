@@ -56,12 +56,11 @@ struct EnvVar {
 
 // Every tuning variable unset for the scope (the machine running the tests may set some).
 struct CleanTuningEnv {
-  EnvVar vars[11] = {{"AOTI_CUDA_UPLOAD_THREADS", nullptr},  {"AOTI_CUDA_STAGING", nullptr},
+  EnvVar vars[10] = {{"AOTI_CUDA_UPLOAD_THREADS", nullptr},  {"AOTI_CUDA_STAGING", nullptr},
                     {"AOTI_CUDA_PAGE_LOCK_WEIGHTS", nullptr}, {"AOTI_CUDA_BLOCK_CACHE_MIB", nullptr},
                     {"AOTI_CUDA_SMALL_COPY", nullptr},       {"AOTI_CUDA_GEMV_MAX_ROWS", nullptr},
                     {"AOTI_CUDA_INT4_DEQUANT_M", nullptr},   {"AOTI_CUDA_CUBLAS_WORKSPACE_MIB", nullptr},
-                    {"AOTI_CUDA_DEPENDENT_LAUNCH", nullptr}, {"AOTI_CUDA_ATTENTION_CLUSTER", nullptr},
-                    {"AOTI_CUDA_ATTENTION_SHORT_MERGE", nullptr}};
+                    {"AOTI_CUDA_DEPENDENT_LAUNCH", nullptr}, {"AOTI_CUDA_ATTENTION_CLUSTER", nullptr}};
 };
 
 // Captures the log for the scope.
@@ -213,7 +212,6 @@ TEST_CASE("tuning: defaults when nothing is set") {
   CHECK(r.cublas_workspace_mib == 32u);
   CHECK(r.dependent_launch == true);  // measured faster in a decode step (OpSettings)
   CHECK(r.attention_cluster == 0);
-  CHECK(r.attention_short_merge == true);
   // The shims' built-in defaults (outside any Module call) are the same.
   const aoti_cuda::shim::OpSettings from_tuning = aoti_cuda::runtime::op_settings_of(r), builtin;
   CHECK(from_tuning.gemv_max_rows == builtin.gemv_max_rows);
@@ -221,7 +219,6 @@ TEST_CASE("tuning: defaults when nothing is set") {
   CHECK(from_tuning.cublas_workspace_bytes == builtin.cublas_workspace_bytes);
   CHECK(from_tuning.dependent_launch == builtin.dependent_launch);
   CHECK(from_tuning.attention_cluster == builtin.attention_cluster);
-  CHECK(from_tuning.attention_short_merge == builtin.attention_short_merge);
   CHECK(aoti_cuda::runtime::block_cache_bytes(r) == aoti_cuda::shim::BlockCache::kDefaultCapacity);
 }
 
@@ -237,7 +234,6 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   const EnvVar ws("AOTI_CUDA_CUBLAS_WORKSPACE_MIB", "4096");
   const EnvVar pdl("AOTI_CUDA_DEPENDENT_LAUNCH", "off");  // the default is on: the variable must turn it off
   const EnvVar cluster("AOTI_CUDA_ATTENTION_CLUSTER", "16");
-  const EnvVar short_merge("AOTI_CUDA_ATTENTION_SHORT_MERGE", "0");  // the default is on
   const TuningOptions r = aoti_cuda::resolve_tuning({});
   CHECK(r.upload_threads == 5);
   CHECK(r.staging == StagingMemory::kWriteCombined);
@@ -249,14 +245,12 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   CHECK(r.cublas_workspace_mib == 4096u);
   CHECK(r.dependent_launch == false);
   CHECK(r.attention_cluster == 16);
-  CHECK(r.attention_short_merge == false);
   const aoti_cuda::shim::OpSettings ops = aoti_cuda::runtime::op_settings_of(r);
   CHECK(ops.gemv_max_rows == 8);
   CHECK(ops.int4_dequant_min_m == 0);
   CHECK(ops.cublas_workspace_bytes == (std::size_t{4096} << 20));
   CHECK(ops.dependent_launch == false);
   CHECK(ops.attention_cluster == 16);
-  CHECK(ops.attention_short_merge == false);
   const aoti_cuda::runtime::StagedUploadOptions up = aoti_cuda::runtime::upload_options(r);
   CHECK(up.threads == 5);
   CHECK(up.memory == StagingMemory::kWriteCombined);
@@ -267,7 +261,6 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   set.gemv_max_rows = 8;  // equal to the variable: nothing to report
   set.dependent_launch = true;
   set.attention_cluster = 8;
-  set.attention_short_merge = true;
   LogCapture log;
   const TuningOptions mixed = aoti_cuda::resolve_tuning(set);
   CHECK(mixed.upload_threads == 2);
@@ -276,9 +269,6 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   CHECK(mixed.cublas_workspace_mib == 4096u);  // unset: the variable
   CHECK(mixed.dependent_launch == true);
   CHECK(mixed.attention_cluster == 8);
-  CHECK(mixed.attention_short_merge == true);
-  CHECK(log.has(aoti_cuda::LogLevel::kInfo,
-                "AOTI_CUDA_ATTENTION_SHORT_MERGE=off is not used: LoadOptions::tuning.attention_short_merge"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo,
                 "AOTI_CUDA_ATTENTION_CLUSTER=16 is not used: LoadOptions::tuning.attention_cluster"));
   CHECK(log.has(aoti_cuda::LogLevel::kInfo,

@@ -93,12 +93,6 @@ void add_tuning_options(CLI::App& cmd, aoti_cuda::TuningOptions& t) {
          "kernels (default 0)")
       ->check(CLI::IsMember({0, 8, 16}))
       ->group(group);
-  cmd.add_option_function<std::string>(
-         "--attention-short-merge", [&t](const std::string& v) { t.attention_short_merge = v == "on"; },
-         "sm_90+: up to 512 positions, decode attention's first kernel merges its chunks itself, on or off "
-         "(default on)")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->group(group);
 }
 
 std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
@@ -110,8 +104,7 @@ std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
          (r.small_copy_kernels.value_or(true) ? "kernel" : "dma") + ", gemv rows " + num(r.gemv_max_rows) +
          ", int4 dequantize from M " + num(r.int4_dequant_min_m) + ", cuBLAS workspace " +
          num(r.cublas_workspace_mib) + " MiB, dependent launch " +
-         (r.dependent_launch.value_or(true) ? "on" : "off") + ", attention cluster " + num(r.attention_cluster) +
-         ", attention short merge " + (r.attention_short_merge.value_or(true) ? "on" : "off");
+         (r.dependent_launch.value_or(true) ? "on" : "off") + ", attention cluster " + num(r.attention_cluster);
 }
 
 nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
@@ -129,7 +122,6 @@ nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
   put("cublas_workspace_mib", r.cublas_workspace_mib);
   put("dependent_launch", r.dependent_launch);
   put("attention_cluster", r.attention_cluster);
-  put("attention_short_merge", r.attention_short_merge);
   return j;
 }
 

@@ -5,19 +5,12 @@
 // (decode_attention_chunk.cuh) ends with, per query head, the chunk's normalized output and max + log2(sum) in
 // scratch. Pass 2, one block of head_dim threads per (query head, batch): the chunks below n, weighted
 // by 2^(lse_c - max lse) (in one pass, with a running maximum) and normalized; thread d writes column d.
-// Short positions (OpSettings::attention_short_merge, sm_90 and newer): pass 1 is launched in thread-block clusters
-// of kShortCluster blocks along the chunks. While a query head sees at most `merged_below` chunks, its first cluster
-// (chunks 0 ... kShortCluster - 1) merges them in distributed shared memory and writes the output itself; the merge
-// kernel then only waits for pass 1 and leaves. Past that, pass 1 and the merge kernel work as above. Why: at the
-// positions of a short conversation the merge kernel's launch, wait and loads cost about 1.4 us a layer for a few KB
-// (llm.md, "Main on the H200"), while clusters of one kernel for every position lost at long ones.
 // The one-kernel form is in decode_attention_cluster.cu.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 
-#include "shim/op_settings.hpp"
 #include "shim/ops/decode_attention.hpp"
 #include "shim/ops/decode_attention_chunk.cuh"
 #include "shim/ops/dependent_launch.hpp"
@@ -28,8 +21,6 @@ namespace decode_attention {
 namespace {
 
 using namespace detail;
-
-constexpr int kShortCluster = 8;  // blocks of pass 1's clusters in the short-position merge (the portable size)
 
 // Pass 1's sink in the two-kernel form: per (batch, query head, chunk), the chunk's normalized output and its
 // log2-sum-exp, to the scratch the merge kernel reads.
@@ -56,7 +47,7 @@ struct ToScratch {
 // 10.69 / 13.49.
 template <bool kHalf, int kDim, int kGroupHeads>
 __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* part_out, float* part_lse,
-                                                            bool q_vectors, int64_t grouped_from, int merged_below) {
+                                                            bool q_vectors, int64_t grouped_from) {
   // Launched with programmatic dependent launch (dependent_launch.hpp): nothing is read before the
   // wait, not even the position (the step that wrote it may be the kernel before).
   pdl::wait_for_predecessor();
@@ -69,23 +60,8 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   const int64_t kv_head = static_cast<int>(blockIdx.y) / group_size;
   const int hq = static_cast<int>(blockIdx.y) % group_size;  // the query head within the group
   const int64_t n = visible_at(pos_b, p.cache_len);
-  const int64_t head = kv_head * group_size + hq;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  // The short-position merge (launched in clusters of kShortCluster along x only when merged_below > 0). The test is
-  // the same in every block of a cluster (one query head and batch), so whole clusters take one branch.
-  if (merged_below > 0 && chunk_count(n) <= merged_below) {
-    if (chunk >= kShortCluster) return;  // a later cluster: no visible chunk
-    RunningMerge merge;                  // a block past the visible chunks contributes nothing
-    if (chunk * kChunk < n) {
-      chunk_body<kHalf, kDim, 1>(p, q_vectors, b, pos_b, n, chunk, kv_head, head, hq == 0, merge);
-    } else {
-      pdl::allow_dependents();
-    }
-    merge_in_cluster<kHalf, kDim, kShortCluster>(p, b, head, n, merge);
-    return;
-  }
-#endif
   if (chunk * kChunk >= n) return;  // the whole block: no thread has reached a barrier
+  const int64_t head = kv_head * group_size + hq;
   ToScratch<kDim> sink{p, part_out, part_lse, b, head, chunk};
   if (kGroupHeads > 1 && chunk_count(n) >= grouped_from) {
     if (hq % kGroupHeads != 0) return;  // served by the group's first block
@@ -96,24 +72,15 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
 }
 
 template <bool kHalf, int kDim>
-__global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse,
-                                                       int merged_below) {
+__global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
   const int64_t h = blockIdx.x, b = blockIdx.y;
   const int d = threadIdx.x;
   // Launched right after pass 1 (launch_heads): the position is an input of the operator, final before pass 1
   // started, so it is read while pass 1 finishes (with dependent launch); pass 1's results only after the wait.
   const int64_t n = visible(p, b);
-  const int64_t used = chunk_count(n);  // chunks pass 1 wrote
-  if (merged_below > 0 && used <= merged_below) {
-    // Pass 1 merged them and wrote the output (its short-position merge): this block reads and writes nothing, so
-    // the next kernel may launch at once (its weight loads then overlap pass 1, as they would after pass 1 alone).
-    // The wait still matters: the next kernel waits only for this one, which completes only once pass 1 has.
-    pdl::allow_dependents();
-    pdl::wait_for_predecessor();
-    return;
-  }
   pdl::wait_for_predecessor();
   pdl::allow_dependents();
+  const int64_t used = chunk_count(n);  // chunks pass 1 wrote
   const int64_t chunks_total = chunk_count(p.cache_len);
   const int64_t first = (b * p.heads + h) * chunks_total;
   // One pass with a running maximum, so that each chunk's log-sum-exp and output are requested together (unrolled,
@@ -132,40 +99,14 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
   }
   store<kHalf>(p.out, (b * p.heads + h) * kDim + d, used == 0 ? 0.f : o / sum);
 }
-// The most visible chunks pass 1 merges itself (its short-position merge; 0: never): kShortCluster where asked for
-// (`short_merge`), with the merge kernel after it (`merge`), and where clusters of chunk_kernel fit (sm_90 and newer);
-// fewer where grouped heads a block start below that (the merge in a cluster serves one query head a block).
-template <bool kHalf, int kDim, int kGroupHeads>
-int short_merge_chunks(bool short_merge, bool merge, int64_t grouped_from) {
-  if (!short_merge || !merge) return 0;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  if (!cluster_fits<chunk_kernel<kHalf, kDim, kGroupHeads>, kShortCluster>(device)) return 0;
-  int64_t below = kShortCluster;
-  if (kGroupHeads > 1 && grouped_from - 1 < below) below = grouped_from - 1;
-  return static_cast<int>(below > 0 ? below : 0);
-}
-
 template <bool kHalf, int kDim, int kGroupHeads>
 int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, bool merge,
-                 bool short_merge, cudaStream_t stream) {
-  const int merged_below = p.cache_len > 0 ? short_merge_chunks<kHalf, kDim, kGroupHeads>(short_merge, merge,
-                                                                                          grouped_from)
-                                           : 0;
+                 cudaStream_t stream) {
   if (p.cache_len > 0) {
-    // In clusters, the grid's x is padded to whole clusters; the blocks past the cache have no visible chunk. (Chunk
-    // groups along y instead, so that the first chunks of every head launch first, made the model 4-6 % slower at
-    // position 1,024 with the short merge on or off: H100, 2026-12-07 08:12 and 08:21.)
-    const int64_t x = merged_below > 0 ? (chunks(p.cache_len) + kShortCluster - 1) / kShortCluster * kShortCluster
-                                       : chunks(p.cache_len);
-    const dim3 grid(static_cast<unsigned>(x), static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
-    const cudaError_t err = pdl::launch_in_clusters(pdl::allowed(), merged_below > 0 ? kShortCluster : 0,
-                                                    chunk_kernel<kHalf, kDim, kGroupHeads>, grid, dim3(kWarps * 32),
-                                                    0, stream, p, part_out, part_lse, q_vectors(p), grouped_from,
-                                                    merged_below);
+    const dim3 grid(static_cast<unsigned>(chunks(p.cache_len)), static_cast<unsigned>(p.heads),
+                    static_cast<unsigned>(p.batch));
+    const cudaError_t err = pdl::launch(chunk_kernel<kHalf, kDim, kGroupHeads>, grid, dim3(kWarps * 32), 0, stream, p,
+                                        part_out, part_lse, q_vectors(p), grouped_from);
     if (err != cudaSuccess) return static_cast<int>(err);
   }
   if (!merge) return 0;
@@ -174,27 +115,17 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
   // position). It reads the position before its wait, which is right only after pass 1 (dependent_launch.hpp, an
   // operator's second kernel): without pass 1 (an empty cache) it launches plainly.
   return static_cast<int>(pdl::launch_with(pdl::allowed() && p.cache_len > 0, combine_kernel<kHalf, kDim>, grid,
-                                           dim3(kDim), 0, stream, p, part_out, part_lse, merged_below));
-}
-
-template <bool kHalf, int kDim>
-int short_merge_below_dim(const Problem& p, bool short_merge, int64_t grouped_from) {
-  switch (heads_per_block(p.heads / p.kv_heads)) {
-    case 8: return short_merge_chunks<kHalf, kDim, 8>(short_merge, true, grouped_from);
-    case 4: return short_merge_chunks<kHalf, kDim, 4>(short_merge, true, grouped_from);
-    case 2: return short_merge_chunks<kHalf, kDim, 2>(short_merge, true, grouped_from);
-    default: return short_merge_chunks<kHalf, kDim, 1>(short_merge, true, grouped_from);
-  }
+                                           dim3(kDim), 0, stream, p, part_out, part_lse));
 }
 
 template <bool kHalf, int kDim>
 int launch_dim(const Problem& p, float* part_out, float* part_lse, int64_t grouped_from, bool merge,
-               bool short_merge, cudaStream_t stream) {
+               cudaStream_t stream) {
   switch (heads_per_block(p.heads / p.kv_heads)) {
-    case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, grouped_from, merge, short_merge, stream);
-    case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, grouped_from, merge, short_merge, stream);
-    case 2: return launch_heads<kHalf, kDim, 2>(p, part_out, part_lse, grouped_from, merge, short_merge, stream);
-    default: return launch_heads<kHalf, kDim, 1>(p, part_out, part_lse, grouped_from, merge, short_merge, stream);
+    case 8: return launch_heads<kHalf, kDim, 8>(p, part_out, part_lse, grouped_from, merge, stream);
+    case 4: return launch_heads<kHalf, kDim, 4>(p, part_out, part_lse, grouped_from, merge, stream);
+    case 2: return launch_heads<kHalf, kDim, 2>(p, part_out, part_lse, grouped_from, merge, stream);
+    default: return launch_heads<kHalf, kDim, 1>(p, part_out, part_lse, grouped_from, merge, stream);
   }
 }
 
@@ -206,13 +137,12 @@ int launch_two_kernel(const Problem& p, void* scratch, cudaStream_t s, int sm_co
   float* part_out = static_cast<float*>(scratch);
   float* part_lse = part_out + slots * static_cast<std::size_t>(p.head_dim);
   const int64_t grouped_from = grouped_from_chunks(p.heads, p.batch, sm_count);
-  const bool short_merge = op_settings().attention_short_merge;
   if (p.fp16) {
-    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, grouped_from, merge, short_merge, s)
-                            : launch_dim<true, 128>(p, part_out, part_lse, grouped_from, merge, short_merge, s);
+    return p.head_dim == 64 ? launch_dim<true, 64>(p, part_out, part_lse, grouped_from, merge, s)
+                            : launch_dim<true, 128>(p, part_out, part_lse, grouped_from, merge, s);
   }
-  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, grouped_from, merge, short_merge, s)
-                          : launch_dim<false, 128>(p, part_out, part_lse, grouped_from, merge, short_merge, s);
+  return p.head_dim == 64 ? launch_dim<false, 64>(p, part_out, part_lse, grouped_from, merge, s)
+                          : launch_dim<false, 128>(p, part_out, part_lse, grouped_from, merge, s);
 }
 
 bool valid(const Problem& p, int cluster) {
@@ -254,18 +184,6 @@ std::size_t scratch_bytes(const Problem& p) {
   const std::size_t slots = static_cast<std::size_t>(p.batch) * static_cast<std::size_t>(p.heads) *
                             static_cast<std::size_t>(chunks(p.cache_len));
   return slots * (static_cast<std::size_t>(p.head_dim) + 1) * sizeof(float);
-}
-
-int short_merge_below(const Problem& p, int sm_count) {
-  if (!supports_head_dim(p.head_dim) || p.kv_heads <= 0 || p.heads % p.kv_heads != 0) return 0;
-  const int64_t grouped_from = grouped_from_chunks(p.heads, p.batch, sm_count);
-  const bool on = op_settings().attention_short_merge;
-  if (p.fp16) {
-    return p.head_dim == 64 ? short_merge_below_dim<true, 64>(p, on, grouped_from)
-                            : short_merge_below_dim<true, 128>(p, on, grouped_from);
-  }
-  return p.head_dim == 64 ? short_merge_below_dim<false, 64>(p, on, grouped_from)
-                          : short_merge_below_dim<false, 128>(p, on, grouped_from);
 }
 
 int launch(const Problem& p, void* scratch, void* stream, int sm_count, int cluster) {

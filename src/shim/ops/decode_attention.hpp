@@ -24,12 +24,6 @@
 // writes the output. No scratch and no second kernel; each block reads ceil(chunks / cluster) chunks one after the
 // other, so long positions take more time per block than in pass 1. The same results up to float32 rounding.
 //
-// The short-position merge (the two-kernel form on sm_90 and newer, OpSettings::attention_short_merge): pass 1 runs
-// in thread-block clusters of 8 blocks along the chunks. While a query head sees at most short_merge_below() chunks,
-// its first cluster merges them in distributed shared memory and writes the output, and the merge kernel only waits
-// for pass 1 and leaves; past that, pass 1 writes scratch and the merge kernel merges, as without it. Whole clusters
-// take one branch (one head and batch each), so a graph replays either at any position.
-//
 // The update form (k_new / v_new set, aoti_torch_cuda_aoti_cuda_decode_attention_update) also
 // stores the step's own K and V row at pos[b] (when 0 <= pos[b] < L) before anything reads it: pass 1
 // takes that row from k_new / v_new, and the block whose chunk holds it (the group's first query head)
@@ -108,12 +102,6 @@ std::size_t scratch_bytes(const Problem& p);
 /// resident, else 8 when asked (8 or 16) and an 8-block one can, else 0 (the two-kernel form; always
 /// below sm_90). Asked of the driver once per device and kernel.
 int cluster_blocks(const Problem& p, int wanted, int device);
-
-/// The most visible chunks after which launch()'s pass 1 stops merging them itself (short-position merge) for p on
-/// the current device of `sm_count` multiprocessors, under the calling thread's OpSettings: 8 (512 positions), fewer
-/// where grouped heads a block start earlier (grouped_from_chunks), 0 where it never does (the setting off, below
-/// sm_90, or clusters of pass 1 do not fit). Requires supports_head_dim(p.head_dim) and heads % kv_heads == 0.
-int short_merge_below(const Problem& p, int sm_count);
 
 /// Enqueues the attention on `stream` (a cudaStream_t of the current device, whose multiprocessor
 /// count is `sm_count`): with `cluster` 0, both passes, using `scratch` of at least scratch_bytes(p)

@@ -19,12 +19,10 @@
 // comes from k_new / v_new, and the block holding it writes it into the cache (step 0).
 #pragma once
 
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -334,107 +332,6 @@ __device__ __forceinline__ void chunk_body(const Problem& p, bool q_vectors, int
     for (int w = 0; w < kWarps; ++w) o += red_s[w][h][d];
     sink(h, d, o, max_s[h], sum_s[h]);
   }
-}
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // thread-block clusters exist from sm_90 on
-// A running merge of chunk results: this thread's column d of one query head, over the chunks its block reads (a
-// chunk_body sink when kHeads = 1: thread d receives column d). The maximum and the sum are the same in every thread.
-struct RunningMerge {
-  float max = -INFINITY, sum = 0.f, out = 0.f;  // out / sum is the block's output; nothing read: max = -inf
-  __device__ __forceinline__ void operator()(int, int, float o, float chunk_max, float chunk_sum) {
-    const float m = fmaxf(max, chunk_max);  // chunk_max is finite: a chunk holds at least one visible row
-    const float keep = exp2f(max - m), add = exp2f(chunk_max - m);  // keep = 0 on the first chunk
-    sum = fmaf(sum, keep, chunk_sum * add);
-    out = fmaf(out, keep, o * add);
-    max = m;
-  }
-};
-
-// The blocks of one thread-block cluster (kCluster blocks along x, all serving query head `head` of batch b, n
-// visible positions) merge their RunningMerge results in distributed shared memory: each block writes kDim /
-// kCluster columns of the output. Every block of the cluster must call it (a block that read nothing passes an
-// empty merge). A block leaves only once no other block may still read its shared memory.
-template <bool kHalf, int kDim, int kCluster>
-__device__ __forceinline__ void merge_in_cluster(const Problem& p, int64_t b, int64_t head, int64_t n,
-                                                 const RunningMerge& merge) {
-  static_assert(kDim % kCluster == 0 && kDim <= kWarps * 32, "whole columns per block; one column per thread");
-  __shared__ float merged_out[kDim];
-  __shared__ float merged_max, merged_sum;
-  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  const int rank = static_cast<int>(cluster.block_rank());
-  const int tid = threadIdx.x;
-  if (tid < kDim) merged_out[tid] = merge.out;
-  if (tid == 0) {
-    merged_max = merge.max;
-    merged_sum = merge.sum;
-  }
-  cluster.sync();  // every block's result is in its shared memory, visible to the cluster
-
-  constexpr int kColumns = kDim / kCluster;
-  if (tid < kColumns) {
-    const int d = rank * kColumns + tid;
-    float maxes[kCluster], sums[kCluster], outs[kCluster];
-#pragma unroll
-    for (int r = 0; r < kCluster; ++r) {  // all requested at once
-      maxes[r] = *cluster.map_shared_rank(&merged_max, r);
-      sums[r] = *cluster.map_shared_rank(&merged_sum, r);
-      outs[r] = *cluster.map_shared_rank(&merged_out[d], r);
-    }
-    float m = -INFINITY;
-#pragma unroll
-    for (int r = 0; r < kCluster; ++r) m = fmaxf(m, maxes[r]);
-    float sum = 0.f, out = 0.f;
-    if (n > 0) {  // m is finite: the block of chunk 0 read it
-#pragma unroll
-      for (int r = 0; r < kCluster; ++r) {
-        const float w = exp2f(maxes[r] - m);  // 0 for a block that read nothing
-        sum = fmaf(sums[r], w, sum);
-        out = fmaf(outs[r], w, out);
-      }
-    }
-    store<kHalf>(p.out, (b * p.heads + head) * kDim + d, n == 0 ? 0.f : out / sum);
-  }
-  cluster.sync();  // no block leaves while another may still read its shared memory
-}
-#endif
-
-// Whether clusters of kCluster blocks (kWarps * 32 threads each) of `kernel` can be resident on device `device`, the
-// current one (beyond the portable 8 the kernel must be allowed it first). Asked once per device and kernel; a failed
-// query (rather than an answer) is not remembered, and reads as "no" this time. A Module asks on its first,
-// uncaptured, call of a method (graphs are captured from the second).
-template <auto kKernel, int kCluster>
-bool cluster_fits(int device) {
-  constexpr int kDevices = 64;
-  static std::atomic<int8_t> known[kDevices] = {};  // 0 unknown, 1 no, 2 yes
-  if (device < 0 || device >= kDevices) return false;
-  int8_t k = known[device].load(std::memory_order_relaxed);
-  if (k == 0) {
-    bool ok = pdl::sm90_or_newer();  // clusters exist from sm_90 on (`device` is the current one)
-    if (ok && kCluster > 8) {
-      ok = cudaFuncSetAttribute(kKernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
-    }
-    int clusters = 0;
-    cudaError_t asked = cudaSuccess;
-    if (ok) {
-      cudaLaunchConfig_t config{};
-      config.gridDim = dim3(kCluster);
-      config.blockDim = dim3(kWarps * 32);
-      cudaLaunchAttribute attribute{};
-      attribute.id = cudaLaunchAttributeClusterDimension;
-      attribute.val.clusterDim.x = kCluster;
-      attribute.val.clusterDim.y = 1;
-      attribute.val.clusterDim.z = 1;
-      config.attrs = &attribute;
-      config.numAttrs = 1;
-      asked = cudaOccupancyMaxActiveClusters(&clusters, kKernel, &config);
-      ok = asked == cudaSuccess && clusters > 0;
-    }
-    cudaGetLastError();  // leave no error behind
-    if (asked != cudaSuccess) return false;  // no answer: asked again next time
-    k = ok ? 2 : 1;
-    known[device].store(k, std::memory_order_relaxed);
-  }
-  return k == 2;
 }
 
 // q's rows are read as 16-byte vectors when they can be (aligned base and head / batch strides of 8 elements).

@@ -4,6 +4,7 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -17,6 +18,21 @@ namespace decode_attention {
 namespace {
 
 using namespace detail;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900  // the one-kernel form's device code exists from sm_90 on
+// The one-kernel form's running merge: this thread's column d of one query head, over the chunks its block reads
+// (Pass 1's sink when kHeads = 1: thread d receives column d). The maximum and the sum are the same in every thread.
+struct RunningMerge {
+  float max = -INFINITY, sum = 0.f, out = 0.f;  // out / sum is the block's output; nothing read: max = -inf
+  __device__ __forceinline__ void operator()(int, int, float o, float chunk_max, float chunk_sum) {
+    const float m = fmaxf(max, chunk_max);  // chunk_max is finite: a chunk holds at least one visible row
+    const float keep = exp2f(max - m), add = exp2f(chunk_max - m);  // keep = 0 on the first chunk
+    sum = fmaf(sum, keep, chunk_sum * add);
+    out = fmaf(out, keep, o * add);
+    max = m;
+  }
+};
+#endif
 
 // Brings the K and V rows of chunk `chunk` (below n) of batch b and KV head kv_head into L2, a 128-byte line per
 // thread and round (the rows are 16-byte aligned: aligned()), without waiting for them.
@@ -46,6 +62,9 @@ __device__ __forceinline__ void prefetch_chunk(const Problem& p, int64_t b, int6
 template <bool kHalf, int kDim, int kCluster>
 __global__ void __launch_bounds__(kWarps * 32) cluster_kernel(Problem p, bool q_vectors) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  static_assert(kDim % kCluster == 0 && kDim <= kWarps * 32, "whole columns per block; one column per thread");
+  __shared__ float merged_out[kDim];
+  __shared__ float merged_max, merged_sum;
   // Dependent launch: nothing is read before the wait (the position may come from the kernel before).
   pdl::wait_for_predecessor();
   const int64_t b = blockIdx.z;
@@ -55,7 +74,8 @@ __global__ void __launch_bounds__(kWarps * 32) cluster_kernel(Problem p, bool q_
   const int hq = static_cast<int>(blockIdx.y) % group_size;
   const int64_t head = kv_head * group_size + hq;
   const int64_t n = visible_at(pos_b, p.cache_len);
-  const int rank = static_cast<int>(cooperative_groups::this_cluster().block_rank());
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  const int rank = static_cast<int>(cluster.block_rank());
 
   RunningMerge merge;
   for (int64_t chunk = rank; chunk * kChunk < n; chunk += kCluster) {
@@ -66,24 +86,113 @@ __global__ void __launch_bounds__(kWarps * 32) cluster_kernel(Problem p, bool q_
     chunk_body<kHalf, kDim, 1>(p, q_vectors, b, pos_b, n, chunk, kv_head, head, hq == 0, merge);
   }
   pdl::allow_dependents();  // every K and V row is read (and a block that read none has waited)
-  merge_in_cluster<kHalf, kDim, kCluster>(p, b, head, n, merge);
+  const int tid = threadIdx.x;
+  if (tid < kDim) merged_out[tid] = merge.out;
+  if (tid == 0) {
+    merged_max = merge.max;
+    merged_sum = merge.sum;
+  }
+  cluster.sync();  // every block's result is in its shared memory, visible to the cluster
+
+  constexpr int kColumns = kDim / kCluster;
+  if (tid < kColumns) {
+    const int d = rank * kColumns + tid;
+    float maxes[kCluster], sums[kCluster], outs[kCluster];
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) {  // all requested at once
+      maxes[r] = *cluster.map_shared_rank(&merged_max, r);
+      sums[r] = *cluster.map_shared_rank(&merged_sum, r);
+      outs[r] = *cluster.map_shared_rank(&merged_out[d], r);
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int r = 0; r < kCluster; ++r) m = fmaxf(m, maxes[r]);
+    float sum = 0.f, out = 0.f;
+    if (n > 0) {  // m is finite: block 0 read chunk 0
+#pragma unroll
+      for (int r = 0; r < kCluster; ++r) {
+        const float w = exp2f(maxes[r] - m);  // 0 for a block that read nothing
+        sum = fmaf(sums[r], w, sum);
+        out = fmaf(outs[r], w, out);
+      }
+    }
+    store<kHalf>(p.out, (b * p.heads + head) * kDim + d, n == 0 ? 0.f : out / sum);
+  }
+  cluster.sync();  // no block leaves while another may still read its shared memory
 #else
   __trap();  // never launched below sm_90 (cluster_blocks() is 0 there)
 #endif
+}
+// The launch attribute of clusters of `blocks` blocks along x.
+cudaLaunchAttribute cluster_dimension(int blocks) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(blocks);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  return attribute;
 }
 
 // Launches cluster_kernel with its cluster dimensions and, when allowed, dependent launch.
 template <bool kHalf, int kDim, int kCluster>
 cudaError_t launch_cluster(const Problem& p, bool q_vectors, cudaStream_t stream) {
-  return pdl::launch_in_clusters(pdl::allowed(), kCluster, cluster_kernel<kHalf, kDim, kCluster>,
-                                 dim3(kCluster, static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch)),
-                                 dim3(kWarps * 32), 0, stream, p, q_vectors);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(kCluster, static_cast<unsigned>(p.heads), static_cast<unsigned>(p.batch));
+  config.blockDim = dim3(kWarps * 32);
+  config.stream = stream;
+  cudaLaunchAttribute attributes[2] = {cluster_dimension(kCluster)};
+  config.attrs = attributes;
+  config.numAttrs = 1;
+  if (pdl::allowed()) {
+    attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[1].val.programmaticStreamSerializationAllowed = 1;
+    config.numAttrs = 2;
+  }
+  const cudaError_t err = cudaLaunchKernelEx(&config, cluster_kernel<kHalf, kDim, kCluster>, p, q_vectors);
+  const cudaError_t last = cudaGetLastError();
+  return err != cudaSuccess ? err : last;
+}
+
+// Whether a cluster of kCluster blocks of cluster_kernel<kHalf, kDim, kCluster> can be resident on the current
+// device (16 is beyond the portable 8: the kernel must be allowed it first). Asked once per device; a failed query
+// (rather than an answer) is not remembered, and reads as "no" this time. A Module asks on its first, uncaptured,
+// call of a method (graphs are captured from the second).
+template <bool kHalf, int kDim, int kCluster>
+bool cluster_fits(int device) {
+  constexpr int kDevices = 64;
+  static std::atomic<int8_t> known[kDevices] = {};  // 0 unknown, 1 no, 2 yes
+  if (device < 0 || device >= kDevices) return false;
+  int8_t k = known[device].load(std::memory_order_relaxed);
+  if (k == 0) {
+    auto kernel = cluster_kernel<kHalf, kDim, kCluster>;
+    bool ok = pdl::sm90_or_newer();  // clusters exist from sm_90 on (`device` is the current one)
+    if (ok && kCluster > 8) {
+      ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+    }
+    int clusters = 0;
+    cudaError_t asked = cudaSuccess;
+    if (ok) {
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(kCluster);
+      config.blockDim = dim3(kWarps * 32);
+      cudaLaunchAttribute attribute = cluster_dimension(kCluster);
+      config.attrs = &attribute;
+      config.numAttrs = 1;
+      asked = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config);
+      ok = asked == cudaSuccess && clusters > 0;
+    }
+    cudaGetLastError();  // leave no error behind
+    if (asked != cudaSuccess) return false;  // no answer: asked again next time
+    k = ok ? 2 : 1;
+    known[device].store(k, std::memory_order_relaxed);
+  }
+  return k == 2;
 }
 
 template <bool kHalf, int kDim>
 int cluster_blocks_of(int wanted, int device) {
-  if (wanted >= 16 && cluster_fits<cluster_kernel<kHalf, kDim, 16>, 16>(device)) return 16;
-  if (wanted >= 8 && cluster_fits<cluster_kernel<kHalf, kDim, 8>, 8>(device)) return 8;
+  if (wanted >= 16 && cluster_fits<kHalf, kDim, 16>(device)) return 16;
+  if (wanted >= 8 && cluster_fits<kHalf, kDim, 8>(device)) return 8;
   return 0;
 }
 

@@ -47,9 +47,7 @@
 //     write and was final before it started (the operator's inputs): its predecessor is that kernel;
 //   * every thread that reads or writes global memory calls wait_for_predecessor() first;
 //   * allow_dependents() only after that wait, so a chain of such kernels never runs more than
-//     one grid ahead of the data. One exception: a block that reads and writes no global memory after
-//     its wait may allow dependents before it (its grid still completes only after the wait, which
-//     is all the next kernel's wait waits for).
+//     one grid ahead of the data.
 // Below sm_90 the device functions are no-ops and launch() launches plainly.
 //
 // Switched by OpSettings::dependent_launch (TuningOptions::dependent_launch,
@@ -72,43 +70,28 @@ bool sm90_or_newer() noexcept;
 /// Module's OpSettings::dependent_launch is on and the device is sm_90 or newer.
 bool allowed() noexcept;
 
-/// Launches kernel<<<grid, block, smem, stream>>>(args...) in thread-block clusters of `cluster_x`
-/// blocks along x (0: no clusters; grid.x must be a multiple), with programmatic stream
+/// Launches kernel<<<grid, block, smem, stream>>>(args...), with programmatic stream
 /// serialization when `overlap` (the kernel then keeps the contract above). Returns the launch's
 /// error, else the last error pending on this thread (as cudaGetLastError() after <<<>>>); either
 /// way none is left behind.
 template <typename... Params, typename... Args>
-cudaError_t launch_in_clusters(bool overlap, unsigned cluster_x, void (*kernel)(Params...), dim3 grid, dim3 block,
-                               std::size_t smem, cudaStream_t stream, Args&&... args) {
+cudaError_t launch_with(bool overlap, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
+                        cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.dynamicSmemBytes = smem;
   config.stream = stream;
-  cudaLaunchAttribute attributes[2] = {};  // zeroed: every byte of each value the driver may read
-  unsigned count = 0;
-  if (cluster_x > 0) {
-    attributes[count].id = cudaLaunchAttributeClusterDimension;
-    attributes[count].val.clusterDim.x = cluster_x;
-    attributes[count].val.clusterDim.y = 1;
-    attributes[count++].val.clusterDim.z = 1;
-  }
+  cudaLaunchAttribute attribute[1];
   if (overlap) {
-    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attributes[count++].val.programmaticStreamSerializationAllowed = 1;
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
   }
-  config.attrs = count > 0 ? attributes : nullptr;
-  config.numAttrs = count;
   const cudaError_t err = cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
   const cudaError_t last = cudaGetLastError();
   return err != cudaSuccess ? err : last;
-}
-
-/// launch_in_clusters() without clusters.
-template <typename... Params, typename... Args>
-cudaError_t launch_with(bool overlap, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem,
-                        cudaStream_t stream, Args&&... args) {
-  return launch_in_clusters(overlap, 0, kernel, grid, block, smem, stream, std::forward<Args>(args)...);
 }
 
 /// launch_with(allowed(), ...): a kernel that keeps the contract above.
