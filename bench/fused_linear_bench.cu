@@ -18,9 +18,10 @@
 // --chain instead times whole decode layers: the 22 layers of the 1.1 B model (distinct weights and a 4,096-position
 // KV cache each, decode position 128 or P), each layer the six kernels of the fused exports (norm + q/k/v, the decode
 // attention's two passes in the qkv form, o + residual, norm + gate/up + SwiGLU, down + residual), captured in one
-// graph as a decode step replays them, bf16 and int4. Seven ways first: plain launches; dependent launch
+// graph as a decode step replays them, bf16 and int4. Eight ways first: plain launches; dependent launch
 // (OpSettings::dependent_launch); dependent launch with the projections' first weight loads issued before their
-// wait (Problem::weights_early, what the shim does for weights that are program constants); the decode attention as
+// wait (Problem::weights_early, what the shim does for weights that are program constants), and with the attention's
+// merge kernel letting o launch before its wait (OpSettings::merge_launches_next); the decode attention as
 // one kernel over thread-block clusters of 16 or 8 (OpSettings::attention_cluster), plainly and with both of the
 // above. Then rows that say what bounds a layer: the projections alone (no attention); the read floor (each
 // projection replaced by a kernel that only reads its bytes, floor_read_kernel) with and without the attention, and
@@ -284,7 +285,14 @@ struct ChainMode {
   std::size_t prefetch_cap = 0;  // and only its ranges' first bytes (0: all)
   bool merge = true;            // false: the attention's pass 1 without its merge kernel (launch_chunks; o reads the
                                 // row the merge would have written)
+  bool launch_next = false;     // OpSettings::merge_launches_next: the merge kernel lets o launch before its wait
 };
+
+// `m` with the merge kernel letting the next kernel launch before its wait.
+ChainMode launching_next(ChainMode m) {
+  m.launch_next = true;
+  return m;
+}
 
 // `m` with the attention's pass 1 alone, no merge kernel.
 ChainMode without_merge(ChainMode m) {
@@ -479,6 +487,7 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes, int64_
   const ChainMode modes[] = {{"plain launches", false, false, 0},
                              {"dependent launch", true, false, 0},
                              {"dependent launch, weights early", true, true, 0},
+                             launching_next({"early, merge launches o first", true, true, 0}),
                              {"attention clusters of 16", false, false, 16},
                              {"clusters of 16, dep. launch, early", true, true, 16},
                              {"attention clusters of 8", false, false, 8},
@@ -520,6 +529,7 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes, int64_
         }
         aoti_cuda::shim::OpSettings settings;
         settings.dependent_launch = m.dependent;
+        settings.merge_launches_next = m.launch_next;
         const aoti_cuda::shim::OpSettingsScope scope(&settings);
         const double us = per_call_us(Layers::kCount, reps, [&](int l, cudaStream_t s) {
           if (m.persistent > 0) return layers.persistent_floor(l, m.persistent == 2, m.spread, m.ring, sms, s);

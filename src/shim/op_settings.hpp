@@ -30,6 +30,10 @@
 
 namespace aoti_cuda::shim {
 
+/// OpSettings::merge_launches_next's default: AOTI_CUDA_MERGE_LAUNCHES_NEXT (0 or 1, read once per process; an
+/// invalid value is reported and reads as 0).
+bool merge_launches_next_default() noexcept;
+
 /// The operator shims' tuning. Defaults: those of TuningOptions (module.hpp).
 struct OpSettings {
   /// The most rows the few-row kernels take (gemv::kMaxRows).
@@ -56,6 +60,12 @@ struct OpSettings {
   /// neither does). Off by default: in a model, 8 won only at short
   /// positions (TuningOptions::attention_cluster).
   int attention_cluster = 0;
+  /// Decode attention's two-kernel form with dependent launch: the merge
+  /// kernel lets the next kernel launch before it waits for pass 1 (its
+  /// weight loads then overlap pass 1 and the merge), instead of after.
+  /// Same results. Kernel tuning only, off by default until measured in a
+  /// model: AOTI_CUDA_MERGE_LAUNCHES_NEXT=1 (merge_launches_next_default()).
+  bool merge_launches_next = merge_launches_next_default();
 };
 
 /// The calling thread's settings: those of the innermost OpSettingsScope,

@@ -632,3 +632,17 @@ TEST_CASE("gpu: decode attention's pass 1 alone (launch_chunks) leaves the chunk
     CHECK(worst < 1.0);
   }
 }
+
+TEST_CASE("gpu: decode attention with its merge kernel launching the next kernel before its wait "
+          "(OpSettings::merge_launches_next) gives the same results" * AOTI_CUDA_GPU_CASE) {
+  // Only when the next kernel may start changes (dependent launch, sm_90 and newer): against float64 at positions
+  // with one chunk, several and the whole cache, both forms that write the cache, and graph replays across it.
+  aoti_cuda::shim::OpSettings settings;
+  settings.merge_launches_next = true;
+  const aoti_cuda::shim::OpSettingsScope scope(&settings);
+  check_positions({false, 1, 16, 4, 4096, 128}, {{0}, {128}, {1024}, {4095}}, "launch next");
+  check_positions({true, 2, 8, 2, 1000, 64}, {{3, 999}, {-1, 500}}, "launch next batch");
+  check_update({false, 1, 8, 2, 1000, 128}, {{0}, {511}, {999}}, "launch next");
+  check_qkv({false, 1, 16, 4, 4096, 128}, {{128}, {4000}}, 4096, "launch next");
+  check_graph_replays();
+}

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "shim/op_settings.hpp"
 #include "shim/ops/decode_attention.hpp"
 #include "shim/ops/decode_attention_chunk.cuh"
 #include "shim/ops/dependent_launch.hpp"
@@ -71,15 +72,22 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   }
 }
 
-template <bool kHalf, int kDim>
+// kLaunchNext (OpSettings::merge_launches_next): the next kernel may launch before this one waits for pass 1, so that
+// its weight loads overlap pass 1's tail and the merge. Outside dependent_launch.hpp's "allow_dependents() only after
+// that wait", and still safe: the next kernel reads only constants before its own wait, which waits for this grid's
+// completion, and every block of this grid is resident by the time its dependents launch, so none waits on them for
+// room. In the 2026-12-07 08:12 branch (llm.md, "The merge in pass 1's clusters") the same early launch, from a merge
+// kernel with nothing left to merge, was worth about 2 us a layer at position 128 in the decode chain.
+template <bool kHalf, int kDim, bool kLaunchNext>
 __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
   const int64_t h = blockIdx.x, b = blockIdx.y;
   const int d = threadIdx.x;
   // Launched right after pass 1 (launch_heads): the position is an input of the operator, final before pass 1
   // started, so it is read while pass 1 finishes (with dependent launch); pass 1's results only after the wait.
   const int64_t n = visible(p, b);
+  if (kLaunchNext) pdl::allow_dependents();
   pdl::wait_for_predecessor();
-  pdl::allow_dependents();
+  if (!kLaunchNext) pdl::allow_dependents();
   const int64_t used = chunk_count(n);  // chunks pass 1 wrote
   const int64_t chunks_total = chunk_count(p.cache_len);
   const int64_t first = (b * p.heads + h) * chunks_total;
@@ -114,8 +122,10 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
   // With dependent launch, the merge overlaps pass 1's tail (its launch, its blocks' scheduling, its read of the
   // position). It reads the position before its wait, which is right only after pass 1 (dependent_launch.hpp, an
   // operator's second kernel): without pass 1 (an empty cache) it launches plainly.
-  return static_cast<int>(pdl::launch_with(pdl::allowed() && p.cache_len > 0, combine_kernel<kHalf, kDim>, grid,
-                                           dim3(kDim), 0, stream, p, part_out, part_lse));
+  auto* combine = op_settings().merge_launches_next ? combine_kernel<kHalf, kDim, true>
+                                                    : combine_kernel<kHalf, kDim, false>;
+  return static_cast<int>(pdl::launch_with(pdl::allowed() && p.cache_len > 0, combine, grid, dim3(kDim), 0, stream, p,
+                                           part_out, part_lse));
 }
 
 template <bool kHalf, int kDim>
