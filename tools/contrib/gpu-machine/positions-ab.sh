@@ -36,6 +36,7 @@ rm -f "$OUT/gen.log"
 for pos in ${POSITIONS//,/ }; do
   (( SECONDS < end )) || break
   timeout 60 "$P/bench/aoti_cuda_fused_linear_bench" --chain --position "$pos" 2>&1 |
-    grep -E "decode position|dependent launch, weights early|without its merge|early, no attention" >> "$OUT/chain-positions.log"
+    grep -E "decode position|dependent launch, weights early|without its merge|early, no attention" \
+      >> "$OUT/chain-positions.log"
 done
 cat "$OUT/positions.txt"
