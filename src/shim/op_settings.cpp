@@ -15,6 +15,11 @@ bool merge_launches_next_default() noexcept {
   return on;
 }
 
+bool merge_slices_default() noexcept {
+  static const bool on = env_integer_or_warn("AOTI_CUDA_MERGE_SLICES", 0, 1).value_or(0) == 1;
+  return on;
+}
+
 const OpSettings& op_settings() noexcept {
   if (t_settings != nullptr) return *t_settings;
   static const OpSettings defaults{};  // made on first use: its defaults read the environment (not at static init)

@@ -33,6 +33,8 @@ namespace aoti_cuda::shim {
 /// OpSettings::merge_launches_next's default: AOTI_CUDA_MERGE_LAUNCHES_NEXT (0 or 1, read once per process; an
 /// invalid value is reported and reads as 0).
 bool merge_launches_next_default() noexcept;
+/// OpSettings::merge_slices' default: AOTI_CUDA_MERGE_SLICES (0 or 1, read once per process, as above).
+bool merge_slices_default() noexcept;
 
 /// The operator shims' tuning. Defaults: those of TuningOptions (module.hpp).
 struct OpSettings {
@@ -66,6 +68,12 @@ struct OpSettings {
   /// Same results. Kernel tuning only, off by default until measured in a
   /// model: AOTI_CUDA_MERGE_LAUNCHES_NEXT=1 (merge_launches_next_default()).
   bool merge_launches_next = merge_launches_next_default();
+  /// Decode attention's merge kernel past 8 chunks (512 positions): the
+  /// chunks split among 4 slices of the block, merged in shared memory at
+  /// the end, instead of one column a thread walking them in order. Results
+  /// agree to float32 rounding. Kernel tuning only, off by default until
+  /// measured in a model: AOTI_CUDA_MERGE_SLICES=1 (merge_slices_default()).
+  bool merge_slices = merge_slices_default();
 };
 
 /// The calling thread's settings: those of the innermost OpSettingsScope,

@@ -646,3 +646,24 @@ TEST_CASE("gpu: decode attention with its merge kernel launching the next kernel
   check_qkv({false, 1, 16, 4, 4096, 128}, {{128}, {4000}}, 4096, "launch next");
   check_graph_replays();
 }
+
+TEST_CASE("gpu: decode attention with its merge in slices past 8 chunks (OpSettings::merge_slices) matches float64" *
+          AOTI_CUDA_GPU_CASE) {
+  // Up to 8 chunks the merge kernel runs its one-column loop either way; past that each of 4 slices of the block
+  // merges every 4th chunk and the slices meet in shared memory. Both sides of 512 positions, chunk counts that 4
+  // does not divide, the whole cache, head_dim 64 and 128, both dtypes, mixed batches, the forms that write the cache,
+  // with the merge kernel launching the next one early as well, and graph replays across the cache.
+  for (const bool launch_next : {false, true}) {
+    CAPTURE(launch_next);
+    aoti_cuda::shim::OpSettings settings;
+    settings.merge_slices = true;
+    settings.merge_launches_next = launch_next;
+    const aoti_cuda::shim::OpSettingsScope scope(&settings);
+    check_positions({false, 1, 16, 4, 4096, 128}, {{511}, {512}, {575}, {576}, {1000}, {4000}, {4095}}, "slices 1b");
+    check_positions({true, 2, 8, 2, 1000, 64}, {{600, 999}, {100, 700}, {-1, 513}}, "slices batch");
+    check_positions({false, 1, 6, 2, 1100, 128}, {{1099}, {5000}}, "slices g3");
+    check_update({false, 1, 8, 2, 1000, 128}, {{512}, {999}}, "slices");
+    check_qkv({false, 1, 16, 4, 4096, 128}, {{1500}, {4000}}, 4096, "slices");
+    check_graph_replays();
+  }
+}

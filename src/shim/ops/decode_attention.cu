@@ -78,7 +78,17 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
 // completion, and every block of this grid is resident by the time its dependents launch, so none waits on them for
 // room. In the 2026-12-07 08:12 branch (llm.md, "The merge in pass 1's clusters") the same early launch, from a merge
 // kernel with nothing left to merge, was worth about 2 us a layer at position 128 in the decode chain.
-template <bool kHalf, int kDim, bool kLaunchNext>
+//
+// kSlices (OpSettings::merge_slices): past kSliceFrom chunks, the block's head_dim threads split the chunks among
+// kMergeSlices slices (chunk c to slice c mod kMergeSlices), each thread of a slice merging 4 columns with one float4
+// load a chunk; the slices are then merged through shared memory. Why: one column a thread walks the chunks in order
+// with at most 4 in flight, 5.9 us a layer at position 4,000 on the H200 (llm.md, "Main on the H200"); a split form
+// measured 6.4-7.7 % faster decode there on an H100 but 1.5-2.6 % slower from 128, where it ran at every position
+// (llm.md, "The merge's second form"). Up to kSliceFrom chunks this kernel runs the one-column loop either way.
+constexpr int kMergeSlices = 4;
+constexpr int64_t kSliceFrom = 8;
+
+template <bool kHalf, int kDim, bool kLaunchNext, bool kSlices>
 __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
   const int64_t h = blockIdx.x, b = blockIdx.y;
   const int d = threadIdx.x;
@@ -91,6 +101,45 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
   const int64_t used = chunk_count(n);  // chunks pass 1 wrote
   const int64_t chunks_total = chunk_count(p.cache_len);
   const int64_t first = (b * p.heads + h) * chunks_total;
+  if (kSlices && used > kSliceFrom) {
+    constexpr int kLanes = kDim / kMergeSlices;  // threads a slice: 4 columns each cover the head
+    __shared__ float max_s[kMergeSlices], sum_s[kMergeSlices];
+    __shared__ float out_s[kMergeSlices][kDim];
+    const int slice = d / kLanes, col = 4 * (d % kLanes);
+    float m = -INFINITY, sum = 0.f, o[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
+    for (int64_t c = slice; c < used; c += kMergeSlices) {  // used > kSliceFrom: every slice has a chunk
+      const float lse = part_lse[first + c];
+      const float4 x = *reinterpret_cast<const float4*>(part_out + (first + c) * kDim + col);  // 16-byte aligned
+      const float m_new = fmaxf(m, lse);
+      const float rescale = exp2f(m - m_new), w = exp2f(lse - m_new);
+      sum = fmaf(sum, rescale, w);
+      o[0] = fmaf(o[0], rescale, w * x.x);
+      o[1] = fmaf(o[1], rescale, w * x.y);
+      o[2] = fmaf(o[2], rescale, w * x.z);
+      o[3] = fmaf(o[3], rescale, w * x.w);
+      m = m_new;
+    }
+    if (d % kLanes == 0) {
+      max_s[slice] = m;
+      sum_s[slice] = sum;
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out_s[slice][col + e] = o[e];
+    __syncthreads();
+    float big = -INFINITY;
+#pragma unroll
+    for (int s = 0; s < kMergeSlices; ++s) big = fmaxf(big, max_s[s]);
+    float total = 0.f, out = 0.f;
+#pragma unroll
+    for (int s = 0; s < kMergeSlices; ++s) {
+      const float w = exp2f(max_s[s] - big);
+      total = fmaf(sum_s[s], w, total);
+      out = fmaf(out_s[s][d], w, out);
+    }
+    store<kHalf>(p.out, (b * p.heads + h) * kDim + d, out / total);
+    return;
+  }
   // One pass with a running maximum, so that each chunk's log-sum-exp and output are requested together (unrolled,
   // several chunks in flight) instead of a pass for the maximum and a second for the sums.
   float m = -INFINITY, sum = 0.f, o = 0.f;
@@ -122,8 +171,11 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
   // With dependent launch, the merge overlaps pass 1's tail (its launch, its blocks' scheduling, its read of the
   // position). It reads the position before its wait, which is right only after pass 1 (dependent_launch.hpp, an
   // operator's second kernel): without pass 1 (an empty cache) it launches plainly.
-  auto* combine = op_settings().merge_launches_next ? combine_kernel<kHalf, kDim, true>
-                                                    : combine_kernel<kHalf, kDim, false>;
+  const OpSettings& settings = op_settings();
+  const bool next = settings.merge_launches_next, sliced = settings.merge_slices;
+  auto* combine = next ? (sliced ? combine_kernel<kHalf, kDim, true, true> : combine_kernel<kHalf, kDim, true, false>)
+                       : (sliced ? combine_kernel<kHalf, kDim, false, true>
+                                 : combine_kernel<kHalf, kDim, false, false>);
   return static_cast<int>(pdl::launch_with(pdl::allowed() && p.cache_len > 0, combine, grid, dim3(kDim), 0, stream, p,
                                            part_out, part_lse));
 }
