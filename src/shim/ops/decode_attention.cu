@@ -88,6 +88,51 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
 constexpr int kMergeSlices = 4;
 constexpr int64_t kSliceFrom = 8;
 
+// combine_kernel's sliced form for one (query head, batch) block: the `used` chunks from scratch row `first` on, split
+// among kMergeSlices slices of the block (chunk c to slice c mod kMergeSlices, 4 columns a thread, one float4 load a
+// chunk), each slice a running merge, then the slices merged through shared memory; thread d writes out[at + d].
+template <bool kHalf, int kDim>
+__device__ __forceinline__ void merge_in_slices(const Problem& p, const float* part_out, const float* part_lse,
+                                                int64_t first, int64_t used, int64_t at) {
+  constexpr int kLanes = kDim / kMergeSlices;  // threads a slice: 4 columns each cover the head
+  __shared__ float max_s[kMergeSlices], sum_s[kMergeSlices];
+  __shared__ float out_s[kMergeSlices][kDim];
+  const int d = threadIdx.x;
+  const int slice = d / kLanes, col = 4 * (d % kLanes);
+  float m = -INFINITY, sum = 0.f, o[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
+  for (int64_t c = slice; c < used; c += kMergeSlices) {  // used > kSliceFrom: every slice has a chunk
+    const float lse = part_lse[first + c];
+    const float4 x = *reinterpret_cast<const float4*>(part_out + (first + c) * kDim + col);  // 16-byte aligned
+    const float m_new = fmaxf(m, lse);
+    const float rescale = exp2f(m - m_new), w = exp2f(lse - m_new);
+    sum = fmaf(sum, rescale, w);
+    o[0] = fmaf(o[0], rescale, w * x.x);
+    o[1] = fmaf(o[1], rescale, w * x.y);
+    o[2] = fmaf(o[2], rescale, w * x.z);
+    o[3] = fmaf(o[3], rescale, w * x.w);
+    m = m_new;
+  }
+  if (d % kLanes == 0) {
+    max_s[slice] = m;
+    sum_s[slice] = sum;
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) out_s[slice][col + e] = o[e];
+  __syncthreads();
+  float big = -INFINITY;
+#pragma unroll
+  for (int s = 0; s < kMergeSlices; ++s) big = fmaxf(big, max_s[s]);
+  float total = 0.f, out = 0.f;
+#pragma unroll
+  for (int s = 0; s < kMergeSlices; ++s) {
+    const float w = exp2f(max_s[s] - big);
+    total = fmaf(sum_s[s], w, total);
+    out = fmaf(out_s[s][d], w, out);
+  }
+  store<kHalf>(p.out, at + d, out / total);
+}
+
 template <bool kHalf, int kDim, bool kLaunchNext, bool kSlices>
 __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
   const int64_t h = blockIdx.x, b = blockIdx.y;
@@ -102,42 +147,7 @@ __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* p
   const int64_t chunks_total = chunk_count(p.cache_len);
   const int64_t first = (b * p.heads + h) * chunks_total;
   if (kSlices && used > kSliceFrom) {
-    constexpr int kLanes = kDim / kMergeSlices;  // threads a slice: 4 columns each cover the head
-    __shared__ float max_s[kMergeSlices], sum_s[kMergeSlices];
-    __shared__ float out_s[kMergeSlices][kDim];
-    const int slice = d / kLanes, col = 4 * (d % kLanes);
-    float m = -INFINITY, sum = 0.f, o[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll 4
-    for (int64_t c = slice; c < used; c += kMergeSlices) {  // used > kSliceFrom: every slice has a chunk
-      const float lse = part_lse[first + c];
-      const float4 x = *reinterpret_cast<const float4*>(part_out + (first + c) * kDim + col);  // 16-byte aligned
-      const float m_new = fmaxf(m, lse);
-      const float rescale = exp2f(m - m_new), w = exp2f(lse - m_new);
-      sum = fmaf(sum, rescale, w);
-      o[0] = fmaf(o[0], rescale, w * x.x);
-      o[1] = fmaf(o[1], rescale, w * x.y);
-      o[2] = fmaf(o[2], rescale, w * x.z);
-      o[3] = fmaf(o[3], rescale, w * x.w);
-      m = m_new;
-    }
-    if (d % kLanes == 0) {
-      max_s[slice] = m;
-      sum_s[slice] = sum;
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) out_s[slice][col + e] = o[e];
-    __syncthreads();
-    float big = -INFINITY;
-#pragma unroll
-    for (int s = 0; s < kMergeSlices; ++s) big = fmaxf(big, max_s[s]);
-    float total = 0.f, out = 0.f;
-#pragma unroll
-    for (int s = 0; s < kMergeSlices; ++s) {
-      const float w = exp2f(max_s[s] - big);
-      total = fmaf(sum_s[s], w, total);
-      out = fmaf(out_s[s][d], w, out);
-    }
-    store<kHalf>(p.out, (b * p.heads + h) * kDim + d, out / total);
+    merge_in_slices<kHalf, kDim>(p, part_out, part_lse, first, used, (b * p.heads + h) * kDim);
     return;
   }
   // One pass with a running maximum, so that each chunk's log-sum-exp and output are requested together (unrolled,
