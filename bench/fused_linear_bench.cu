@@ -18,19 +18,18 @@
 // --chain instead times whole decode layers: the 22 layers of the 1.1 B model (distinct weights and a 4,096-position
 // KV cache each, decode position 128 or P), each layer the six kernels of the fused exports (norm + q/k/v, the decode
 // attention's two passes in the qkv form, o + residual, norm + gate/up + SwiGLU, down + residual), captured in one
-// graph as a decode step replays them, bf16 and int4. Nine ways first: plain launches; dependent launch
+// graph as a decode step replays them, bf16 and int4. Eight ways first: plain launches; dependent launch
 // (OpSettings::dependent_launch); dependent launch with the projections' first weight loads issued before their
 // wait (Problem::weights_early, what the shim does for weights that are program constants), and with the attention's
-// merge kernel letting o launch before its wait (OpSettings::merge_launches_next), and merging in slices past 8 chunks
-// (OpSettings::merge_slices); the decode attention as one kernel over thread-block clusters of 16 or 8
-// (OpSettings::attention_cluster), plainly and with both of the above. Then rows that say what bounds a layer: the
-// projections alone (no attention); the read floor (each projection replaced by a kernel that only reads its bytes,
-// floor_read_kernel) with and without the attention, and with a row read and a store after each wait; and the
-// persistent floor (persistent_floor_kernel, ring_floor_kernel: the same bytes and row reads as stages of one kernel
-// a layer or a step, chained by counters instead of kernel boundaries); and two ways of fetching the next
-// projection's weights into L2 ahead of it: a graph branch forked where each projection is enqueued
-// (l2_prefetch_kernel, one warp) and each block of the read floor taking a share (prefetch_block_share). The floor
-// and prefetch kernels are in chain_floors.cuh.
+// merge kernel walking every chunk one column a thread (OpSettings::merge_slices off); the decode attention as one
+// kernel over thread-block clusters of 16 or 8 (OpSettings::attention_cluster), plainly and with both of the above.
+// Then rows that say what bounds a layer: the projections alone (no attention); the read floor (each projection
+// replaced by a kernel that only reads its bytes, floor_read_kernel) with and without the attention, and with a row
+// read and a store after each wait; and the persistent floor (persistent_floor_kernel, ring_floor_kernel: the same
+// bytes and row reads as stages of one kernel a layer or a step, chained by counters instead of kernel boundaries);
+// and two ways of fetching the next projection's weights into L2 ahead of it: a graph branch forked where each
+// projection is enqueued (l2_prefetch_kernel, one warp) and each block of the read floor taking a share
+// (prefetch_block_share). The floor and prefetch kernels are in chain_floors.cuh.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -286,19 +285,12 @@ struct ChainMode {
   std::size_t prefetch_cap = 0;  // and only its ranges' first bytes (0: all)
   bool merge = true;            // false: the attention's pass 1 without its merge kernel (launch_chunks; o reads the
                                 // row the merge would have written)
-  bool launch_next = false;     // OpSettings::merge_launches_next: the merge kernel lets o launch before its wait
-  bool slices = false;          // OpSettings::merge_slices: the merge in 4 slices past 8 chunks
+  bool slices = true;           // OpSettings::merge_slices (the default): the merge in 4 slices past 8 chunks
 };
 
-// `m` with the merge kernel in slices past 8 chunks.
-ChainMode in_slices(ChainMode m) {
-  m.slices = true;
-  return m;
-}
-
-// `m` with the merge kernel letting the next kernel launch before its wait.
-ChainMode launching_next(ChainMode m) {
-  m.launch_next = true;
+// `m` with the merge kernel one column a thread at every position (OpSettings::merge_slices off).
+ChainMode one_column(ChainMode m) {
+  m.slices = false;
   return m;
 }
 
@@ -495,8 +487,7 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes, int64_
   const ChainMode modes[] = {{"plain launches", false, false, 0},
                              {"dependent launch", true, false, 0},
                              {"dependent launch, weights early", true, true, 0},
-                             launching_next({"early, merge launches o first", true, true, 0}),
-                             in_slices({"early, merge in slices past 8 chunks", true, true, 0}),
+                             one_column({"early, merge one column a thread", true, true, 0}),
                              {"attention clusters of 16", false, false, 16},
                              {"clusters of 16, dep. launch, early", true, true, 16},
                              {"attention clusters of 8", false, false, 8},
@@ -538,7 +529,6 @@ void chain_bench(int reps, int sms, void* flush, std::size_t flush_bytes, int64_
         }
         aoti_cuda::shim::OpSettings settings;
         settings.dependent_launch = m.dependent;
-        settings.merge_launches_next = m.launch_next;
         settings.merge_slices = m.slices;
         const aoti_cuda::shim::OpSettingsScope scope(&settings);
         const double us = per_call_us(Layers::kCount, reps, [&](int l, cudaStream_t s) {

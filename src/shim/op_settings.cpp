@@ -8,18 +8,10 @@ namespace {
 
 thread_local const OpSettings* t_settings = nullptr;
 
-// A kernel-tuning switch that is off unless `variable` is 1 (an invalid value is reported and reads as 0).
-bool switched_on(const char* variable) noexcept { return env_integer_or_warn(variable, 0, 1).value_or(0) == 1; }
-
 }  // namespace
 
-bool merge_launches_next_default() noexcept {
-  static const bool on = switched_on("AOTI_CUDA_MERGE_LAUNCHES_NEXT");
-  return on;
-}
-
 bool merge_slices_default() noexcept {
-  static const bool on = switched_on("AOTI_CUDA_MERGE_SLICES");
+  static const bool on = env_integer_or_warn("AOTI_CUDA_MERGE_SLICES", 0, 1).value_or(1) == 1;
   return on;
 }
 

@@ -633,31 +633,16 @@ TEST_CASE("gpu: decode attention's pass 1 alone (launch_chunks) leaves the chunk
   }
 }
 
-TEST_CASE("gpu: decode attention with its merge kernel launching the next kernel before its wait "
-          "(OpSettings::merge_launches_next) gives the same results" * AOTI_CUDA_GPU_CASE) {
-  // Only when the next kernel may start changes (dependent launch, sm_90 and newer): against float64 at positions
-  // with one chunk, several and the whole cache, both forms that write the cache, and graph replays across it.
-  aoti_cuda::shim::OpSettings settings;
-  settings.merge_launches_next = true;
-  const aoti_cuda::shim::OpSettingsScope scope(&settings);
-  check_positions({false, 1, 16, 4, 4096, 128}, {{0}, {128}, {1024}, {4095}}, "launch next");
-  check_positions({true, 2, 8, 2, 1000, 64}, {{3, 999}, {-1, 500}}, "launch next batch");
-  check_update({false, 1, 8, 2, 1000, 128}, {{0}, {511}, {999}}, "launch next");
-  check_qkv({false, 1, 16, 4, 4096, 128}, {{128}, {4000}}, 4096, "launch next");
-  check_graph_replays();
-}
-
-TEST_CASE("gpu: decode attention with its merge in slices past 8 chunks (OpSettings::merge_slices) matches float64" *
-          AOTI_CUDA_GPU_CASE) {
-  // Up to 8 chunks the merge kernel runs its one-column loop either way; past that each of 4 slices of the block
-  // merges every 4th chunk and the slices meet in shared memory. Both sides of 512 positions, chunk counts that 4
-  // does not divide, the whole cache, head_dim 64 and 128, both dtypes, mixed batches, the forms that write the cache,
-  // with the merge kernel launching the next one early as well, and graph replays across the cache.
-  for (const bool launch_next : {false, true}) {
-    CAPTURE(launch_next);
+TEST_CASE("gpu: decode attention's merge in slices past 8 chunks (OpSettings::merge_slices) and its one-column "
+          "form both match float64" * AOTI_CUDA_GPU_CASE) {
+  // Up to 8 chunks the merge kernel runs its one-column loop either way; past that, by default, each of 4 slices of
+  // the block merges every 4th chunk and the slices meet in shared memory. Both forms explicitly (the other cases
+  // run the default): both sides of 512 positions, chunk counts that 4 does not divide, the whole cache, head_dim 64
+  // and 128, both dtypes, mixed batches, the forms that write the cache, and graph replays across the cache.
+  for (const bool sliced : {true, false}) {
+    CAPTURE(sliced);
     aoti_cuda::shim::OpSettings settings;
-    settings.merge_slices = true;
-    settings.merge_launches_next = launch_next;
+    settings.merge_slices = sliced;
     const aoti_cuda::shim::OpSettingsScope scope(&settings);
     check_positions({false, 1, 16, 4, 4096, 128}, {{511}, {512}, {575}, {576}, {1000}, {4000}, {4095}}, "slices 1b");
     check_positions({true, 2, 8, 2, 1000, 64}, {{600, 999}, {100, 700}, {-1, 513}}, "slices batch");

@@ -112,13 +112,12 @@ struct ChainOutputs {
   std::vector<uint16_t> y, a, z, u;
 };
 
-// For one run of a chain: dependent launch on or off, decode attention's form (OpSettings::attention_cluster), whether
-// its merge kernel lets the next kernel launch before its wait (OpSettings::merge_launches_next), and `stream` as the
-// shim's current stream.
+// For one run of a chain: dependent launch on or off, decode attention's form (OpSettings::attention_cluster), and
+// `stream` as the shim's current stream.
 class ChainScope {
  public:
-  ChainScope(bool dependent_launch, cudaStream_t stream, int attention_cluster = 0, bool merge_launches_next = false)
-      : scope_(settings(dependent_launch, attention_cluster, merge_launches_next)) {
+  ChainScope(bool dependent_launch, cudaStream_t stream, int attention_cluster = 0)
+      : scope_(settings(dependent_launch, attention_cluster)) {
     REQUIRE(aoti_cuda_shim_set_current_stream(0, stream, &previous_) == 0);
   }
   ~ChainScope() { aoti_cuda_shim_set_current_stream(0, previous_, nullptr); }
@@ -126,10 +125,9 @@ class ChainScope {
   ChainScope& operator=(const ChainScope&) = delete;
 
  private:
-  const aoti_cuda::shim::OpSettings* settings(bool dependent_launch, int attention_cluster, bool merge_launches_next) {
+  const aoti_cuda::shim::OpSettings* settings(bool dependent_launch, int attention_cluster) {
     settings_.dependent_launch = dependent_launch;
     settings_.attention_cluster = attention_cluster;
-    settings_.merge_launches_next = merge_launches_next;
     settings_.gemv_max_rows = 1;
     return &settings_;
   }
@@ -154,8 +152,8 @@ Attended attend(const Weights& w, const OwnedTensor& y) {
 
 // The chain on `stream`, queued without a synchronization in between, with the given settings.
 ChainOutputs run_chain(const Weights& w, const std::vector<uint16_t>& x_host, bool dependent_launch,
-                       cudaStream_t stream, int attention_cluster = 0, bool merge_launches_next = false) {
-  const ChainScope scope(dependent_launch, stream, attention_cluster, merge_launches_next);
+                       cudaStream_t stream, int attention_cluster = 0) {
+  const ChainScope scope(dependent_launch, stream, attention_cluster);
   OwnedTensor x = empty({1, kIn}, {}, kBF16, kCUDA, 0);
   OwnedTensor y = empty({1, kModel}, {}, kBF16, kCUDA, 0);
   OwnedTensor u = empty({1, kOut}, {}, kBF16, kCUDA, 0);
@@ -244,16 +242,6 @@ TEST_CASE("gpu: dependent launch: each kernel of a decode-like chain reads what 
   }
   // The runs differ from one another (else a stale read would go unnoticed).
   CHECK(plain[0].u != plain[1].u);
-
-  // The attention's merge kernel letting the int4 matmul after it launch before its own wait
-  // (OpSettings::merge_launches_next): the same bits, each run after a run of other inputs.
-  cudaStream_t stream = nullptr;
-  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
-  for (int r = kRuns - 1; r >= 0; --r) {
-    CAPTURE(r);
-    check_same(run_chain(w, inputs[r], true, stream, 0, true), plain[r]);
-  }
-  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
 }
 
 TEST_CASE("gpu: dependent launch: the int4 matmul loads constant weights before its wait, and the attention as one "

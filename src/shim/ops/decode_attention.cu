@@ -72,19 +72,14 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
   }
 }
 
-// kLaunchNext (OpSettings::merge_launches_next): the next kernel may launch before this one waits for pass 1, so that
-// its weight loads overlap pass 1's tail and the merge. Outside dependent_launch.hpp's "allow_dependents() only after
-// that wait", and still safe: the next kernel reads only constants before its own wait, which waits for this grid's
-// completion, and every block of this grid is resident by the time its dependents launch, so none waits on them for
-// room. In the 2026-12-07 08:12 branch (llm.md, "The merge in pass 1's clusters") the same early launch, from a merge
-// kernel with nothing left to merge, was worth about 2 us a layer at position 128 in the decode chain.
-//
-// kSlices (OpSettings::merge_slices): past kSliceFrom chunks, the block's head_dim threads split the chunks among
-// kMergeSlices slices (chunk c to slice c mod kMergeSlices), each thread of a slice merging 4 columns with one float4
-// load a chunk; the slices are then merged through shared memory. Why: one column a thread walks the chunks in order
-// with at most 4 in flight, 5.9 us a layer at position 4,000 on the H200 (llm.md, "Main on the H200"); a split form
-// measured 6.4-7.7 % faster decode there on an H100 but 1.5-2.6 % slower from 128, where it ran at every position
-// (llm.md, "The merge's second form"). Up to kSliceFrom chunks this kernel runs the one-column loop either way.
+// kSlices (OpSettings::merge_slices, on by default): past kSliceFrom chunks, the block's head_dim threads split the
+// chunks among kMergeSlices slices (chunk c to slice c mod kMergeSlices), each thread of a slice merging 4 columns with
+// one float4 load a chunk; the slices are then merged through shared memory. Why: one column a thread walks the chunks
+// in order with at most 4 in flight, 5.9 us a layer at position 4,000 on the H200 (llm.md, "Main on the H200"). A split
+// at every position was 1.5-2.6 % slower from 128 (llm.md, "The merge's second form"), so up to kSliceFrom chunks this
+// kernel runs the one-column loop either way. In the 1.1 B model (H100, 2026-12-07 10:41) the split past 8 chunks
+// made decode 4.8-6.7 % faster at 4,000 and 0.3-1.0 % at 1,024, and left 128 within 0.1 % (llm.md, "The merge in
+// slices on").
 constexpr int kMergeSlices = 4;
 constexpr int64_t kSliceFrom = 8;
 
@@ -133,16 +128,15 @@ __device__ __forceinline__ void merge_in_slices(const Problem& p, const float* p
   store<kHalf>(p.out, at + d, out / total);
 }
 
-template <bool kHalf, int kDim, bool kLaunchNext, bool kSlices>
+template <bool kHalf, int kDim, bool kSlices>
 __global__ void __launch_bounds__(kDim) combine_kernel(Problem p, const float* part_out, const float* part_lse) {
   const int64_t h = blockIdx.x, b = blockIdx.y;
   const int d = threadIdx.x;
   // Launched right after pass 1 (launch_heads): the position is an input of the operator, final before pass 1
   // started, so it is read while pass 1 finishes (with dependent launch); pass 1's results only after the wait.
   const int64_t n = visible(p, b);
-  if (kLaunchNext) pdl::allow_dependents();
   pdl::wait_for_predecessor();
-  if (!kLaunchNext) pdl::allow_dependents();
+  pdl::allow_dependents();
   const int64_t used = chunk_count(n);  // chunks pass 1 wrote
   const int64_t chunks_total = chunk_count(p.cache_len);
   const int64_t first = (b * p.heads + h) * chunks_total;
@@ -181,11 +175,7 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
   // With dependent launch, the merge overlaps pass 1's tail (its launch, its blocks' scheduling, its read of the
   // position). It reads the position before its wait, which is right only after pass 1 (dependent_launch.hpp, an
   // operator's second kernel): without pass 1 (an empty cache) it launches plainly.
-  const OpSettings& settings = op_settings();
-  const bool next = settings.merge_launches_next, sliced = settings.merge_slices;
-  auto* combine = next ? (sliced ? combine_kernel<kHalf, kDim, true, true> : combine_kernel<kHalf, kDim, true, false>)
-                       : (sliced ? combine_kernel<kHalf, kDim, false, true>
-                                 : combine_kernel<kHalf, kDim, false, false>);
+  auto* combine = op_settings().merge_slices ? combine_kernel<kHalf, kDim, true> : combine_kernel<kHalf, kDim, false>;
   return static_cast<int>(pdl::launch_with(pdl::allowed() && p.cache_len > 0, combine, grid, dim3(kDim), 0, stream, p,
                                            part_out, part_lse));
 }

@@ -47,9 +47,7 @@
 //     write and was final before it started (the operator's inputs): its predecessor is that kernel;
 //   * every thread that reads or writes global memory calls wait_for_predecessor() first;
 //   * allow_dependents() only after that wait, so a chain of such kernels never runs more than
-//     one grid ahead of the data (one exception, off by default and measured apart: the decode
-//     attention's merge kernel with OpSettings::merge_launches_next; decode_attention.cu says why
-//     it is safe there).
+//     one grid ahead of the data.
 // Below sm_90 the device functions are no-ops and launch() launches plainly.
 //
 // Switched by OpSettings::dependent_launch (TuningOptions::dependent_launch,

@@ -7,8 +7,8 @@
 # For each export under WORK (default /tmp/llm_bench, long_<name>_4096) and ROUNDS times (default 2) each setting in
 # turn: examples/generate with --decode-at POSITIONS (default 1024,4000) and --decode-window 64, one line per run and
 # position in OUT/positions.txt; then the packed fused linear bench's decode chain at those positions
-# (OUT/chain-positions.log): its rows for the exports' kernels, with the merge kernel launching o first, with the
-# merge in slices, without the merge kernel and without the attention.
+# (OUT/chain-positions.log): its rows for the exports' kernels, with the merge one column a thread at every position,
+# without the merge kernel and without the attention.
 # Stops starting runs DEADLINE_S (default 140) seconds after it starts.
 set -uo pipefail
 OUT=${1:?OUT}
@@ -37,7 +37,7 @@ rm -f "$OUT/gen.log"
 for pos in ${POSITIONS//,/ }; do
   (( SECONDS < end )) || break
   timeout 60 "$P/bench/aoti_cuda_fused_linear_bench" --chain --position "$pos" 2>&1 |
-    grep -E "decode position|launch, weights early|merge launches|merge in slices|without its merge|early, no att" \
+    grep -E "decode position|launch, weights early|merge one column|without its merge|early, no att" \
       >> "$OUT/chain-positions.log"
 done
 cat "$OUT/positions.txt"
