@@ -13,6 +13,7 @@
 #include "aoti_cuda/aoti_cuda.hpp"
 #include "aoti_cuda/library_check.hpp"
 #include "support/gpu.hpp"
+#include "support/test_util.hpp"
 
 using aoti_cuda::Module;
 using aoti_cuda::Tensor;
@@ -114,7 +115,8 @@ TEST_CASE("gpu: outputs saved as .npy load back identical; check_library passes 
   aoti_cuda::RunOptions ro;
   ro.outputs = aoti_cuda::OutputLocation::kDevice;
   const auto y = m.forward({x.to_device()}, ro);
-  const std::string path = std::string(AOTI_CUDA_BINARY_DIR) + "/gpu_out.npy";
+  const aoti_cuda_test::TempDir dir;  // not the build folder: the suite may run from a copy on another machine
+  const std::string path = dir.path + "/gpu_out.npy";
   aoti_cuda::save_npy(y[0], path);  // a device tensor: copied to the host first
   const Tensor back = aoti_cuda::load_npy(path);
   const Tensor host = y[0].to_host();
