@@ -175,7 +175,11 @@ int launch_heads(const Problem& p, float* part_out, float* part_lse, int64_t gro
   // With dependent launch, the merge overlaps pass 1's tail (its launch, its blocks' scheduling, its read of the
   // position). It reads the position before its wait, which is right only after pass 1 (dependent_launch.hpp, an
   // operator's second kernel): without pass 1 (an empty cache) it launches plainly.
-  auto* combine = op_settings().merge_slices ? combine_kernel<kHalf, kDim, true> : combine_kernel<kHalf, kDim, false>;
+  // The sliced form only where its path can run: a cache of at most kSliceFrom chunks never takes it, and the
+  // kernel that carries it cost about 0.1 us more a call in the decode chain at position 128, where it runs the same
+  // one-column loop (llm.md, "The merge in slices on").
+  const bool sliced = op_settings().merge_slices && chunks(p.cache_len) > kSliceFrom;
+  auto* combine = sliced ? combine_kernel<kHalf, kDim, true> : combine_kernel<kHalf, kDim, false>;
   return static_cast<int>(pdl::launch_with(pdl::allowed() && p.cache_len > 0, combine, grid, dim3(kDim), 0, stream, p,
                                            part_out, part_lse));
 }
