@@ -494,30 +494,37 @@ TEST_CASE("gpu: 200 load/unload cycles of mlp leave memory, fds and mappings whe
     REQUIRE(out.size() == 1);
   };
   cycle();  // warm-up: CUDA context, pools, first-use allocations
-  aoti_cuda::trim_device_memory(0);
-  std::size_t free0 = 0, total = 0;
-  REQUIRE(cudaMemGetInfo(&free0, &total) == cudaSuccess);
+  // cudaMemGetInfo sees the whole GPU: another process allocating while the cycles run (an export beside the suite
+  // on a GPU machine) moves it too. So two windows of 100 cycles each: a leak shows in both, another process's
+  // allocation in at most the one it happened in.
+  auto free_bytes = [] {
+    aoti_cuda::trim_device_memory(0);
+    std::size_t free = 0, total = 0;
+    REQUIRE(cudaMemGetInfo(&free, &total) == cudaSuccess);
+    return static_cast<long long>(free);
+  };
+  const long long free0 = free_bytes();
   const auto stats0 = aoti_cuda::device_memory_stats(0);
   const int fds0 = count_fds();
   const int maps0 = count_memfd_maps();
   const int64_t handles0 = aoti_cuda_shim_live_handles();
-  for (int i = 0; i < 200; ++i) cycle();
-  aoti_cuda::trim_device_memory(0);
-  std::size_t free1 = 0;
-  REQUIRE(cudaMemGetInfo(&free1, &total) == cudaSuccess);
+  for (int i = 0; i < 100; ++i) cycle();
+  const long long free1 = free_bytes();
+  for (int i = 0; i < 100; ++i) cycle();
+  const long long free2 = free_bytes();
   const auto stats1 = aoti_cuda::device_memory_stats(0);
-  const long long drift = static_cast<long long>(free0) - static_cast<long long>(free1);
-  std::printf("200 cycles: cudaMemGetInfo free drift %lld bytes, shim bytes_in_use %zu -> %zu, live handles %lld -> %lld, "
-              "fds %d -> %d, memfd maps %d -> %d\n",
-              drift, stats0.bytes_in_use, stats1.bytes_in_use, static_cast<long long>(handles0),
+  const long long drift_a = free0 - free1, drift_b = free1 - free2;
+  std::printf("200 cycles: cudaMemGetInfo free drift %lld + %lld bytes (two windows of 100), shim bytes_in_use "
+              "%zu -> %zu, live handles %lld -> %lld, fds %d -> %d, memfd maps %d -> %d\n",
+              drift_a, drift_b, stats0.bytes_in_use, stats1.bytes_in_use, static_cast<long long>(handles0),
               static_cast<long long>(aoti_cuda_shim_live_handles()), fds0, count_fds(), maps0, count_memfd_maps());
   CHECK(stats1.bytes_in_use == stats0.bytes_in_use);
   CHECK(aoti_cuda_shim_live_handles() == handles0);
   CHECK(count_fds() == fds0);
   CHECK(count_memfd_maps() == maps0);
-  // cuModuleLoadData images are never unloaded by the AOTI runtime (aoti-abi.md §3.3);
-  // allow 64 KiB per cycle for them, nothing like the weights (which would be > 100 KiB each).
-  CHECK(drift <= 200LL * 64 * 1024);
+  // The AOTI runtime never unloads its kernels' modules; the Module unloads them (docs/shim-abi.md, "Kernel
+  // modules"). Allow 64 KiB a cycle of other driver memory, nothing like the weights (which are > 100 KiB a load).
+  CHECK(std::min(drift_a, drift_b) <= 100LL * 64 * 1024);
 }
 
 TEST_CASE("gpu: Tensor copies between host, pinned and device, contiguous and strided" * AOTI_CUDA_GPU_CASE) {
