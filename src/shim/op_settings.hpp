@@ -64,7 +64,7 @@ struct OpSettings {
   /// chunks split among 4 slices of the block, merged in shared memory at
   /// the end, instead of one column a thread walking them in order. Results
   /// agree to float32 rounding. Kernel tuning only, on by default (decode
-  /// 4.8-6.7 % faster at position 4,000 in the 1.1 B model, H100);
+  /// 4.9-6.9 % faster at position 4,000 in the 1.1 B model, H100);
   /// AOTI_CUDA_MERGE_SLICES=0 turns it off (merge_slices_default()).
   bool merge_slices = merge_slices_default();
 };

@@ -77,9 +77,9 @@ __global__ void __launch_bounds__(kWarps * 32) chunk_kernel(Problem p, float* pa
 // one float4 load a chunk; the slices are then merged through shared memory. Why: one column a thread walks the chunks
 // in order with at most 4 in flight, 5.9 us a layer at position 4,000 on the H200 (llm.md, "Main on the H200"). A split
 // at every position was 1.5-2.6 % slower from 128 (llm.md, "The merge's second form"), so up to kSliceFrom chunks this
-// kernel runs the one-column loop either way. In the 1.1 B model (H100, 2026-12-07 10:41) the split past 8 chunks
-// made decode 4.8-6.7 % faster at 4,000 and 0.3-1.0 % at 1,024, and left 128 within 0.1 % (llm.md, "The merge in
-// slices on").
+// kernel runs the one-column loop either way. In the 1.1 B model (two H100s, 2026-12-07 10:41 and 10:53) the split
+// past 8 chunks made decode 4.9-6.9 % faster at 4,000 and 0.3-1.1 % at 1,024, and left 128 within 0.3 % (llm.md,
+// "The merge in slices on").
 constexpr int kMergeSlices = 4;
 constexpr int64_t kSliceFrom = 8;
 
