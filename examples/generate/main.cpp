@@ -374,10 +374,12 @@ void report_load(const aoti_cuda::Module& m, double wall_ms, double mem_mib, Rep
   // a run's figures say which form they measured.
   const aoti_cuda::TuningOptions tuning = m.tuning();
   const bool dependent = tuning.dependent_launch.value_or(true);
-  const int cluster = tuning.attention_cluster.value_or(0);
+  const int cluster = tuning.attention_cluster.value_or(aoti_cuda::kAttentionClusterAuto);
   const std::string attention =
-      cluster > 0 ? "one kernel over clusters of " + std::to_string(cluster) + " blocks where the GPU has them"
-                  : "two kernels";
+      cluster == aoti_cuda::kAttentionClusterAuto
+          ? "by cache length (one kernel over clusters of 8 for caches of at most 512 positions, else two kernels)"
+      : cluster > 0 ? "one kernel over clusters of " + std::to_string(cluster) + " blocks where the GPU has them"
+                    : "two kernels";
   std::printf("decode kernels: dependent launch %s, attention %s\n", dependent ? "on" : "off", attention.c_str());
   r.num("dependent_launch", dependent ? 1 : 0);
   r.num("attention_cluster", cluster);

@@ -181,11 +181,21 @@ struct TuningOptions {
   /// then their merge; 8 or 16 as one kernel, each query head's chunks split
   /// over a thread-block cluster of that many blocks and merged inside it.
   /// sm_90 and newer; 8 where a 16-block cluster does not fit, two kernels
-  /// where neither does. Same results up to float32 rounding. Default 0: in a
-  /// 1.1 B model, 8 was about 2 % faster at positions below 400 and 4-16 %
-  /// slower from 1,024 on (docs/configuration.md). AOTI_CUDA_ATTENTION_CLUSTER.
+  /// where neither does. Same results up to float32 rounding.
+  /// kAttentionClusterAuto (-1, the default) picks per call from the cache
+  /// length, which a CUDA graph fixes: clusters of 8 when the KV cache holds
+  /// at most 512 positions (each block then reads at most one chunk of 64)
+  /// and the clusters' blocks fit about 4 a multiprocessor, else two
+  /// kernels. In a 1.1 B model, clusters of 8 were about 2 % faster at
+  /// positions below 512 and 4-16 % slower from 1,024 on, where each block
+  /// reads several chunks (docs/configuration.md).
+  /// AOTI_CUDA_ATTENTION_CLUSTER=auto|0|8|16.
   std::optional<int> attention_cluster;
 };
+
+/// TuningOptions::attention_cluster: choose the decode attention's form
+/// from each call's cache length (the default).
+inline constexpr int kAttentionClusterAuto = -1;
 
 /// `tuning` with every unset field filled as a load would fill it (the
 /// environment variable, else the default), after the checks a load makes.

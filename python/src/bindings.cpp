@@ -99,7 +99,7 @@ TuningOptions parse_tuning(nb::handle h) {
     else if (key == "int4_dequant_min_m") t.int4_dequant_min_m = tuning_value<int64_t>(v, key, "an int");
     else if (key == "cublas_workspace_mib") t.cublas_workspace_mib = tuning_value<std::size_t>(v, key, "an int >= 0");
     else if (key == "dependent_launch") t.dependent_launch = tuning_value<bool>(v, key, "a bool");
-    else if (key == "attention_cluster") t.attention_cluster = tuning_value<int>(v, key, "0, 8 or 16");
+    else if (key == "attention_cluster") t.attention_cluster = tuning_value<int>(v, key, "-1 (auto), 0, 8 or 16");
     else if (key == "staging") {
       const std::string name = tuning_value<std::string>(v, key, "'huge', 'wc' or 'hostalloc'");
       for (StagingMemory m : {StagingMemory::kHugePages, StagingMemory::kWriteCombined, StagingMemory::kHostAlloc}) {

@@ -79,18 +79,20 @@ bool resolve_switch(const std::optional<bool>& field, const char* name, const ch
   return *field;
 }
 
-// attention_cluster: 0, 8 or 16 (checked like an integer setting, then for the three values).
+// attention_cluster: kAttentionClusterAuto (the variable's "auto"), 0, 8 or 16.
+static_assert(kAttentionClusterAuto == shim::OpSettings::kClusterAuto, "one value for auto");
 int resolve_attention_cluster(const std::optional<int>& field, int fallback) {
   constexpr const char* kName = "attention_cluster";
   constexpr const char* kVariable = "AOTI_CUDA_ATTENTION_CLUSTER";
-  const std::optional<std::size_t> from_env = env_choice(kVariable, {"0", "8", "16"});
-  constexpr int kValues[] = {0, 8, 16};
+  constexpr const char* kTexts[] = {"auto", "0", "8", "16"};
+  constexpr int kValues[] = {kAttentionClusterAuto, 0, 8, 16};
+  const std::optional<std::size_t> from_env = env_choice(kVariable, {kTexts[0], kTexts[1], kTexts[2], kTexts[3]});
   if (!field) return from_env ? kValues[*from_env] : fallback;
-  if (*field != 0 && *field != 8 && *field != 16) {
-    throw Error(ErrorCode::kInvalidArgument,
-                field_name(kName) + " = " + std::to_string(*field) + " is invalid: expected 0, 8 or 16");
+  if (*field != kAttentionClusterAuto && *field != 0 && *field != 8 && *field != 16) {
+    throw Error(ErrorCode::kInvalidArgument, field_name(kName) + " = " + std::to_string(*field) +
+                                                 " is invalid: expected -1 (kAttentionClusterAuto), 0, 8 or 16");
   }
-  if (from_env && kValues[*from_env] != *field) note_shadowed(kVariable, std::to_string(kValues[*from_env]), kName);
+  if (from_env && kValues[*from_env] != *field) note_shadowed(kVariable, kTexts[*from_env], kName);
   return *field;
 }
 

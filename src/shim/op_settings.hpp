@@ -57,9 +57,11 @@ struct OpSettings {
   /// (chunks, then their merge); 8 or 16, one kernel whose thread-block
   /// clusters of that many blocks merge the chunks in distributed shared
   /// memory (sm_90 and newer; 8 where 16 does not fit, two kernels where
-  /// neither does). Off by default: in a model, 8 won only at short
-  /// positions (TuningOptions::attention_cluster).
-  int attention_cluster = 0;
+  /// neither does); kClusterAuto (the default), what
+  /// decode_attention::auto_cluster() picks for the call
+  /// (TuningOptions::attention_cluster, kAttentionClusterAuto).
+  static constexpr int kClusterAuto = -1;
+  int attention_cluster = kClusterAuto;
   /// Decode attention's merge kernel past 8 chunks (512 positions): the
   /// chunks split among 4 slices of the block, merged in shared memory at
   /// the end, instead of one column a thread walking them in order. Results

@@ -560,6 +560,46 @@ TEST_CASE("gpu: decode attention as one kernel over thread-block clusters (OpSet
   }
 }
 
+TEST_CASE("gpu: decode attention's form by default (OpSettings::kClusterAuto): clusters of 8 for caches of at most 8 "
+          "chunks, two kernels otherwise; both forms pinned at small caches match float64" * AOTI_CUDA_GPU_CASE) {
+  namespace da = aoti_cuda::shim::decode_attention;
+  const int sms = aoti_cuda::shim::multiprocessor_count(0);
+  REQUIRE(sms >= 64);  // below: the block limits of the cases below would move
+  auto problem = [](int64_t batch, int64_t heads, int64_t cache_len) {
+    da::Problem p;
+    p.batch = batch;
+    p.heads = heads;
+    p.kv_heads = 4;
+    p.cache_len = cache_len;
+    p.head_dim = 128;
+    return p;
+  };
+  CHECK(da::auto_cluster(problem(1, 16, 512), sms) == 8);  // 8 chunks: one a block
+  CHECK(da::auto_cluster(problem(1, 16, 64), sms) == 8);
+  CHECK(da::auto_cluster(problem(1, 16, 1), sms) == 8);
+  CHECK(da::auto_cluster(problem(1, 16, 513), sms) == 0);   // 9 chunks: a block would read two
+  CHECK(da::auto_cluster(problem(1, 16, 4096), sms) == 0);
+  CHECK(da::auto_cluster(problem(4, 16, 512), sms) == (4 * 16 * 8 <= 4 * sms ? 8 : 0));
+  CHECK(da::auto_cluster(problem(64, 32, 512), sms) == 0);  // 16,384 blocks: more than 4 an SM
+  CHECK(da::auto_cluster(problem(1, 16, 512), 0) == 0);     // an unknown SM count reads as 1
+  CHECK(aoti_cuda::shim::OpSettings{}.attention_cluster == aoti_cuda::shim::OpSettings::kClusterAuto);
+
+  // The default at small caches (the one-kernel form on sm_90, two kernels below), then both forms pinned, each
+  // against float64: what the other cases at caches of at most 512 positions run by default.
+  for (const int form : {aoti_cuda::shim::OpSettings::kClusterAuto, 0, 8}) {
+    CAPTURE(form);
+    aoti_cuda::shim::OpSettings settings;
+    settings.attention_cluster = form;
+    const aoti_cuda::shim::OpSettingsScope scope(&settings);
+    check_positions({false, 1, 16, 4, 512, 128}, {{0}, {63}, {64}, {128}, {383}, {448}, {511}, {600}}, "auto 1b");
+    check_positions({true, 1, 6, 2, 300, 64}, {{0}, {63}, {64}, {299}}, "auto g3");
+    check_positions({false, 1, 32, 2, 300, 64}, {{5}, {200}}, "auto g16");
+    check_positions({false, 2, 8, 2, 512, 128}, {{3, 400}, {511, 0}, {-1, 77}}, "auto batch");
+    check_update({false, 1, 8, 2, 512, 128}, {{0}, {63}, {64}, {511}}, "auto");
+    check_qkv({false, 1, 16, 4, 512, 128}, {{128}, {300}, {511}}, 512, "auto 1b");
+  }
+}
+
 TEST_CASE("gpu: decode attention's pass 1 alone (launch_chunks) leaves the chunks that both passes merge" *
           AOTI_CUDA_GPU_CASE) {
   // launch_chunks() runs pass 1 without the merge kernel: the output stays untouched, and the chunk outputs and

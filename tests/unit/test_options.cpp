@@ -211,7 +211,7 @@ TEST_CASE("tuning: defaults when nothing is set") {
   CHECK(r.int4_dequant_min_m == 65);
   CHECK(r.cublas_workspace_mib == 32u);
   CHECK(r.dependent_launch == true);  // measured faster in a decode step (OpSettings)
-  CHECK(r.attention_cluster == 0);
+  CHECK(r.attention_cluster == aoti_cuda::kAttentionClusterAuto);  // by the cache length (decode_attention.hpp)
   // The shims' built-in defaults (outside any Module call) are the same.
   const aoti_cuda::shim::OpSettings from_tuning = aoti_cuda::runtime::op_settings_of(r), builtin;
   CHECK(from_tuning.gemv_max_rows == builtin.gemv_max_rows);
@@ -279,6 +279,30 @@ TEST_CASE("tuning: the variables fill unset fields; a set field wins and the var
   CHECK_FALSE(log.has(aoti_cuda::LogLevel::kInfo, "AOTI_CUDA_GEMV_MAX_ROWS"));
 }
 
+TEST_CASE("tuning: attention_cluster's auto comes from the variable as 'auto' and from the field as -1") {
+  const CleanTuningEnv clean;
+  {
+    const EnvVar cluster("AOTI_CUDA_ATTENTION_CLUSTER", "0");
+    CHECK(aoti_cuda::resolve_tuning({}).attention_cluster == 0);  // the two-kernel form, asked for
+    TuningOptions t;
+    t.attention_cluster = aoti_cuda::kAttentionClusterAuto;
+    LogCapture log;
+    CHECK(aoti_cuda::resolve_tuning(t).attention_cluster == aoti_cuda::kAttentionClusterAuto);
+    CHECK(log.has(aoti_cuda::LogLevel::kInfo,
+                  "AOTI_CUDA_ATTENTION_CLUSTER=0 is not used: LoadOptions::tuning.attention_cluster"));
+  }
+  const EnvVar cluster("AOTI_CUDA_ATTENTION_CLUSTER", "auto");
+  const TuningOptions r = aoti_cuda::resolve_tuning({});
+  CHECK(r.attention_cluster == aoti_cuda::kAttentionClusterAuto);
+  CHECK(aoti_cuda::runtime::op_settings_of(r).attention_cluster == aoti_cuda::shim::OpSettings::kClusterAuto);
+  TuningOptions t;
+  t.attention_cluster = 8;
+  LogCapture log;
+  CHECK(aoti_cuda::resolve_tuning(t).attention_cluster == 8);
+  CHECK(log.has(aoti_cuda::LogLevel::kInfo,
+                "AOTI_CUDA_ATTENTION_CLUSTER=auto is not used: LoadOptions::tuning.attention_cluster"));
+}
+
 TEST_CASE("tuning: every variable's bad values are kInvalidArgument naming the variable and the value") {
   const CleanTuningEnv clean;
   const std::vector<std::pair<const char*, std::vector<const char*>>> cases = {
@@ -291,7 +315,7 @@ TEST_CASE("tuning: every variable's bad values are kInvalidArgument naming the v
       {"AOTI_CUDA_INT4_DEQUANT_M", {"-5", "2147483648", "65k"}},
       {"AOTI_CUDA_CUBLAS_WORKSPACE_MIB", {"4097", "-32", "32MiB"}},
       {"AOTI_CUDA_DEPENDENT_LAUNCH", {"2", "pdl"}},
-      {"AOTI_CUDA_ATTENTION_CLUSTER", {"4", "32", "on", "-8"}}};
+      {"AOTI_CUDA_ATTENTION_CLUSTER", {"4", "32", "on", "-8", "-1", "AUTO"}}};
   for (const auto& [name, values] : cases) {
     for (const char* value : values) {
       CAPTURE(name);
@@ -334,11 +358,11 @@ TEST_CASE("tuning: a field out of range is kInvalidArgument naming the field and
   t = {};
   t.cublas_workspace_mib = 4097;
   expect_invalid(t, "LoadOptions::tuning.cublas_workspace_mib = 4097");
-  for (int bad : {-8, 1, 4, 12, 32}) {
+  for (int bad : {-8, -2, 1, 4, 12, 32}) {
     t = {};
     t.attention_cluster = bad;
     expect_invalid(t, "LoadOptions::tuning.attention_cluster = " + std::to_string(bad) +
-                          " is invalid: expected 0, 8 or 16");
+                          " is invalid: expected -1 (kAttentionClusterAuto), 0, 8 or 16");
   }
   t = {};
   t.staging = static_cast<StagingMemory>(7);

@@ -87,11 +87,14 @@ void add_tuning_options(CLI::App& cmd, aoti_cuda::TuningOptions& t) {
          "sm_90+: decode kernels launch while the previous kernel finishes, on or off (default on)")
       ->check(CLI::IsMember({"on", "off"}))
       ->group(group);
-  cmd.add_option_function<int>(
-         "--attention-cluster", [&t](const int& v) { t.attention_cluster = v; },
-         "sm_90+: decode attention as one kernel over thread-block clusters of 8 or 16 blocks, or 0 for two "
-         "kernels (default 0)")
-      ->check(CLI::IsMember({0, 8, 16}))
+  cmd.add_option_function<std::string>(
+         "--attention-cluster",
+         [&t](const std::string& v) {
+           t.attention_cluster = v == "auto" ? aoti_cuda::kAttentionClusterAuto : std::stoi(v);
+         },
+         "sm_90+: decode attention as one kernel over thread-block clusters of 8 or 16 blocks, 0 for two kernels, or "
+         "auto: clusters of 8 for KV caches of at most 512 positions (default auto)")
+      ->check(CLI::IsMember({"auto", "0", "8", "16"}))
       ->group(group);
 }
 
@@ -104,7 +107,8 @@ std::string describe_tuning(const aoti_cuda::TuningOptions& r) {
          (r.small_copy_kernels.value_or(true) ? "kernel" : "dma") + ", gemv rows " + num(r.gemv_max_rows) +
          ", int4 dequantize from M " + num(r.int4_dequant_min_m) + ", cuBLAS workspace " +
          num(r.cublas_workspace_mib) + " MiB, dependent launch " +
-         (r.dependent_launch.value_or(true) ? "on" : "off") + ", attention cluster " + num(r.attention_cluster);
+         (r.dependent_launch.value_or(true) ? "on" : "off") + ", attention cluster " +
+         (r.attention_cluster == aoti_cuda::kAttentionClusterAuto ? std::string("auto") : num(r.attention_cluster));
 }
 
 nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
@@ -121,7 +125,8 @@ nlohmann::json tuning_json(const aoti_cuda::TuningOptions& r) {
   put("int4_dequant_min_m", r.int4_dequant_min_m);
   put("cublas_workspace_mib", r.cublas_workspace_mib);
   put("dependent_launch", r.dependent_launch);
-  put("attention_cluster", r.attention_cluster);
+  if (r.attention_cluster == aoti_cuda::kAttentionClusterAuto) j["attention_cluster"] = "auto";
+  else put("attention_cluster", r.attention_cluster);
   return j;
 }
 

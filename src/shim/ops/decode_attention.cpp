@@ -254,13 +254,16 @@ AtenTensorHandle run(decode_attention::Problem& p, int32_t dtype, int device) {
 
   DeviceSwitch on_device(device);
   void* stream = current_stream(device);
-  // The one-kernel form when the Module asks for it and a cluster fits, else two kernels and their stream-ordered
-  // scratch (inside a CUDA-graph capture: the capture's arena), freed after the kernels.
-  const int cluster = decode_attention::cluster_blocks(p, op_settings().attention_cluster, device);
+  // The one-kernel form when the Module asks for it (or, by default, auto_cluster() picks it) and a cluster fits, else
+  // two kernels and their stream-ordered scratch (inside a CUDA-graph capture: the capture's arena), freed after.
+  const int sms = multiprocessor_count(device);
+  const int wanted = op_settings().attention_cluster;
+  const int cluster = decode_attention::cluster_blocks(
+      p, wanted == OpSettings::kClusterAuto ? decode_attention::auto_cluster(p, sms) : wanted, device);
   StreamScratch scratch(cluster > 0 ? 0 : decode_attention::scratch_bytes(p), device, stream);
   aoti_cuda::common::KernelTimer::Launch timed(aoti_cuda::common::KernelTimer::current(), nullptr,
                                                "aoti_cuda decode attention", stream);
-  const int err = decode_attention::launch(p, scratch.get(), stream, multiprocessor_count(device), cluster);
+  const int err = decode_attention::launch(p, scratch.get(), stream, sms, cluster);
   timed.done(err == 0);
   if (err != 0) throw_cuda_error(err, "decode attention kernel launch");
   return out.release();

@@ -234,6 +234,13 @@ int64_t grouped_from_chunks(int64_t heads, int64_t batch, int sm_count) {
   return 4 * static_cast<int64_t>(sm_count > 0 ? sm_count : 1) / blocks_per_chunk + 1;
 }
 
+int auto_cluster(const Problem& p, int sm_count) {
+  constexpr int kBlocks = 8;
+  const int64_t blocks = p.heads * p.batch * kBlocks;
+  return chunks(p.cache_len) <= kBlocks && blocks <= 4 * static_cast<int64_t>(sm_count > 0 ? sm_count : 1) ? kBlocks
+                                                                                                               : 0;
+}
+
 bool aligned(const Problem& p) {
   auto ok = [](const void* ptr, const int64_t (&stride)[3]) {
     return reinterpret_cast<uintptr_t>(ptr) % 16 == 0 && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&

@@ -103,6 +103,14 @@ std::size_t scratch_bytes(const Problem& p);
 /// below sm_90). Asked of the driver once per device and kernel.
 int cluster_blocks(const Problem& p, int wanted, int device);
 
+/// The cluster size OpSettings::kClusterAuto asks cluster_blocks() for, on a GPU of `sm_count` multiprocessors:
+/// 8 when the cache has at most 8 chunks (512 positions: every block of a cluster reads at most one chunk) and the
+/// clusters' blocks (heads x batch x 8) make at most 4 a multiprocessor, else 0 (two kernels). Why: in the 1.1 B
+/// model's decode chain (H100, 2026-12-07) clusters of 8 took 1.3-1.5 us a layer less than two kernels at position
+/// 128, where each block reads one chunk, and were slower from 1,024 positions, where each reads several; the
+/// grid depends on the cache length, not the position, so only the cache length can choose.
+int auto_cluster(const Problem& p, int sm_count);
+
 /// Enqueues the attention on `stream` (a cudaStream_t of the current device, whose multiprocessor
 /// count is `sm_count`): with `cluster` 0, both passes, using `scratch` of at least scratch_bytes(p)
 /// device bytes; with 8 or 16 (a value cluster_blocks() returned), the one-kernel form, which
