@@ -10,7 +10,12 @@
 # Files (into DETACHED_OUT, which `wait` copies to $OUT): BC's (BC_results.json, BC_generate_*.json, BC_logs.tgz,
 # export_cache.tgz) and probe_logs.tgz (the graph probes and the int4 candidates' timings).
 # Environment: BUDGET (BC's stage deadline, default 700 s), LONG_EXPORTS, LONG_EXPORT_FLAGS, PACK (default
-# .carry/llmjob/aoti), and device-llm.sh's EXPORT_PARALLEL, EXPORT_TIMELINE and EXPORT_COMPILE_THREADS.
+# .carry/llmjob/aoti), and device-llm.sh's EXPORT_PARALLEL, EXPORT_TIMELINE and EXPORT_COMPILE_THREADS;
+# INT4_VARIANTS=0 leaves out the int4 kernel's candidates; CHAIN_POSITIONS (e.g. 128,320,500) runs the fused linear
+# bench's decode chain at each position and `aoti_cuda_read_bw --per-call` on bf16's projections on the quiet GPU;
+# AB_SETTING (default AOTI_CUDA_INT4_FUSED_WARPS=8; `none` leaves the step out) is the setting that `generate` runs
+# with, alternating with the default, on each fused-form export after BC; PROBES=0 leaves out the decode graphs'
+# probes.
 set -uo pipefail
 OUT=${DETACHED_OUT:?run me through detach.sh, or set DETACHED_OUT}
 PACK=${PACK:-.carry/llmjob/aoti}
@@ -28,11 +33,21 @@ echo "probe block: status $?"
 # call's leave room on an SM; the new 8- and 4-warp candidates leave it in finer steps. Seconds each, on the quiet
 # GPU, before the exports and the suite start.
 for pdl in on off; do
+  [[ ${INT4_VARIANTS:-1} == 0 ]] && break
   early=(); [[ $pdl == on ]] && early=(--weights-early)
   timeout 120 "$PACK/bench/aoti_cuda_int4_bench" --variants --dependent-launch "$pdl" "${early[@]}" --m 1,4 \
     --shapes 3072x2048,2048x2048,11264x2048,2048x5632,32000x2048 > "$probes/int4_variants_$pdl.log" 2>&1
   echo "int4 variants, dependent launch $pdl: status $?"
 done
+# The decode chain at a few positions and bf16's per-call floors (seconds each), also on the quiet GPU.
+if [[ -n ${CHAIN_POSITIONS:-} ]]; then
+  for position in ${CHAIN_POSITIONS//,/ }; do
+    timeout 120 "$PACK/bench/aoti_cuda_fused_linear_bench" --chain --position "$position"
+  done > "$probes/chain_positions.log" 2>&1
+  echo "chain at $CHAIN_POSITIONS: status $?"
+  timeout 60 "$PACK/bench/aoti_cuda_read_bw" --per-call 12.58,8.39,46.14,23.07,131.07 > "$probes/read_bw.log" 2>&1
+  echo "read_bw: status $?"
+fi
 tar -czf "$OUT/probe_logs.tgz" -C "$probes" .  # now, in case the machine goes back before the end
 
 BUDGET=${BUDGET:-700} RUN_SUITE=1 REF_EXPORT=1 PDL_MEASURE=0 LONG_EXPORTS=${LONG_EXPORTS:-bf16dopqf,int4dopqf} \
@@ -40,22 +55,24 @@ BUDGET=${BUDGET:-700} RUN_SUITE=1 REF_EXPORT=1 PDL_MEASURE=0 LONG_EXPORTS=${LONG
   bash tools/contrib/gpu-machine/device-llm.sh "$OUT" "$PACK" BC
 echo "stage BC: status $?"
 
-# The int4 export with the fused int4 kernels in blocks of at most 8 warps (AOTI_CUDA_INT4_FUSED_WARPS=8) against
-# the default, alternating, each checked against eager's tokens: the whole-model side of the candidates above.
-int4_pte=/tmp/llm_bench/long_int4dopqf_4096/llm.pte
-if [[ -f "$int4_pte" ]]; then
-  read -r -a expect <<< "$(python3 tools/contrib/gpu-machine/llm_job.py expect-args "${int4_pte%/llm.pte}/manifest.json")"
-  for run in 16a 8a 16b 8b; do
-    AOTI_CUDA_INT4_FUSED_WARPS=${run%?} timeout 120 "$PACK/examples/generate/generate" "$int4_pte" --prompt-lens 128 \
-      --new-tokens 256 --reps 3 "${expect[@]}" --json "$probes/int4_warps_$run.json" \
-      > "$probes/int4_warps_$run.log" 2>&1
-    echo "int4 fused warps ${run%?} ($run): status $?"
+# AB_SETTING against the default on each fused-form export, alternating, each run checked against eager's tokens
+# (default: the fused int4 kernels in blocks of at most 8 warps, the whole-model side of the candidates above).
+ab_setting=${AB_SETTING:-AOTI_CUDA_INT4_FUSED_WARPS=8}
+for pte in /tmp/llm_bench/long_*_4096/llm.pte; do
+  [[ $ab_setting == none || ! -f "$pte" ]] && continue
+  name=$(basename "$(dirname "$pte")")
+  read -r -a expect <<< "$(python3 tools/contrib/gpu-machine/llm_job.py expect-args "${pte%/llm.pte}/manifest.json")"
+  for run in default_a setting_a default_b setting_b; do
+    setting=(); [[ $run == setting_* ]] && setting=("$ab_setting")
+    env "${setting[@]}" timeout 120 "$PACK/examples/generate/generate" "$pte" --prompt-lens 128 --new-tokens 256 \
+      --reps 3 "${expect[@]}" --json "$probes/ab_${name}_$run.json" > "$probes/ab_${name}_$run.log" 2>&1
+    echo "$name $run (${setting[*]:-default}): status $?"
   done
-fi
+done
 
 # Each export's decode graph, probed: the stock one (its kernels fixed inside the .so) and ours.
 for pte in /tmp/llm_bench/bf16/llm.pte /tmp/llm_bench/long_*_4096/llm.pte; do
-  [[ -f "$pte" ]] || continue
+  [[ ${PROBES:-1} == 0 || ! -f "$pte" ]] && continue
   name=$(basename "$(dirname "$pte")")
   AOTI_CUDA_GRAPH_PROBE=on timeout 120 "$PACK/examples/generate/generate" "$pte" --prompt-lens 128 --new-tokens 16 \
     --reps 1 > "$probes/probe_$name.log" 2>&1
