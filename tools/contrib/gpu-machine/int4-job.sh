@@ -15,7 +15,8 @@
 #      330 s (233-239 s on an H100 on 2026-12-06 09:17; cut at 260 s at 09:02);
 #   3. with the GPU idle: every aoti_cuda_int4_bench* (its first line is the streaming-read bandwidth) and, when one
 #      is packed, torch's kernel (tools/int4/bench_torch.py) at M = 1..16 on the model's shapes, then every fused
-#      linear bench's single projections and decode chain, every aoti_cuda_attention_bench*'s --decode (if packed),
+#      linear bench's single projections and decode chain (and the chain at each of CHAIN_POSITIONS), bf16's per-call
+#      floors (aoti_cuda_read_bw --per-call, if packed), every aoti_cuda_attention_bench*'s --decode (if packed),
 #      and the ablation build's chain (aoti_cuda_fused_linear_ablation, if packed) with each part left out
 #      (benches.tgz).
 set -uo pipefail
@@ -57,6 +58,14 @@ for bin in "$P"/bench/aoti_cuda_fused_linear_bench*; do
   { timeout 90 "$bin"; timeout 90 "$bin" --chain; } > "$B/fused_linear$v.log" 2>&1
   echo "fused_linear$v: status $?"
 done
+positions=${CHAIN_POSITIONS:-}  # the chain at more positions (e.g. 320,500)
+for position in ${positions//,/ }; do
+  timeout 90 "$P/bench/aoti_cuda_fused_linear_bench" --chain --position "$position"
+done > "$B/chain_positions.log" 2>&1
+if [[ -x "$P/bench/aoti_cuda_read_bw" ]]; then  # bf16's projections' per-call floors: q/k/v, o, gate/up, down, head
+  timeout 60 "$P/bench/aoti_cuda_read_bw" --per-call 12.58,8.39,46.14,23.07,131.07 > "$B/read_bw.log" 2>&1
+  echo "read_bw: status $?"
+fi
 for bin in "$P"/bench/aoti_cuda_attention_bench*; do  # the decode attention, when packed
   v=${bin##*/aoti_cuda_attention_bench}
   timeout 90 "$bin" --decode > "$B/attention$v.log" 2>&1

@@ -5,7 +5,7 @@
 #
 # model-ab.sh --prepare BUILD (BUILD's library and generate, stripped, the wheels, the dry run), then
 # .carry/llmab/extra.tar.xz with BUILD's GPU suite (tests/aoti_cuda_gpu_tests) and benches (bench/: the int4, fused
-# linear, attention and ablation benches that BUILD has), and for each NAME=DIR the baseline DIR/libaoti_cuda.so.0
+# linear, attention, ablation and read bandwidth benches that BUILD has), and for each NAME=DIR the baseline DIR/libaoti_cuda.so.0
 # as NAME/libaoti_cuda.so.0 with DIR's benches, when it has them, as bench/<bench>_NAME. Everything stripped. Then
 # int4-job.sh's BASELINES is the NAMEs in that order. Fails on a missing file or a carry over INT4_PACK_LIMIT_MIB
 # (default 50: the 64 MiB a call carries, less the tree).
@@ -15,7 +15,8 @@ ROOT="$(cd "$HERE/../../.." && pwd)"
 BUILD=${1:?usage: int4-pack.sh BUILD [NAME=DIR ...]}
 shift
 PACK=$ROOT/.carry/llmab
-BENCHES="aoti_cuda_int4_bench aoti_cuda_fused_linear_bench aoti_cuda_attention_bench aoti_cuda_fused_linear_ablation"
+BENCHES="aoti_cuda_int4_bench aoti_cuda_fused_linear_bench aoti_cuda_attention_bench aoti_cuda_fused_linear_ablation
+  aoti_cuda_read_bw"
 
 bash "$HERE/model-ab.sh" --prepare "$BUILD" "$PACK"
 stage=$(mktemp -d)
