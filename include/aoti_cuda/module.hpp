@@ -186,9 +186,10 @@ struct TuningOptions {
   /// length, which a CUDA graph fixes: clusters of 8 when the KV cache holds
   /// at most 512 positions (each block then reads at most one chunk of 64)
   /// and the clusters' blocks fit about 4 a multiprocessor, else two
-  /// kernels. In a 1.1 B model, clusters of 8 were about 2 % faster at
-  /// positions below 512 and 4-16 % slower from 1,024 on, where each block
-  /// reads several chunks (docs/configuration.md).
+  /// kernels. In a 1.1 B model with a 512-position cache, auto decoded 1-2 %
+  /// faster than two kernels; with clusters forced, a 4,096-position cache
+  /// was 4-16 % slower from position 1,024 on, where each block reads several
+  /// chunks (docs/configuration.md).
   /// AOTI_CUDA_ATTENTION_CLUSTER=auto|0|8|16.
   std::optional<int> attention_cluster;
 };

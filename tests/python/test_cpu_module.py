@@ -245,6 +245,7 @@ def test_tuning(fake_programs):
         assert set(t) == {"upload_threads", "staging", "page_lock_weights", "block_cache_mib", "small_copy_kernels",
                           "gemv_max_rows", "int4_dequant_min_m", "cublas_workspace_mib",
                           "dependent_launch", "attention_cluster"}
+        assert t["attention_cluster"] == -1  # auto: the decode attention's form chosen from the cache length
         np.testing.assert_array_equal(m.forward(*affine_inputs())[0], affine_inputs()[0] * W + 1)
 
 
