@@ -219,8 +219,8 @@ class Module:
         every buffer held by several methods under one name (e.g. a KV cache of prefill and decode),
         or the buffers' names. tuning: performance settings by name (upload_threads, staging
         ('huge', 'wc', 'hostalloc'), page_lock_weights, block_cache_mib, small_copy_kernels,
-        gemv_max_rows, int4_dequant_min_m, cublas_workspace_mib, dependent_launch, attention_cluster (-1 auto, 0, 8 or 16);
-        C++ TuningOptions); unset ones
+        gemv_max_rows, int4_dequant_min_m, cublas_workspace_mib, dependent_launch,
+        attention_cluster (-1 auto, 0, 8 or 16); C++ TuningOptions); unset ones
         come from the environment, else the defaults. on_progress: called after each load phase; an exception it raises
         aborts the load and is re-raised. output_type: 'torch' (torch tensors), 'numpy' (NumPy
         arrays; outputs come to the host), 'dlpack' (objects with __dlpack__), or 'auto': torch

@@ -105,10 +105,11 @@ int cluster_blocks(const Problem& p, int wanted, int device);
 
 /// The cluster size OpSettings::kClusterAuto asks cluster_blocks() for, on a GPU of `sm_count` multiprocessors:
 /// 8 when the cache has at most 8 chunks (512 positions: every block of a cluster reads at most one chunk) and the
-/// clusters' blocks (heads x batch x 8) make at most 4 a multiprocessor, else 0 (two kernels). Why: in the 1.1 B
-/// model's decode chain (H100, 2026-12-07) clusters of 8 took 1.3-1.5 us a layer less than two kernels at position
-/// 128, where each block reads one chunk, and were slower from 1,024 positions, where each reads several; the
-/// grid depends on the cache length, not the position, so only the cache length can choose.
+/// clusters' blocks (heads x batch x 8) make at most 4 a multiprocessor, else 0 (two kernels). Why: with a
+/// 512-position cache the 1.1 B model decoded 1.021x (int4) and 1.010x (bf16) faster with clusters of 8, and its
+/// decode chain took 1.2-1.6 us a layer less at positions 128-500, where each block reads at most one chunk (H100,
+/// 2026-12-07 13:18); from 1,024 positions, where each reads several, clusters were slower. The grid depends on the
+/// cache length, not the position, so only the cache length can choose.
 int auto_cluster(const Problem& p, int sm_count);
 
 /// Enqueues the attention on `stream` (a cudaStream_t of the current device, whose multiprocessor
