@@ -8,7 +8,8 @@
 #   bash tools/contrib/gpu-machine/detach.sh wait t32 560 "$OUT"      # again at once while it answers 3
 #
 # Files (into DETACHED_OUT, which `wait` copies to $OUT): BC's (BC_results.json, BC_generate_*.json, BC_logs.tgz,
-# export_cache.tgz) and probe_logs.tgz (the graph probes and the int4 candidates' timings).
+# export_cache.tgz) and probe_logs.tgz (the graph probes, the int4 candidates' timings and stream_read.json, the
+# roofline's streaming read).
 # Environment: BUDGET (BC's stage deadline, default 700 s), LONG_EXPORTS, LONG_EXPORT_FLAGS, PACK (default
 # .carry/llmjob/aoti), and device-llm.sh's EXPORT_PARALLEL, EXPORT_TIMELINE and EXPORT_COMPILE_THREADS;
 # INT4_VARIANTS=0 leaves out the int4 kernel's candidates; CHAIN_POSITIONS (e.g. 128,320,500) runs the fused linear
@@ -39,6 +40,10 @@ for pdl in on off; do
     --shapes 3072x2048,2048x2048,11264x2048,2048x5632,32000x2048 > "$probes/int4_variants_$pdl.log" 2>&1
   echo "int4 variants, dependent launch $pdl: status $?"
 done
+# The roofline's streaming read (2 GiB read once, the figure each export's % of the roofline divides by), first on
+# the quiet GPU; seconds.
+timeout 60 "$PACK/bench/aoti_cuda_read_bw" --gib 2 > "$probes/stream_read.json" 2>&1
+echo "streaming read: status $?"
 # The decode chain at a few positions and bf16's per-call floors (seconds each), also on the quiet GPU.
 if [[ -n ${CHAIN_POSITIONS:-} ]]; then
   for position in ${CHAIN_POSITIONS//,/ }; do
