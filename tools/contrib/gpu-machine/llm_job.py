@@ -8,7 +8,9 @@
     python3 llm_job.py merge-et KEPT.json NEW.json OUT.json   # the fixture rows of a kept ExecuTorch-peer run
                                                   # with the LLM rows of stage A2's (report.py reads one file)
     python3 llm_job.py markdown A2_results.json|B_results.json   # the upload / long-context tables for docs/
-    python3 llm_job.py targets BC_results.json    # issue 32's targets table, met or not, from one BC job
+    python3 llm_job.py targets BC_results.json [--stream-read read_bw.json]   # issue 32's targets table, met or
+                                                  # not, from one BC job; with the job's streaming read, each
+                                                  # export's % of the roofline
     python3 llm_job.py expect-args manifest.json  # generate's --expect-tokens / --expect-top for an export
     python3 llm_job.py trace-summary --trace T.json --generate G.json --out JSON  # one traced replay against
                                                   # the untraced step, and the gaps between its kernels
@@ -35,6 +37,7 @@ unverified.
 from __future__ import annotations
 
 import argparse
+import ast
 import glob
 import json
 import math
@@ -51,6 +54,9 @@ ATTENTION_NAME = re.compile(r"sdpa|attention|attn|flash|softmax", re.IGNORECASE)
 OPERATOR_NAME = re.compile(r"aoti_cuda_decode_attention(?:_update|_qkv)?", re.IGNORECASE)
 EXTERN_GEMM = "aoti_cuda cuBLAS GEMM"
 DEVICE_LIMIT_MIB = 64  # the device tool: tracked + untracked-not-ignored files + carried paths, per call
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import roofline  # noqa: E402  (bench/roofline.py: the bytes a decode step must read; stdlib only)
 
 
 def load_json(path):
@@ -421,19 +427,34 @@ TARGETS = {"int4_over_stock": ("int4 ≥ 2.5× the stock bf16 export", 2.5, True
            "best_bf16_tok_s": ("best bf16 ≥ 1,100 tokens/s", 1100.0, True),
            "stock_step_over_kernels": ("stock step ≤ 1.03× its kernels", 1.03, False)}
 ATTENTION_SHARE_MAX = 0.5  # "attention does not dominate"
+BF16_ROOFLINE_PCT = 60.0  # "best bf16 export >= 1,100 tokens/s (>= 60 % of roofline)"
 
 
 def _met(value, limit, at_least):
     return None if value is None else (value >= limit if at_least else value <= limit)
 
 
-def targets(doc, position="128"):
+def default_model_config(path=os.path.join(ROOT, "tools", "export", "llm", "model.py")):
+    """LlamaConfig's field defaults (the "1b" config the targets' exports use) read from model.py's source, since
+    importing it needs torch: {field: int}, with head_dim = dim / n_heads as the class computes it."""
+    tree = ast.parse(open(path).read())
+    cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "LlamaConfig")
+    cfg = {st.target.id: st.value.value for st in cls.body
+           if isinstance(st, ast.AnnAssign) and isinstance(st.value, ast.Constant) and
+           isinstance(st.value.value, int) and not isinstance(st.value.value, bool)}
+    cfg["head_dim"] = cfg["dim"] // cfg["n_heads"]
+    return cfg
+
+
+def targets(doc, position="128", stream_gbps=None, cfg=None):
     """Issue 32's targets from one BC job's results (its long_<export> summaries, the stock export under each one's
     `reference`, and `pdl` when the switches ran): decode tokens/s at `position` (the window after a 128-token
     prompt), int4 (exports whose `export.quant` is int4) against the stock bf16 export and against the best bf16
     export, the best bf16 rate, the stock step against its kernels, and each export's attention share. Per export
     also the best of the pdl runs at that position (what a default switch would give). None where a figure is
-    missing; `met` is None then too."""
+    missing; `met` is None then too. With the same job's streaming read (`stream_gbps`, GB/s) and the model's
+    config (`cfg`, the export manifest's keys), each export's and the stock export's % of the roofline at that
+    position (bench/roofline.py: the bytes a step must read over the streaming rate, against the measured step)."""
     exports = {k[5:]: v for k, v in doc.items() if k.startswith("long_") and isinstance(v, dict)}
 
     def rate(v):
@@ -459,7 +480,22 @@ def targets(doc, position="128"):
                                     f"{trace.get('kernels')} kernels, {fmt(trace.get('kernel_ms'), 3)} ms, "
                                     f"step {fmt(trace.get('step_ms'), 3)} ms"),
     }
-    out = {"position": position, "targets": {}, "attention_share": {}, "switches": {}}
+    out = {"position": position, "targets": {}, "attention_share": {}, "switches": {}, "roofline": {}}
+    if stream_gbps and cfg:
+        # The window's steps attend positions position+1 ... position+W: its middle, as roofline.py does.
+        rates = {n: (v.get("export") or {}).get("quant", "bf16") for n, v in exports.items()}
+        rows_in = [(n, q, rate(exports[n])) for n, q in sorted(rates.items())] + [("stock", "bf16", stock)]
+        for name, quant, tok_s in rows_in:
+            if not tok_s:
+                continue
+            need = roofline.step_bytes(cfg, quant, float(position) + 32.5)["total"]
+            achieved_gbps = need * tok_s / 1e9
+            out["roofline"][name] = {"mb_per_step": need / 1e6, "tok_s": tok_s,
+                                     "roofline_tok_s": stream_gbps * 1e9 / need,
+                                     "pct": 100.0 * achieved_gbps / stream_gbps,
+                                     "met": (100.0 * achieved_gbps / stream_gbps >= BF16_ROOFLINE_PCT
+                                             if name == best_bf16[0] else None)}
+        out["stream_gbps"] = stream_gbps
     for key, (value, detail) in rows.items():
         _, limit, at_least = TARGETS[key]
         out["targets"][key] = {"value": value, "target": limit, "met": _met(value, limit, at_least), "from": detail}
@@ -487,6 +523,10 @@ def targets_markdown(t):
     for name, row in t["attention_share"].items():
         share = "–" if row["value"] is None else f"{100 * row['value']:.1f} %"
         lines.append(f"| attention does not dominate, {name} | {share} | profiled step | {said(row['met'])} |")
+    for name, row in t.get("roofline", {}).items():
+        lines.append(f"| % of the roofline, {name}{' (best bf16, ≥ 60 %)' if row['met'] is not None else ''} | {row['pct']:.1f} % | {fmt(row['tok_s'])} of "
+                     f"{fmt(row['roofline_tok_s'])} tokens/s ({fmt(row['mb_per_step'])} MB a step at "
+                     f"{fmt(t['stream_gbps'])} GB/s) | {said(row['met'])} |")
     for name, sw in t["switches"].items():
         runs = ", ".join(f"{m} {fmt(r)}" for m, r in sw["runs"].items())
         lines.append(f"\n{name}, tokens/s by switch: {runs}; best {sw['best']} "
@@ -535,11 +575,20 @@ def main(argv=None) -> int:
     tg.add_argument("results")
     tg.add_argument("--position", default="128")
     tg.add_argument("--json", action="store_true")
+    tg.add_argument("--stream-read", help="aoti_cuda_read_bw's JSON from the same job (read_gbps): adds each "
+                    "export's % of the roofline (the exports of the 1b config, LlamaConfig's defaults)")
     ea = sub.add_parser("expect-args")
     ea.add_argument("manifest")
     a = ap.parse_args(argv)
     if a.cmd == "targets":
-        t = targets(load_json(a.results) or {}, a.position)
+        gbps = cfg = None
+        if a.stream_read:
+            gbps = (load_json(a.stream_read) or {}).get("read_gbps")
+            if not isinstance(gbps, (int, float)) or gbps <= 0:
+                print(f"targets: no read_gbps in {a.stream_read}")
+                return 1
+            cfg = default_model_config()
+        t = targets(load_json(a.results) or {}, a.position, gbps, cfg)
         print(json.dumps(t, indent=1) if a.json else targets_markdown(t))
         return 0
     if a.cmd == "merge-et":

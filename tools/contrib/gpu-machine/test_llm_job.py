@@ -247,6 +247,26 @@ def main() -> int:
               bare["int4_over_stock"] == {"value": None, "target": 2.5, "met": None, "from": "int4x 1400.0 / stock –"}
               and bare["best_bf16_tok_s"]["met"] is None and bare["stock_step_over_kernels"]["met"] is None)
 
+        # The roofline rows: LlamaConfig's defaults read from model.py without torch, the window's middle position.
+        cfg = llm_job.default_model_config()
+        check("targets: the 1b config from model.py's source",
+              (cfg["dim"], cfg["n_layers"], cfg["n_heads"], cfg["n_kv_heads"], cfg["ffn"], cfg["vocab"],
+               cfg["head_dim"]) == (2048, 22, 16, 4, 5632, 32000, 128))
+        small = {"dim": 256, "n_layers": 2, "n_heads": 4, "n_kv_heads": 2, "ffn": 512, "vocab": 1024, "head_dim": 64}
+        roof = llm_job.targets(bc, stream_gbps=1000.0, cfg=small)
+        need_bf16 = llm_job.roofline.step_bytes(small, "bf16", 160.5)["total"]
+        need_int4 = llm_job.roofline.step_bytes(small, "int4", 160.5)["total"]
+        r = roof["roofline"]
+        check("targets: % of the roofline per export and for the stock export; only the best bf16 held to 60 %",
+              abs(r["bf16y"]["pct"] - 100.0 * need_bf16 * 1120.0 / 1e12) < 1e-9
+              and abs(r["int4x"]["pct"] - 100.0 * need_int4 * 1400.0 / 1e12) < 1e-9
+              and abs(r["stock"]["roofline_tok_s"] - 1e12 / need_bf16) < 1e-6
+              and r["bf16y"]["met"] is (r["bf16y"]["pct"] >= 60.0) and r["bf16x"]["met"] is None
+              and r["int4x"]["met"] is None and need_int4 < need_bf16
+              and "% of the roofline, bf16y (best bf16, ≥ 60 %)" in llm_job.targets_markdown(roof))
+        check("targets: no roofline rows without the streaming read",
+              llm_job.targets(bc, cfg=small)["roofline"] == {} and "roofline" not in llm_job.targets_markdown(t))
+
     failed = results.count(False)
     print(f"llm_job: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
