@@ -6,9 +6,9 @@
 # model-ab.sh --prepare BUILD (BUILD's library and generate, stripped, the wheels, the dry run), then
 # .carry/llmab/extra.tar.xz with BUILD's GPU suite (tests/aoti_cuda_gpu_tests) and benches (bench/: the int4, fused
 # linear, attention, ablation and read bandwidth benches that BUILD has), and for each NAME=DIR the baseline
-# DIR/libaoti_cuda.so.0 as NAME/libaoti_cuda.so.0 with DIR's benches, when it has them, as bench/<bench>_NAME. Everything stripped. Then
-# int4-job.sh's BASELINES is the NAMEs in that order. Fails on a missing file or a carry over INT4_PACK_LIMIT_MIB
-# (default 50: the 64 MiB a call carries, less the tree).
+# DIR/libaoti_cuda.so.0 as NAME/libaoti_cuda.so.0 with DIR's benches, when it has them, as bench/<bench>_NAME.
+# Everything stripped. Then int4-job.sh's BASELINES is the NAMEs in that order. Fails on a missing file or a carry
+# over INT4_PACK_LIMIT_MIB (default 50: the 64 MiB a call carries, less the tree).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../../.." && pwd)"

@@ -437,7 +437,8 @@ def _met(value, limit, at_least):
 def default_model_config(path=os.path.join(ROOT, "tools", "export", "llm", "model.py")):
     """LlamaConfig's field defaults (the "1b" config the targets' exports use) read from model.py's source, since
     importing it needs torch: {field: int}, with head_dim = dim / n_heads as the class computes it."""
-    tree = ast.parse(open(path).read())
+    with open(path) as f:
+        tree = ast.parse(f.read())
     cls = next(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "LlamaConfig")
     cfg = {st.target.id: st.value.value for st in cls.body
            if isinstance(st, ast.AnnAssign) and isinstance(st.value, ast.Constant) and
@@ -482,19 +483,19 @@ def targets(doc, position="128", stream_gbps=None, cfg=None):
     }
     out = {"position": position, "targets": {}, "attention_share": {}, "switches": {}, "roofline": {}}
     if stream_gbps and cfg:
-        # The window's steps attend positions position+1 ... position+W: its middle, as roofline.py does.
-        rates = {n: (v.get("export") or {}).get("quant", "bf16") for n, v in exports.items()}
-        rows_in = [(n, q, rate(exports[n])) for n, q in sorted(rates.items())] + [("stock", "bf16", stock)]
-        for name, quant, tok_s in rows_in:
-            if not tok_s:
-                continue
-            need = roofline.step_bytes(cfg, quant, float(position) + 32.5)["total"]
-            achieved_gbps = need * tok_s / 1e9
-            out["roofline"][name] = {"mb_per_step": need / 1e6, "tok_s": tok_s,
-                                     "roofline_tok_s": stream_gbps * 1e9 / need,
-                                     "pct": 100.0 * achieved_gbps / stream_gbps,
-                                     "met": (100.0 * achieved_gbps / stream_gbps >= BF16_ROOFLINE_PCT
-                                             if name == best_bf16[0] else None)}
+        def add_roofline(name, quant, at):
+            if not (at or {}).get("tok_s"):
+                return
+            # The window's steps attend positions position+1 ... position+steps: its middle, as roofline.py does.
+            need = roofline.step_bytes(cfg, quant, float(position) + (at.get("steps", 64) + 1) / 2)["total"]
+            pct = 100.0 * need * at["tok_s"] / 1e9 / stream_gbps
+            out["roofline"][name] = {"mb_per_step": need / 1e6, "tok_s": at["tok_s"],
+                                     "roofline_tok_s": stream_gbps * 1e9 / need, "pct": pct,
+                                     "met": pct >= BF16_ROOFLINE_PCT if name == best_bf16[0] else None}
+
+        for name, v in sorted(exports.items()):
+            add_roofline(name, (v.get("export") or {}).get("quant", "bf16"), (v.get("positions") or {}).get(position))
+        add_roofline("stock", "bf16", (ref.get("positions") or {}).get(position))
         out["stream_gbps"] = stream_gbps
     for key, (value, detail) in rows.items():
         _, limit, at_least = TARGETS[key]
@@ -524,7 +525,8 @@ def targets_markdown(t):
         share = "–" if row["value"] is None else f"{100 * row['value']:.1f} %"
         lines.append(f"| attention does not dominate, {name} | {share} | profiled step | {said(row['met'])} |")
     for name, row in t.get("roofline", {}).items():
-        lines.append(f"| % of the roofline, {name}{' (best bf16, ≥ 60 %)' if row['met'] is not None else ''} | {row['pct']:.1f} % | {fmt(row['tok_s'])} of "
+        held = " (best bf16, ≥ 60 %)" if row["met"] is not None else ""
+        lines.append(f"| % of the roofline, {name}{held} | {row['pct']:.1f} % | {fmt(row['tok_s'])} of "
                      f"{fmt(row['roofline_tok_s'])} tokens/s ({fmt(row['mb_per_step'])} MB a step at "
                      f"{fmt(t['stream_gbps'])} GB/s) | {said(row['met'])} |")
     for name, sw in t["switches"].items():
