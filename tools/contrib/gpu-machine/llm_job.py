@@ -11,6 +11,8 @@
     python3 llm_job.py targets BC_results.json [--stream-read read_bw.json]   # issue 32's targets table, met or
                                                   # not, from one BC job; with the job's streaming read, each
                                                   # export's % of the roofline
+    python3 llm_job.py targets-chart llm-targets.json OUT.png   # each export's % of the roofline, one group of
+                                                  # bars a job that measured its streaming read
     python3 llm_job.py expect-args manifest.json  # generate's --expect-tokens / --expect-top for an export
     python3 llm_job.py trace-summary --trace T.json --generate G.json --out JSON  # one traced replay against
                                                   # the untraced step, and the gaps between its kernels
@@ -536,6 +538,22 @@ def targets_markdown(t):
     return "\n".join(lines)
 
 
+def roofline_chart(doc):
+    """The bars of the roofline chart from docs/benchmarks/llm-targets.json's jobs (targets --json, with the job, GPU
+    and results added): one label a job that measured its streaming read, newest first as the file lists them, and
+    one series an export (every export any such job measured, the stock export last), None where a job lacks it.
+    Returns (labels, [(series name, [pct a job])])."""
+    jobs = [j for j in doc.get("jobs", []) if j.get("roofline")]
+    names = sorted({n for j in jobs for n in j["roofline"] if n != "stock"})
+    if any("stock" in j["roofline"] for j in jobs):
+        names.append("stock")
+    labels = [f"{j.get('gpu', '?').replace('NVIDIA ', '')}, {j.get('job', '?')} "
+              f"(streaming read {fmt(j.get('stream_read_gbps') or j.get('stream_gbps'))} GB/s)" for j in jobs]
+    series = [(("stock ExecuTorch bf16 export" if n == "stock" else n),
+               [(j["roofline"].get(n) or {}).get("pct") for j in jobs]) for n in names]
+    return labels, series
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -579,6 +597,9 @@ def main(argv=None) -> int:
     tg.add_argument("--json", action="store_true")
     tg.add_argument("--stream-read", help="aoti_cuda_read_bw's JSON from the same job (read_gbps): adds each "
                     "export's % of the roofline (the exports of the 1b config, LlamaConfig's defaults)")
+    tc = sub.add_parser("targets-chart")
+    tc.add_argument("targets_json", help="docs/benchmarks/llm-targets.json")
+    tc.add_argument("out_png")
     ea = sub.add_parser("expect-args")
     ea.add_argument("manifest")
     a = ap.parse_args(argv)
@@ -593,6 +614,14 @@ def main(argv=None) -> int:
         t = targets(load_json(a.results) or {}, a.position, gbps, cfg)
         print(json.dumps(t, indent=1) if a.json else targets_markdown(t))
         return 0
+    if a.cmd == "targets-chart":
+        labels, series = roofline_chart(load_json(a.targets_json) or {})
+        if not labels:
+            print(f"targets-chart: no job with a streaming read in {a.targets_json}")
+            return 1
+        import report_output  # bench/report_output.py (on sys.path with roofline): the charts of the benchmarks
+        title = f"LLM decode at position 128, % of the roofline (best bf16 held to {BF16_ROOFLINE_PCT:.0f} %)"
+        return 0 if report_output.hbar_chart(a.out_png, title, series, labels) else 1
     if a.cmd == "merge-et":
         kept, new = load_json(a.kept), load_json(a.new)
         if kept is None or new is None:

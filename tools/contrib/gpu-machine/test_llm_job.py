@@ -266,6 +266,26 @@ def main() -> int:
               and "% of the roofline, bf16y (best bf16, ≥ 60 %)" in llm_job.targets_markdown(roof))
         check("targets: no roofline rows without the streaming read",
               llm_job.targets(bc, cfg=small)["roofline"] == {} and "roofline" not in llm_job.targets_markdown(t))
+        # The chart of llm-targets.json: a group a job with a streaming read, a series an export, the stock one last.
+        jobs = {"jobs": [
+            dict(roof, job="2026-01-02 10:00 UTC", gpu="NVIDIA H200", stream_read_gbps=1000.0),
+            {"job": "2026-01-01 09:00 UTC", "gpu": "NVIDIA H100 80GB HBM3", "roofline": {}},
+            {"job": "2026-01-01 08:00 UTC", "gpu": "NVIDIA H100 80GB HBM3", "stream_read_gbps": 900.0,
+             "roofline": {"bf16y": {"pct": 61.5}}}]}
+        labels, series = llm_job.roofline_chart(jobs)
+        check("targets-chart: one group a job that measured its streaming read, one series an export, stock last",
+              labels == ["H200, 2026-01-02 10:00 UTC (streaming read 1000.0 GB/s)",
+                         "H100 80GB HBM3, 2026-01-01 08:00 UTC (streaming read 900.0 GB/s)"]
+              and [n for n, _ in series] == ["bf16x", "bf16y", "int4x", "stock ExecuTorch bf16 export"]
+              and dict(series)["bf16y"] == [r["bf16y"]["pct"], 61.5] and dict(series)["int4x"][1] is None
+              and dict(series)["stock ExecuTorch bf16 export"] == [r["stock"]["pct"], None])
+        with tempfile.TemporaryDirectory() as d:
+            empty, png = os.path.join(d, "empty.json"), os.path.join(d, "x.png")
+            with open(empty, "w") as f:
+                f.write('{"jobs": [{"job": "x", "roofline": {}}]}')
+            check("targets-chart: nothing to draw without a streaming read",
+                  llm_job.roofline_chart({"jobs": [{"job": "x", "roofline": {}}]}) == ([], [])
+                  and llm_job.main(["targets-chart", empty, png]) == 1 and not os.path.exists(png))
 
     failed = results.count(False)
     print(f"llm_job: {len(results) - failed} passed, {failed} failed")
