@@ -16,7 +16,7 @@
 # bench's decode chain at each position and `aoti_cuda_read_bw --per-call` on bf16's projections on the quiet GPU;
 # AB_SETTING (default AOTI_CUDA_INT4_FUSED_WARPS=8; `none` leaves the step out) is the setting that `generate` runs
 # with, alternating with the default, on each fused-form export after BC; PROBES=0 leaves out the decode graphs'
-# probes.
+# probes; REF_EXPORT=0 leaves out the stock export and RUN_SUITE=0 the GPU suite (an A/B that needs neither).
 set -uo pipefail
 OUT=${DETACHED_OUT:?run me through detach.sh, or set DETACHED_OUT}
 PACK=${PACK:-.carry/llmjob/aoti}
@@ -55,7 +55,7 @@ if [[ -n ${CHAIN_POSITIONS:-} ]]; then
 fi
 tar -czf "$OUT/probe_logs.tgz" -C "$probes" .  # now, in case the machine goes back before the end
 
-BUDGET=${BUDGET:-700} RUN_SUITE=1 REF_EXPORT=1 PDL_MEASURE=0 LONG_EXPORTS=${LONG_EXPORTS:-bf16dopqf,int4dopqf} \
+BUDGET=${BUDGET:-700} RUN_SUITE=${RUN_SUITE:-1} REF_EXPORT=${REF_EXPORT:-1} PDL_MEASURE=0 LONG_EXPORTS=${LONG_EXPORTS:-bf16dopqf,int4dopqf} \
   LONG_EXPORT_FLAGS=${LONG_EXPORT_FLAGS:---autotune off} \
   bash tools/contrib/gpu-machine/device-llm.sh "$OUT" "$PACK" BC
 echo "stage BC: status $?"
