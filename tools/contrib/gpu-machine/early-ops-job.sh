@@ -23,15 +23,11 @@ else
     echo "GPU: $gpu"
     timeout 180 "$P/tests/aoti_cuda_gpu_tests" -tc='*int4 fused*'
     echo "int4 fused cases: status $?"
-    for round in 1 2; do
-      for words in 0 1 2; do
-        echo "== AOTI_CUDA_INT4_EARLY_OPS=$words, round $round"
-        AOTI_CUDA_INT4_EARLY_OPS=$words timeout 90 "$P/bench/aoti_cuda_fused_linear_bench" --chain --position 128 |
-          grep -E '^chain int4 (dependent launch, weights early|dep\. launch, early, no attention|clusters of 8, dep)'
-        if [[ $round == 1 ]]; then
-          AOTI_CUDA_INT4_EARLY_OPS=$words timeout 60 "$P/bench/aoti_cuda_fused_linear_bench" | grep -E '^int4'
-        fi
-      done
+    for words in 0 1 2; do  # the chain bench runs each form twice (two rounds)
+      echo "== AOTI_CUDA_INT4_EARLY_OPS=$words"
+      AOTI_CUDA_INT4_EARLY_OPS=$words timeout 90 "$P/bench/aoti_cuda_fused_linear_bench" --chain --position 128 |
+        grep -E '^chain int4 (dependent launch, weights early|dep\. launch, early, no attention|clusters of 8, dep)'
+      AOTI_CUDA_INT4_EARLY_OPS=$words timeout 60 "$P/bench/aoti_cuda_fused_linear_bench" | grep -E '^int4'
     done
   } > "$OUT/early_ops.log" 2>&1
   job=(env BUDGET=600 INT4_VARIANTS=0 REF_EXPORT=0 RUN_SUITE=0 AB_SETTING=$ab PROBES=0)
