@@ -7,8 +7,8 @@
 # On an H200: targets-job.sh as issue 32's plan has it (all three exports, the GPU suite, the roofline), with the
 # early operands as its A/B setting in the model. On another GPU: first the int4 fused cases of the GPU suite
 # (they hold 1 and 2 early words to the float64 reference), the decode chain at position 128 and the single fused
-# projections with 0, 1 and 2 early words in turn, then targets-job.sh with the two fused-form exports alone (no
-# stock export, no suite) and the same A/B. Files in $OUT: early_ops.log and targets-job.sh's.
+# projections with 0, 1 and 2 early words in turn, then targets-job.sh with int4dopqf alone (LONG_EXPORTS; no stock
+# export, no suite) and the same A/B. Files in $OUT: early_ops.log and targets-job.sh's.
 set -uo pipefail
 OUT=${OUT:?run me on the GPU machine, with OUT set}
 P=.carry/llmjob/aoti
@@ -30,7 +30,9 @@ else
       AOTI_CUDA_INT4_EARLY_OPS=$words timeout 60 "$P/bench/aoti_cuda_fused_linear_bench" | grep -E '^int4'
     done
   } > "$OUT/early_ops.log" 2>&1
-  job=(env BUDGET=600 INT4_VARIANTS=0 REF_EXPORT=0 RUN_SUITE=0 AB_SETTING=$ab PROBES=0)
+  job=(env BUDGET=600 INT4_VARIANTS=0 REF_EXPORT=0 RUN_SUITE=0 LONG_EXPORTS=${LONG_EXPORTS:-int4dopqf}
+       AB_SETTING=$ab PROBES=0)
 fi
+# LIMIT: the seconds this call may run (the device's limit_s, less a margin); wait for the job until then.
 bash tools/contrib/gpu-machine/detach.sh start t32 -- "${job[@]}" bash tools/contrib/gpu-machine/targets-job.sh &&
-  bash tools/contrib/gpu-machine/detach.sh wait t32 $((560 - SECONDS)) "$OUT"
+  bash tools/contrib/gpu-machine/detach.sh wait t32 $((${LIMIT:-560} - SECONDS)) "$OUT"
