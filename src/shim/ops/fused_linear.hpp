@@ -92,9 +92,6 @@ struct Int4Problem {
   bool norm_early = false;             ///< the same for norm_weight: its first loads go out before the wait
   bool small_blocks = false;           ///< without SwiGLU: blocks of at most 8 warps, not 16 (AOTI_CUDA_INT4_FUSED_WARPS)
   bool norm_after = false;             ///< as Problem::norm_after
-  /// Packed words of each n-tile whose mma operands the one-super-tile kernels make before the dependent-launch
-  /// wait (0-2, weight_int4pack_gemv.cu's kEarlyOps); -1: AOTI_CUDA_INT4_EARLY_OPS's (default 0).
-  int early_ops = -1;
 };
 
 /// Enqueues the int4 call on `stream` of the current device (weight_int4pack_gemv.cu). Returns the launch's

@@ -156,16 +156,9 @@ enum Ablate {
 // part of each call that waits for the previous kernel's output. The weights are not rounded to bf16 before the
 // multiply (the dequantize-first form rounds (q - 8) s + z once, as torch's kernel does), so results differ from
 // that form in the last bits. AOTI_CUDA_INT4_SCALE_AFTER=0 keeps the dequantize-first form (scale_after below).
-// kEarlyOps > 0 (fused, scale-after, one super-tile a warp): the A operands (raw_word) of the first kEarlyOps packed
-// words of each n-tile are made before the dependent-launch wait, while the kernel before still runs: that part
-// of the multiply needs no activation (AOTI_CUDA_INT4_EARLY_OPS, early_ops below). 4 registers a word: under the
-// 64-register bound all four words spilled 88 bytes (ptxas, sm_90), two spill 4, one none.
-template <int IKT, int U, int NP, int T, int kFuse = kNone, bool kScaleAfter = false, int kEarlyOps = 0>
+template <int IKT, int U, int NP, int T, int kFuse = kNone, bool kScaleAfter = false>
 struct Int4Gemv {
-  static_assert(kEarlyOps == 0 || (kScaleAfter && U == 1 && NP == 1 && kFuse != kNone),
-                "early operands: the fused scale-after kernels of one super-tile and one n-tile pair a warp");
   static constexpr int kWords = IKT / 2;
-  static constexpr int kEarlyWords = kEarlyOps < kWords ? (kEarlyOps > 0 ? kEarlyOps : 1) : kWords;
   static constexpr int kAcc = NP * T * 4;  // fp32 accumulators per lane
   static constexpr int kOutPairs = kFuse == kSwiglu ? NP / 2 : NP;  // n-tile pairs of output per block
   static_assert(kFuse == kNone || T == 1, "the fused kernels take 8 rows per block row");
@@ -295,18 +288,6 @@ struct Int4Gemv {
       if (warp < n_chunks) load_chunk(warp);
       // This thread's first norm vector: a program constant is loaded before the wait, as the weights.
       uint4 nw_first = f.norm_early ? norm_vector(f, threadIdx.x) : make_uint4(0, 0, 0, 0);
-      // kEarlyOps: the first chunk's A operands, before the wait (the warp waits for its weights here).
-      uint32_t ops[NP][2][kEarlyWords][4];
-      if constexpr (kEarlyOps > 0) {
-        if (warp < n_chunks) {
-#pragma unroll
-          for (int j = 0; j < NP; ++j)
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-              for (int q = 0; q < kEarlyWords; ++q) raw_word(ops[j][h][q], wv[j][h][0][q]);
-        }
-      }
       if (early) pdl::wait_for_predecessor();
       if (!f.norm_early) nw_first = norm_vector(f, threadIdx.x);
       if (f.residual != nullptr && !(ablate & kAblateStaging)) {
@@ -321,8 +302,6 @@ struct Int4Gemv {
         if (chunk != warp) load_chunk(chunk);
         if (ablate & kAblateMath) {
           fold_words(acc, wv, sv);
-        } else if (kEarlyOps > 0 && chunk == warp) {
-          multiply_super_tile(acc, wv, sv, 0, chunk, xrow, &ops);  // U == 1: the chunk is its super-tile
         } else {
           compute_chunk(chunk);
         }
@@ -405,11 +384,9 @@ struct Int4Gemv {
   // each word dequantized (dequant_word) and multiplied into acc. Scale-after (kScaleAfter above): the raw words
   // (raw_word) multiplied into the super-tile's own sums A, X = the sums of x from an mma against ones, then
   // acc += s (A - 136 X) + z X per accumulator, with the scale and zero of the accumulator's feature.
-  // ops (kEarlyOps): the super-tile's A operands of its first kEarlyWords words, made before the wait (raw_word).
-  template <typename Acc, typename Words, typename Ops = uint32_t[NP][2][kEarlyWords][4]>
+  template <typename Acc, typename Words>
   static __device__ __forceinline__ void multiply_super_tile(Acc& acc, const Words& wv, const Words& sv, int u, int st,
-                                                             const uint32_t* const (&xrow)[T],
-                                                             const Ops* ops = nullptr) {
+                                                             const uint32_t* const (&xrow)[T]) {
     constexpr uint32_t kOnes[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};  // bf16 1.0 pairs
     float part[NP][T][4];
     float xsum[T][4];
@@ -439,18 +416,7 @@ struct Int4Gemv {
 #pragma unroll
       for (int j = 0; j < NP; ++j) {
         uint32_t lo[4], hi[4];  // n-tile 2p (A rows 0-7) and 2p+1 (rows 8-15)
-        if constexpr (kEarlyOps > 0) {
-          if (ops != nullptr && q < kEarlyWords) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-              lo[i] = (*ops)[j][0][q < kEarlyWords ? q : 0][i];
-              hi[i] = (*ops)[j][1][q < kEarlyWords ? q : 0][i];
-            }
-          } else {
-            raw_word(lo, wv[j][0][u][q]);
-            raw_word(hi, wv[j][1][u][q]);
-          }
-        } else if constexpr (kScaleAfter) {
+        if constexpr (kScaleAfter) {
           raw_word(lo, wv[j][0][u][q]);
           raw_word(hi, wv[j][1][u][q]);
         } else {
@@ -685,13 +651,13 @@ __global__ void __launch_bounds__(512, kMinBlocks<U, NP, T>) int4_gemv_kernel(co
 #endif
 }
 
-template <int IKT, int U, int NP, int kFuse, bool kScaleAfter, int kEarlyOps = 0>
+template <int IKT, int U, int NP, int kFuse, bool kScaleAfter>
 __global__ void __launch_bounds__(512, kMinBlocks<U, NP, 1>) int4_fused_linear_kernel(const uint32_t* __restrict__ w,
                                                                  const uint32_t* __restrict__ sz,
                                                                  __nv_bfloat16* __restrict__ out, GemvShape sh,
                                                                  FusedArgs f) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  Int4Gemv<IKT, U, NP, 1, kFuse, kScaleAfter, kEarlyOps>::run(nullptr, w, sz, out, sh, f);
+  Int4Gemv<IKT, U, NP, 1, kFuse, kScaleAfter>::run(nullptr, w, sz, out, sh, f);
 #endif
 }
 
@@ -701,14 +667,6 @@ __global__ void __launch_bounds__(512, kMinBlocks<U, NP, 1>) int4_fused_linear_k
 bool scale_after(int group_shift, int ikt) {
   static const bool enabled = env_integer_or_warn("AOTI_CUDA_INT4_SCALE_AFTER", 0, 1).value_or(1) == 1;
   return enabled && (1 << group_shift) >= 16 * ikt;
-}
-
-// How many packed words of each n-tile the fused kernels that can (Int4Gemv's kEarlyOps) turn into A operands
-// before the wait: AOTI_CUDA_INT4_EARLY_OPS=1 or 2 (kernel tuning only; read once per process); 0, the default,
-// until measured in a model.
-int early_ops() {
-  static const int words = static_cast<int>(env_integer_or_warn("AOTI_CUDA_INT4_EARLY_OPS", 0, 2).value_or(0));
-  return words;
 }
 
 // Warps per block: enough to cover K in one pass of U-super-tile chunks, at most kw_max.
@@ -788,14 +746,6 @@ cudaError_t launch_fused(const fused_linear::Int4Problem& p, const GemvShape& sh
                                  static_cast<int>(smem_for(f.rows_per_block)));
       if (err != cudaSuccess) return err;
     }
-    if constexpr (U == 1 && NP == 1 && kFuse != kSwiglu) {
-      for (auto* kernel : {int4_fused_linear_kernel<IKT, U, NP, kFuse, true, 1>,
-                           int4_fused_linear_kernel<IKT, U, NP, kFuse, true, 2>}) {
-        err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(smem_for(f.rows_per_block)));
-        if (err != cudaSuccess) return err;
-      }
-    }
   }
   const std::size_t smem = smem_for(f.rows_per_block);
   constexpr int out_pairs_per_block = kFuse == kSwiglu ? NP / 2 : NP;
@@ -804,13 +754,6 @@ cudaError_t launch_fused(const fused_linear::Int4Problem& p, const GemvShape& sh
                   static_cast<unsigned>((p.rows + f.rows_per_block - 1) / f.rows_per_block));
   auto* kernel = scale_after(sh.group_shift, IKT) ? int4_fused_linear_kernel<IKT, U, NP, kFuse, true>
                                                  : int4_fused_linear_kernel<IKT, U, NP, kFuse, false>;
-  if constexpr (U == 1 && NP == 1 && kFuse != kSwiglu) {
-    const int early = p.early_ops >= 0 ? p.early_ops : early_ops();
-    if (early > 0 && scale_after(sh.group_shift, IKT) && sh.k_super <= kw) {
-      kernel = early == 1 ? int4_fused_linear_kernel<IKT, U, NP, kFuse, true, 1>
-                          : int4_fused_linear_kernel<IKT, U, NP, kFuse, true, 2>;
-    }
-  }
   return pdl::launch(kernel, grid, dim3(static_cast<unsigned>(kw * kLanes)), smem, stream,
                      static_cast<const uint32_t*>(p.qdata), static_cast<const uint32_t*>(p.scale_and_zero),
                      static_cast<__nv_bfloat16*>(p.out), sh, f);
