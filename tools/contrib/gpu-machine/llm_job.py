@@ -615,12 +615,15 @@ def main(argv=None) -> int:
         print(json.dumps(t, indent=1) if a.json else targets_markdown(t))
         return 0
     if a.cmd == "targets-chart":
-        labels, series = roofline_chart(load_json(a.targets_json) or {})
+        doc = load_json(a.targets_json) or {}
+        labels, series = roofline_chart(doc)
         if not labels:
             print(f"targets-chart: no job with a streaming read in {a.targets_json}")
             return 1
         import report_output  # bench/report_output.py (on sys.path with roofline): the charts of the benchmarks
-        title = f"LLM decode at position 128, % of the roofline (best bf16 held to {BF16_ROOFLINE_PCT:.0f} %)"
+        positions = sorted({str(j.get("position", "?")) for j in doc["jobs"] if j.get("roofline")})
+        title = (f"LLM decode at position {', '.join(positions)}, % of the roofline "
+                 f"(best bf16 held to {BF16_ROOFLINE_PCT:.0f} %)")
         return 0 if report_output.hbar_chart(a.out_png, title, series, labels) else 1
     if a.cmd == "merge-et":
         kept, new = load_json(a.kept), load_json(a.new)

@@ -55,8 +55,8 @@ if [[ -n ${CHAIN_POSITIONS:-} ]]; then
 fi
 tar -czf "$OUT/probe_logs.tgz" -C "$probes" .  # now, in case the machine goes back before the end
 
-BUDGET=${BUDGET:-700} RUN_SUITE=${RUN_SUITE:-1} REF_EXPORT=${REF_EXPORT:-1} PDL_MEASURE=0 LONG_EXPORTS=${LONG_EXPORTS:-bf16dopqf,int4dopqf} \
-  LONG_EXPORT_FLAGS=${LONG_EXPORT_FLAGS:---autotune off} \
+BUDGET=${BUDGET:-700} RUN_SUITE=${RUN_SUITE:-1} REF_EXPORT=${REF_EXPORT:-1} PDL_MEASURE=0 \
+  LONG_EXPORTS=${LONG_EXPORTS:-bf16dopqf,int4dopqf} LONG_EXPORT_FLAGS=${LONG_EXPORT_FLAGS:---autotune off} \
   bash tools/contrib/gpu-machine/device-llm.sh "$OUT" "$PACK" BC
 echo "stage BC: status $?"
 
